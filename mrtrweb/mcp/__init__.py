@@ -1,0 +1,57 @@
+"""mrtrweb's MCP 2026-07-28 client: pure Python on httpx and mcp-types, nothing from Django."""
+
+from .client import Era, Listing, MCPClient, NotificationCallback, forget_era
+from .config import DEFAULT_CAPABILITIES, ConnectionSettings, default_client_info
+from .errors import (
+    AuthenticationRequired,
+    HeaderMismatch,
+    HTTPStatusError,
+    InvalidParams,
+    InvalidRequestState,
+    JSONRPCError,
+    LegacyServer,
+    MCPError,
+    MethodNotFound,
+    MissingClientCapability,
+    NotDelivered,
+    OutcomeUnknown,
+    ProtocolError,
+    ResourceNotFound,
+    ResponseTooLarge,
+    TransportError,
+    UnsupportedInputRequest,
+    UnsupportedProtocolVersion,
+)
+from .rounds import DEFAULT_MAX_ROUNDS, RoundsExceeded, drive_rounds
+
+__all__ = [
+    "DEFAULT_CAPABILITIES",
+    "DEFAULT_MAX_ROUNDS",
+    "AuthenticationRequired",
+    "ConnectionSettings",
+    "Era",
+    "HTTPStatusError",
+    "HeaderMismatch",
+    "InvalidParams",
+    "InvalidRequestState",
+    "JSONRPCError",
+    "LegacyServer",
+    "Listing",
+    "MCPClient",
+    "MCPError",
+    "MethodNotFound",
+    "MissingClientCapability",
+    "NotDelivered",
+    "NotificationCallback",
+    "OutcomeUnknown",
+    "ProtocolError",
+    "ResourceNotFound",
+    "ResponseTooLarge",
+    "RoundsExceeded",
+    "TransportError",
+    "UnsupportedInputRequest",
+    "UnsupportedProtocolVersion",
+    "default_client_info",
+    "drive_rounds",
+    "forget_era",
+]

@@ -1,0 +1,62 @@
+"""What the client needs to know about one server connection."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import metadata
+
+import mcp_types
+from mcp_types.version import LATEST_MODERN_VERSION
+
+__all__ = [
+    "DEFAULT_CAPABILITIES",
+    "ConnectionSettings",
+    "default_capabilities",
+    "default_client_info",
+]
+
+DEFAULT_MAX_RESPONSE_BYTES = 10_000_000
+
+
+def default_capabilities() -> mcp_types.ClientCapabilities:
+    # Both elicitation modes are really implemented (forms and URL visits);
+    # sampling and roots are deprecated and deliberately not declared.
+    return mcp_types.ClientCapabilities(
+        elicitation=mcp_types.ElicitationCapability(
+            form=mcp_types.FormElicitationCapability(), url=mcp_types.UrlElicitationCapability()
+        )
+    )
+
+
+DEFAULT_CAPABILITIES = default_capabilities()
+
+
+def default_client_info() -> mcp_types.Implementation:
+    try:
+        version = metadata.version("mrtrweb")
+    except metadata.PackageNotFoundError:
+        version = "0"
+    return mcp_types.Implementation(name="mrtrweb", title="mrtrweb", version=version)
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionSettings:
+    """One MCP server endpoint and how to talk to it.
+
+    ``capabilities`` is declared on every request. Keep it identical across the
+    rounds of one call: servers must not infer anything from earlier requests,
+    and a round answered under different capabilities may be asked differently.
+    """
+
+    url: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+    bearer_token: str | None = None
+    connect_timeout: float = 10.0
+    read_timeout: float = 60.0
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+    protocol_version: str = LATEST_MODERN_VERSION
+    client_info: mcp_types.Implementation = field(default_factory=default_client_info)
+    capabilities: mcp_types.ClientCapabilities = field(default_factory=default_capabilities)
+    # Deprecated by the spec (SEP-2577); only sent when set.
+    log_level: str | None = None

@@ -1,0 +1,211 @@
+"""One JSON-RPC request per HTTP POST, answered as JSON or as an SSE stream.
+
+The transport knows the HTTP rules only: it sends bytes with headers and
+returns the JSON-RPC response message whose id matches, or raises. Meaning
+(results, error classes) is the client's business.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any
+
+import httpx
+
+from .errors import (
+    AuthenticationRequired,
+    HTTPStatusError,
+    NotDelivered,
+    OutcomeUnknown,
+    ProtocolError,
+    ResponseTooLarge,
+)
+
+__all__ = ["HTTPTransport", "NotificationHandler", "RawResponse"]
+
+logger = logging.getLogger(__name__)
+
+NotificationHandler = Callable[[dict[str, Any]], Awaitable[None] | None]
+
+ACCEPT = "application/json, text/event-stream"
+
+
+class RawResponse:
+    """The JSON-RPC response message and the HTTP status it came with."""
+
+    __slots__ = ("message", "status")
+
+    def __init__(self, message: dict[str, Any], status: int) -> None:
+        self.message = message
+        self.status = status
+
+
+async def _limited_chunks(response: httpx.Response, limit: int) -> AsyncIterator[bytes]:
+    declared = response.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise ResponseTooLarge(limit)
+    seen = 0
+    async for chunk in response.aiter_bytes():
+        seen += len(chunk)
+        if seen > limit:
+            raise ResponseTooLarge(limit)
+        yield chunk
+
+
+async def _read_body(response: httpx.Response, limit: int) -> bytes:
+    return b"".join([chunk async for chunk in _limited_chunks(response, limit)])
+
+
+async def _sse_data(response: httpx.Response, limit: int) -> AsyncIterator[str]:
+    """Yield the data of each SSE event (per the WHATWG event-stream rules)."""
+    buffer = b""
+    data: list[str] = []
+    event_type = ""
+    async for chunk in _limited_chunks(response, limit):
+        buffer += chunk
+        # Lines end with CRLF, LF or CR; a lone CR at the end may be half of a CRLF.
+        while True:
+            cut = min((i for i in (buffer.find(b"\n"), buffer.find(b"\r")) if i >= 0), default=-1)
+            if cut < 0 or (buffer[cut : cut + 1] == b"\r" and cut + 1 == len(buffer)):
+                break
+            line = buffer[:cut].decode("utf-8", errors="replace")
+            skip = 2 if buffer[cut : cut + 2] == b"\r\n" else 1
+            buffer = buffer[cut + skip :]
+            if line == "":
+                if data and event_type in ("", "message"):
+                    yield "\n".join(data)
+                data, event_type = [], ""
+                continue
+            if line.startswith(":"):
+                continue  # comment, e.g. the SDK's keepalive ": ping"
+            name, _, value = line.partition(":")
+            value = value.removeprefix(" ")
+            if name == "data":
+                data.append(value)
+            elif name == "event":
+                event_type = value
+    if data and event_type in ("", "message"):
+        yield "\n".join(data)
+
+
+def _is_jsonrpc_response(message: Any) -> bool:
+    return (
+        isinstance(message, dict)
+        and "id" in message
+        and ("result" in message or "error" in message)
+    )
+
+
+class HTTPTransport:
+    """Posts JSON-RPC requests to one Streamable HTTP endpoint."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        http: httpx.AsyncClient,
+        max_response_bytes: int,
+    ) -> None:
+        self.url = url
+        self._http = http
+        self._limit = max_response_bytes
+
+    async def post(
+        self,
+        body: bytes,
+        request_id: str | int,
+        headers: Mapping[str, str],
+        on_notification: NotificationHandler | None = None,
+    ) -> RawResponse:
+        all_headers = {"Accept": ACCEPT, "Content-Type": "application/json", **headers}
+        request = self._http.build_request("POST", self.url, content=body, headers=all_headers)
+        try:
+            response = await self._http.send(request, stream=True)
+        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+            raise NotDelivered(f"Could not reach {self.url}: {exc or type(exc).__name__}") from exc
+        except httpx.UnsupportedProtocol as exc:
+            raise NotDelivered(f"Unsupported URL {self.url}: {exc}") from exc
+        except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+            raise OutcomeUnknown(
+                f"The request to {self.url} was sent but no answer came: "
+                f"{exc or type(exc).__name__}"
+            ) from exc
+        try:
+            return await self._read(response, request_id, on_notification)
+        except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+            raise OutcomeUnknown(
+                f"The answer from {self.url} broke off: {exc or type(exc).__name__}"
+            ) from exc
+        finally:
+            # Closing an SSE stream early is how HTTP cancels; here it just frees the connection.
+            await response.aclose()
+
+    async def _read(
+        self,
+        response: httpx.Response,
+        request_id: str | int,
+        on_notification: NotificationHandler | None,
+    ) -> RawResponse:
+        status = response.status_code
+        if status in (401, 403):
+            raise AuthenticationRequired(status, response.headers.get("www-authenticate"))
+        content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        if content_type == "text/event-stream" and status < 400:
+            return await self._read_stream(response, request_id, on_notification)
+        body = await _read_body(response, self._limit)
+        if content_type != "application/json":
+            if status >= 400:
+                raise HTTPStatusError(status, body[:200].decode("utf-8", errors="replace"))
+            if status == 202:
+                raise ProtocolError("The server answered a request with 202 Accepted and no body")
+            raise ProtocolError(f"Unexpected content type {content_type!r} (HTTP {status})")
+        try:
+            message = json.loads(body)
+        except ValueError as exc:
+            if status >= 400:
+                raise HTTPStatusError(status, body[:200].decode("utf-8", errors="replace")) from exc
+            raise ProtocolError(f"The server sent invalid JSON (HTTP {status})") from exc
+        if not _is_jsonrpc_response(message):
+            if status >= 400:
+                raise HTTPStatusError(status, body[:200].decode("utf-8", errors="replace"))
+            raise ProtocolError("The server's answer is not a JSON-RPC response")
+        self._check_id(message, request_id)
+        return RawResponse(message, status)
+
+    async def _read_stream(
+        self,
+        response: httpx.Response,
+        request_id: str | int,
+        on_notification: NotificationHandler | None,
+    ) -> RawResponse:
+        async for data in _sse_data(response, self._limit):
+            try:
+                message = json.loads(data)
+            except ValueError as exc:
+                raise ProtocolError("The server sent invalid JSON in an SSE event") from exc
+            if _is_jsonrpc_response(message):
+                self._check_id(message, request_id)
+                return RawResponse(message, response.status_code)
+            if isinstance(message, dict) and "method" in message and "id" not in message:
+                if on_notification is not None:
+                    outcome = on_notification(message)
+                    if outcome is not None:
+                        await outcome
+                continue
+            if isinstance(message, dict) and "method" in message:
+                # 2026-07-28 has no server-to-client requests on the stream.
+                logger.warning("ignoring a server request on the stream: %s", message.get("method"))
+                continue
+            raise ProtocolError("The server sent a message that is not JSON-RPC on the stream")
+        raise OutcomeUnknown(f"The stream from {self.url} ended before the response arrived")
+
+    @staticmethod
+    def _check_id(message: dict[str, Any], request_id: str | int) -> None:
+        if message.get("id") != request_id and not (
+            message.get("id") is None and "error" in message
+        ):
+            raise ProtocolError(
+                f"The response id {message.get('id')!r} does not match the request {request_id!r}"
+            )
