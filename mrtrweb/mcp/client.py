@@ -245,7 +245,9 @@ class MCPClient:
     def _adopt_version(self, exc: UnsupportedProtocolVersion) -> bool:
         """Switch to a mutually supported modern version; False when there is none."""
         supported = exc.supported
-        mutual = [v for v in MODERN_PROTOCOL_VERSIONS if v in supported and v != self._version]
+        # The version just sent may be listed too (a server that lost its mind for one
+        # request): nothing ran, so resending once at the best mutual version is safe.
+        mutual = [v for v in MODERN_PROTOCOL_VERSIONS if v in supported]
         if mutual:
             self._version = mutual[-1]
             return True

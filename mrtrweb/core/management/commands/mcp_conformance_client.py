@@ -1,0 +1,403 @@
+"""A headless MCP client for the official conformance suite (docs/conformance.md).
+
+The suite starts a mock server per scenario and runs ``<command> <server URL>`` with the
+scenario's name in ``MCP_CONFORMANCE_SCENARIO``. This command reads that name, looks up the
+steps in ``SCENARIOS`` and performs them with ``mrtrweb.mcp`` only, so the suite judges the
+very client the web app uses. It touches no database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import mcp_types
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from mrtrweb.mcp import ConnectionSettings, MCPClient, MCPError, drive_rounds
+
+SCENARIO_ENV = "MCP_CONFORMANCE_SCENARIO"
+CONTEXT_ENV = "MCP_CONFORMANCE_CONTEXT"
+VERSION_ENV = "MCP_CONFORMANCE_PROTOCOL_VERSION"
+
+# A headless run cannot send anyone to a URL, so it declares form elicitation only.
+CAPABILITIES = mcp_types.ClientCapabilities(
+    elicitation=mcp_types.ElicitationCapability(form=mcp_types.FormElicitationCapability())
+)
+
+
+# -- the steps a scenario is made of ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ListTools:
+    """``tools/list``; later steps use the tools it kept."""
+
+
+@dataclass(frozen=True)
+class CallTool:
+    """Call one tool and drive its rounds; ``arguments=None`` builds them from the schema.
+
+    ``between_rounds`` names a tool called after the first round and before the retry, to
+    show that one call's round data never leaks into another request.
+    """
+
+    name: str
+    arguments: Mapping[str, Any] | None = None
+    between_rounds: str | None = None
+
+
+@dataclass(frozen=True)
+class CallFirstTool:
+    """Call the first listed tool with arguments built from its schema."""
+
+
+@dataclass(frozen=True)
+class CallEachTool:
+    """Call every listed tool with arguments built from its schema."""
+
+
+@dataclass(frozen=True)
+class CallContextTools:
+    """Make exactly the calls listed in ``MCP_CONFORMANCE_CONTEXT["toolCalls"]``."""
+
+
+@dataclass(frozen=True)
+class ReadEachResource:
+    """``resources/list``, then read every resource."""
+
+
+@dataclass(frozen=True)
+class GetEachPrompt:
+    """``prompts/list``, then get every prompt."""
+
+
+@dataclass(frozen=True)
+class EchoSchema:
+    """Call ``via`` with the ``inputSchema`` of ``source`` (as listed) as argument ``argument``."""
+
+    source: str
+    via: str
+    argument: str
+
+
+Step = (
+    ListTools
+    | CallTool
+    | CallFirstTool
+    | CallEachTool
+    | CallContextTools
+    | ReadEachResource
+    | GetEachPrompt
+    | EchoSchema
+)
+
+# Every flow starts with server/discover; these are the steps after it.
+SCENARIOS: dict[str, tuple[Step, ...]] = {
+    "tools_call": (ListTools(), CallTool("add_numbers", {"a": 2, "b": 3})),
+    "request-metadata": (ListTools(),),
+    "sep-2322-client-request-state": (
+        ListTools(),
+        CallTool("test_mrtr_echo_state", {}, between_rounds="test_mrtr_unrelated"),
+        CallTool("test_mrtr_no_state", {}),
+        CallTool("test_mrtr_no_result_type", {}),
+    ),
+    "http-standard-headers": (ListTools(), CallEachTool(), ReadEachResource(), GetEachPrompt()),
+    "http-custom-headers": (ListTools(), CallContextTools()),
+    "http-invalid-tool-headers": (ListTools(), CallEachTool()),
+    "json-schema-ref-no-deref": (ListTools(),),
+    "json-schema-2020-12-preservation": (
+        ListTools(),
+        EchoSchema("json_schema_2020_12_tool", via="json_schema_echo", argument="schema"),
+    ),
+}
+GENERIC: tuple[Step, ...] = (ListTools(), CallFirstTool())
+
+
+def steps_for(scenario: str | None) -> tuple[Step, ...]:
+    return SCENARIOS.get(scenario or "", GENERIC)
+
+
+def context_tool_calls(raw_context: str | None) -> list[tuple[str, dict[str, Any]]]:
+    """The ``(name, arguments)`` pairs of ``toolCalls`` in the suite's JSON context."""
+    if not raw_context:
+        return []
+    context = json.loads(raw_context)
+    calls = context.get("toolCalls") if isinstance(context, dict) else None
+    if not isinstance(calls, list):
+        return []
+    return [
+        (call["name"], dict(call.get("arguments") or {}))
+        for call in calls
+        if isinstance(call, dict) and isinstance(call.get("name"), str)
+    ]
+
+
+# -- values for a schema -----------------------------------------------------------------
+
+_FORMAT_EXAMPLES = {
+    "email": "user@example.com",
+    "uri": "https://example.com/",
+    "date": "2026-01-01",
+    "date-time": "2026-01-01T00:00:00Z",
+}
+
+
+def _first_option(options: Any) -> Any:
+    """The first ``const`` of a ``oneOf``/``anyOf`` list of titled options."""
+    if isinstance(options, list):
+        for option in options:
+            if isinstance(option, dict) and "const" in option:
+                return option["const"]
+    return None
+
+
+def _number(schema: Mapping[str, Any], integer: bool) -> int | float:
+    low, high = schema.get("minimum"), schema.get("maximum")
+    value: int | float = low if isinstance(low, int | float) else 0
+    if isinstance(high, int | float) and value > high:
+        value = high
+    return math.ceil(value) if integer else value
+
+
+def _string(schema: Mapping[str, Any]) -> str:
+    value = _FORMAT_EXAMPLES.get(str(schema.get("format")), "example")
+    min_length = schema.get("minLength")
+    if isinstance(min_length, int) and len(value) < min_length:
+        value = value.ljust(min_length, "x")
+    max_length = schema.get("maxLength")
+    if isinstance(max_length, int):
+        value = value[:max_length]
+    return value
+
+
+def value_for(schema: Any) -> Any:
+    """A plausible value of ``schema``: its default, else the first option, else a typed value."""
+    if not isinstance(schema, dict):
+        return "example"
+    if "default" in schema:
+        return schema["default"]
+    if "const" in schema:
+        return schema["const"]
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return schema["enum"][0]
+    option = _first_option(schema.get("oneOf")) or _first_option(schema.get("anyOf"))
+    if option is not None:
+        return option
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), None)
+    if kind == "boolean":
+        return True
+    if kind in ("integer", "number"):
+        return _number(schema, integer=kind == "integer")
+    if kind == "array":
+        items = schema.get("items")
+        first = None
+        if isinstance(items, dict):
+            enum = items.get("enum")
+            first = (
+                enum[0] if isinstance(enum, list) and enum else _first_option(items.get("anyOf"))
+            )
+        return [first] if first is not None else []
+    if kind == "object":
+        return tool_arguments(schema)
+    if kind == "null":
+        return None
+    return _string(schema)
+
+
+def _properties(schema: Any) -> dict[str, Any]:
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    return props if isinstance(props, dict) else {}
+
+
+def form_content(requested_schema: Mapping[str, Any]) -> dict[str, Any]:
+    """Accepted form content: a value for every property of the (flat) requested schema."""
+    return {name: value_for(prop) for name, prop in _properties(requested_schema).items()}
+
+
+def tool_arguments(input_schema: Mapping[str, Any]) -> dict[str, Any]:
+    """Arguments for a tool: a value for each required property, nothing for optional ones."""
+    props = _properties(input_schema)
+    required = input_schema.get("required")
+    names = [n for n in required if isinstance(n, str)] if isinstance(required, list) else []
+    return {name: value_for(props.get(name)) for name in names}
+
+
+def answer(key: str, request: mcp_types.InputRequest) -> mcp_types.InputResponse:
+    """Answer one input request the way a person clicking "accept" on defaults would."""
+    if isinstance(request, mcp_types.ElicitRequest):
+        params = request.params
+        if isinstance(params, mcp_types.ElicitRequestFormParams):
+            return mcp_types.ElicitResult(
+                action="accept", content=form_content(params.requested_schema)
+            )
+        # URL mode: nobody is here to visit the page.
+        return mcp_types.ElicitResult(action="decline")
+    raise MCPError(f"input request {key!r}: cannot answer {request.method} headlessly")
+
+
+# -- running the steps -------------------------------------------------------------------
+
+
+@dataclass
+class Runner:
+    client: MCPClient
+    log: Callable[[str], None]
+    context: str | None = None
+    tools: dict[str, mcp_types.Tool] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+    async def run(self, steps: tuple[Step, ...]) -> None:
+        try:
+            found = await self.client.discover()
+            self.log(f"server/discover: versions {found.supported_versions}")
+        except MCPError as exc:
+            # Clients may skip discovery altogether, so a failure here is no verdict.
+            self.log(f"server/discover failed (not fatal): {type(exc).__name__}: {exc}")
+        for step in steps:
+            await self.guarded(str(step), self.perform(step))
+
+    async def guarded(self, what: str, operation: Awaitable[None]) -> None:
+        """Run one operation; record its failure and go on, so one bad item hides no other."""
+        try:
+            await operation
+        except MCPError as exc:
+            self.fail(f"{what}: {type(exc).__name__}: {exc}")
+
+    def fail(self, message: str) -> None:
+        self.errors.append(message)
+        self.log(f"ERROR {message}")
+
+    async def perform(self, step: Step) -> None:
+        match step:
+            case ListTools():
+                listing = await self.client.list_tools()
+                self.tools = {tool.name: tool for tool in listing.items}
+                # The client logs why each dropped tool was left out.
+                dropped = [name for name, _ in listing.dropped]
+                self.log(f"tools/list: {list(self.tools)}, dropped {dropped}")
+            case CallTool(name, arguments, between_rounds):
+                await self.call_tool(name, arguments, between_rounds)
+            case CallFirstTool():
+                if not self.tools:
+                    raise MCPError("the server lists no tools")
+                await self.call_tool(next(iter(self.tools)), None)
+            case CallEachTool():
+                for name in list(self.tools):
+                    await self.guarded(f"tools/call {name}", self.call_tool(name, None))
+            case CallContextTools():
+                for name, arguments in context_tool_calls(self.context):
+                    await self.guarded(f"tools/call {name}", self.call_tool(name, arguments))
+            case ReadEachResource():
+                for resource in (await self.client.list_resources()).items:
+                    await self.guarded(
+                        f"resources/read {resource.uri}", self.read_resource(resource.uri)
+                    )
+            case GetEachPrompt():
+                for prompt in (await self.client.list_prompts()).items:
+                    await self.guarded(f"prompts/get {prompt.name}", self.get_prompt(prompt))
+            case EchoSchema(source, via, argument):
+                tool = self.tools.get(source)
+                if tool is None:
+                    raise MCPError(f"tool {source!r} was not listed")
+                await self.call_tool(via, {argument: tool.input_schema})
+
+    async def call_tool(
+        self, name: str, arguments: Mapping[str, Any] | None, between_rounds: str | None = None
+    ) -> None:
+        tool = self.tools.get(name)
+        if arguments is None:
+            arguments = tool_arguments(tool.input_schema) if tool else {}
+        # The same JSON text on every round: servers bind requestState to the arguments.
+        text = json.dumps(dict(arguments), separators=(",", ":"), ensure_ascii=False)
+        sent = 0
+
+        async def send(
+            responses: dict[str, Any] | None, state: str | None
+        ) -> mcp_types.CallToolResult | mcp_types.InputRequiredResult:
+            nonlocal sent
+            if sent == 1 and between_rounds:
+                await self.call_tool(between_rounds, None)
+            sent += 1
+            return await self.client.call_tool(
+                name, text, input_responses=responses, request_state=state, tool=tool
+            )
+
+        result = await self.rounds(send)
+        summary = " ".join(
+            block.text for block in result.content if isinstance(block, mcp_types.TextContent)
+        )
+        rounds = f" after {sent} rounds" if sent > 1 else ""
+        if result.is_error:
+            self.fail(f"tools/call {name}{rounds}: the tool failed: {summary}")
+        else:
+            self.log(f"tools/call {name}{rounds}: {summary}")
+
+    async def read_resource(self, uri: str) -> None:
+        result = await self.rounds(
+            lambda responses, state: self.client.read_resource(
+                uri, input_responses=responses, request_state=state
+            )
+        )
+        self.log(f"resources/read {uri}: {len(result.contents)} content(s)")
+
+    async def get_prompt(self, prompt: mcp_types.Prompt) -> None:
+        arguments = {a.name: "example" for a in prompt.arguments or [] if a.required}
+        result = await self.rounds(
+            lambda responses, state: self.client.get_prompt(
+                prompt.name, arguments, input_responses=responses, request_state=state
+            )
+        )
+        self.log(f"prompts/get {prompt.name}: {len(result.messages)} message(s)")
+
+    async def rounds(self, send: Callable[[Any, Any], Awaitable[Any]]) -> Any:
+        return await drive_rounds(send, answer)
+
+
+async def run_scenario(
+    url: str, scenario: str | None, context: str | None, log: Callable[[str], None]
+) -> list[str]:
+    """Run the scenario's steps against ``url``; return the errors (empty on success)."""
+    version = os.environ.get(VERSION_ENV)
+    settings = ConnectionSettings(
+        url=url,
+        connect_timeout=5.0,
+        # The suite kills the client after 30 s; fail with a message before that.
+        read_timeout=20.0,
+        capabilities=CAPABILITIES,
+        **({"protocol_version": version} if version in MODERN_PROTOCOL_VERSIONS else {}),
+    )
+    async with MCPClient(settings) as client:
+        runner = Runner(client, log, context)
+        await runner.run(steps_for(scenario))
+    return runner.errors
+
+
+class Command(BaseCommand):
+    help = (
+        "Act as the client of one MCP conformance-suite scenario (named by "
+        f"{SCENARIO_ENV}) against URL; unknown scenarios discover, list tools and call the "
+        "first one. Exits non-zero on any error."
+    )
+    requires_system_checks: list[str] = []
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("url", help="the MCP endpoint (the suite appends it)")
+
+    def handle(self, *args: Any, url: str, **options: Any) -> None:
+        scenario = os.environ.get(SCENARIO_ENV)
+        self.stderr.write(f"scenario {scenario or '(none)'} against {url}")
+        errors = asyncio.run(
+            run_scenario(url, scenario, os.environ.get(CONTEXT_ENV), self.stderr.write)
+        )
+        if errors:
+            raise CommandError(f"{len(errors)} step(s) failed")
+        self.stdout.write(f"scenario {scenario or '(generic)'}: done")
