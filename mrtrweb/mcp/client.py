@@ -191,6 +191,10 @@ class MCPClient:
             if 400 <= exc.status < 500:
                 await self._raise_if_legacy(exc)
             raise
+        except JSONRPCError as exc:
+            if exc.http_status is not None and 400 <= exc.http_status < 500:
+                await self._raise_if_legacy(exc)
+            raise
 
     async def _send(
         self,
@@ -307,7 +311,7 @@ class MCPClient:
         if await self.detect_era() == "legacy":
             raise LegacyServer(self.settings.url, await self._describe_legacy())
 
-    async def _raise_if_legacy(self, exc: HTTPStatusError) -> None:
+    async def _raise_if_legacy(self, exc: MCPError) -> None:
         if _ERA_CACHE.get(self.settings.url) == "modern":
             return
         if await self.detect_era() == "legacy":

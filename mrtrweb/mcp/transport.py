@@ -203,9 +203,9 @@ class HTTPTransport:
 
     @staticmethod
     def _check_id(message: dict[str, Any], request_id: str | int) -> None:
-        if message.get("id") != request_id and not (
-            message.get("id") is None and "error" in message
-        ):
+        # An error may come before the server could read our id (some answer null,
+        # some a placeholder such as "server-error"), so only results must match.
+        if message.get("id") != request_id and "error" not in message:
             raise ProtocolError(
                 f"The response id {message.get('id')!r} does not match the request {request_id!r}"
             )

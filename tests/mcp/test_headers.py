@@ -1,4 +1,4 @@
-"""The header codec and the x-mcp-header rules (pure functions, checked against the spec's examples)."""
+"""The header codec and the x-mcp-header rules, checked against the spec's examples."""
 
 from __future__ import annotations
 
