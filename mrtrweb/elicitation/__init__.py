@@ -1,0 +1,77 @@
+"""The flat elicitation vocabulary: ``requestedSchema`` ⇄ Django form ⇄ typed content.
+
+Typical use for one ``elicitation/create`` input request under ``key``::
+
+    request = parse_request(input_request)           # FormRequest | UrlRequest
+    spec = classify(request.schema)                  # or UnsupportedSchema: decline/cancel only
+    form = build_form(spec, prefix=prefix_for_key(key), data=request_post or None)
+    if form.is_valid():
+        content = content_from(form)                 # ElicitResult.content
+
+URL mode: ``describe_url(request.url)`` for the consent screen; never fetch the URL.
+"""
+
+from mrtrweb.elicitation.fields import RADIO_MAX_OPTIONS, control_for
+from mrtrweb.elicitation.forms import (
+    Content,
+    ElicitationForm,
+    accept_result,
+    build_form,
+    content_from,
+    initial_from_content,
+)
+from mrtrweb.elicitation.names import (
+    field_name_for,
+    key_for_prefix,
+    prefix_for_key,
+    prop_for_field_name,
+)
+from mrtrweb.elicitation.requests import (
+    FormRequest,
+    InvalidElicitation,
+    UrlRequest,
+    answers_match,
+    parse_request,
+)
+from mrtrweb.elicitation.schema import (
+    EnumStyle,
+    FieldSpec,
+    FormSpec,
+    Kind,
+    Option,
+    UnsupportedSchema,
+    classify,
+)
+from mrtrweb.elicitation.url_mode import UrlInfo, UrlWarning, describe_url
+from mrtrweb.elicitation.values import value_problem
+
+__all__ = [
+    "RADIO_MAX_OPTIONS",
+    "Content",
+    "ElicitationForm",
+    "EnumStyle",
+    "FieldSpec",
+    "FormRequest",
+    "FormSpec",
+    "InvalidElicitation",
+    "Kind",
+    "Option",
+    "UnsupportedSchema",
+    "UrlInfo",
+    "UrlRequest",
+    "UrlWarning",
+    "accept_result",
+    "answers_match",
+    "build_form",
+    "classify",
+    "content_from",
+    "control_for",
+    "describe_url",
+    "field_name_for",
+    "initial_from_content",
+    "key_for_prefix",
+    "parse_request",
+    "prefix_for_key",
+    "prop_for_field_name",
+    "value_problem",
+]
