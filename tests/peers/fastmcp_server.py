@@ -514,6 +514,30 @@ def register_flow_tools(mcp: FastMCP) -> None:
             {"action": reply.action, "content": content, "types": types},
         )
 
+    @mcp.tool(description="Asks for sampling and roots, kinds a client must declare first.")
+    def ask_undeclared(ctx: Context):
+        # Deliberately ignores the declared capabilities (fastmcp does not check hand-built
+        # results either), so a client's own guard can be tested.
+        if ctx.request_state:
+            return result("the client answered anyway", {"status": "answered"})
+        return mcp_types.InputRequiredResult(
+            input_requests={
+                "draft": mcp_types.CreateMessageRequest(
+                    params=mcp_types.CreateMessageRequestParams(
+                        messages=[
+                            mcp_types.SamplingMessage(
+                                role="user",
+                                content=mcp_types.TextContent(type="text", text="Write a haiku"),
+                            )
+                        ],
+                        max_tokens=50,
+                    )
+                ),
+                "roots": mcp_types.ListRootsRequest(),
+            },
+            request_state=json.dumps({"step": "undeclared"}),
+        )
+
     @mcp.tool(description="Never completes: every retry asks a new question (q1, q2, ...).")
     def never_done(ctx: Context):
         state = load_state(ctx.request_state)

@@ -1,0 +1,168 @@
+"""Calls to MCP servers and their input-required rounds.
+
+Only :mod:`mrtrweb.calls.engine` changes a call's or a round's status; every
+transition there is a guarded ``UPDATE ... WHERE status = <expected>``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.urls import reverse
+from django.utils import timezone
+
+from mrtrweb.servers.fields import EncryptedTextField
+from mrtrweb.servers.models import Connection
+
+
+class Call(models.Model):
+    class Method(models.TextChoices):
+        TOOL = "tools/call", "tool"
+        PROMPT = "prompts/get", "prompt"
+        RESOURCE = "resources/read", "resource"
+
+    class Status(models.TextChoices):
+        RUNNING = "running", "running"
+        WAITING = "waiting", "waiting for input"
+        COMPLETED = "completed", "completed"
+        FAILED = "failed", "failed"
+        CANCELLED = "cancelled", "cancelled"
+        EXPIRED = "expired", "expired"
+
+    FINISHED = (Status.COMPLETED, Status.FAILED, Status.CANCELLED, Status.EXPIRED)
+
+    connection = models.ForeignKey(Connection, on_delete=models.PROTECT, related_name="calls")
+    method = models.CharField(max_length=32, choices=Method.choices)
+    # The tool or prompt name, or the resource URI.
+    target = models.CharField(max_length=2000)
+    # The arguments exactly as first sent: servers bind requestState to a digest of them.
+    arguments_json = models.TextField(default="{}")
+    # The tool as listed when the call started, so any worker can mirror x-mcp-header.
+    tool = models.JSONField(null=True, blank=True)
+    started_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="calls"
+    )
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.RUNNING, db_index=True
+    )
+    # Input-required results received so far (state-only ones included), against the cap.
+    rounds_used = models.PositiveSmallIntegerField(default=0)
+    result = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    restarted_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="restarts"
+    )
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.get_method_display()} {self.target} on {self.connection.name}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("calls:call", kwargs={"pk": self.pk})
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in self.FINISHED
+
+    @property
+    def is_error_result(self) -> bool:
+        return bool(self.result and self.result.get("isError"))
+
+
+class Round(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending", "waiting for an answer"
+        SUBMITTED = "submitted", "answered, waiting to be sent"
+        DELIVERING = "delivering", "being sent"
+        DELIVERED = "delivered", "delivered"
+        FAILED = "failed", "could not be delivered"
+        EXPIRED = "expired", "expired"
+        CANCELLED = "cancelled", "cancelled"
+
+    call = models.ForeignKey(Call, on_delete=models.CASCADE, related_name="rounds")
+    index = models.PositiveSmallIntegerField()
+    # The inputRequests exactly as received (keys are arbitrary server strings).
+    input_requests = models.JSONField(default=dict)
+    # requestState is opaque, echoed byte for byte, and never shown to a browser.
+    has_request_state = models.BooleanField(default=False)
+    request_state = EncryptedTextField(null=True, blank=True)
+    request_state_sha256 = models.CharField(max_length=64, blank=True)
+    # Set when a request in this round is of a kind or shape the client cannot answer.
+    unsupported_reason = models.TextField(blank=True)
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.PENDING, db_index=True
+    )
+    # inputResponses as sent: {key: {"action": ..., "content": {...}}}.
+    answers = models.JSONField(null=True, blank=True)
+    answered_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="answered_rounds",
+    )
+    answered_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    delivery_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["call_id", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["call", "index"], name="round_index_unique_per_call")
+        ]
+
+    def __str__(self) -> str:
+        return f"round {self.index} of call {self.call_id}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("calls:round", kwargs={"pk": self.pk})
+
+    @property
+    def is_pending(self) -> bool:
+        return self.status == self.Status.PENDING
+
+    @property
+    def is_answerable(self) -> bool:
+        return self.is_pending and not self.unsupported_reason
+
+    def set_request_state(self, state: str | None) -> None:
+        self.has_request_state = state is not None
+        self.request_state = state
+        self.request_state_sha256 = (
+            hashlib.sha256(state.encode("utf-8")).hexdigest() if state is not None else ""
+        )
+
+    def requests(self) -> list[tuple[str, dict[str, Any]]]:
+        """The input requests in the order the server sent them."""
+        return list(self.input_requests.items())
+
+
+class Event(models.Model):
+    """The audit trail of a call: append-only, one row per transition."""
+
+    call = models.ForeignKey(Call, on_delete=models.CASCADE, related_name="events")
+    round = models.ForeignKey(
+        Round, null=True, blank=True, on_delete=models.CASCADE, related_name="events"
+    )
+    kind = models.CharField(max_length=32)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    detail = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} on call {self.call_id}"

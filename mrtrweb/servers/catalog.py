@@ -1,0 +1,95 @@
+"""Probing a connection and caching what it offers (tools, prompts, resources)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from django.utils import timezone
+
+from mrtrweb.mcp import LegacyServer, MCPClient, MCPError
+
+from .models import Connection
+
+
+@dataclass
+class ProbeReport:
+    """What a connection test found: the server's identity and catalog, or the error."""
+
+    ok: bool
+    era: str = ""
+    server: dict[str, Any] = field(default_factory=dict)
+    error: str = ""
+    counts: dict[str, int] = field(default_factory=dict)
+    dropped_tools: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _dump(model: Any) -> Any:
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+async def _probe(connection: Connection) -> tuple[str, dict[str, Any], int]:
+    async with MCPClient(connection.client_settings()) as client:
+        await client.ensure_modern()
+        discovered = await client.discover()
+        tools = await client.list_tools(use_cache=False)
+        catalog: dict[str, Any] = {
+            "server": {
+                "protocol_version": client.protocol_version,
+                "supported_versions": discovered.supported_versions,
+                "capabilities": _dump(discovered.capabilities),
+                "instructions": discovered.instructions or "",
+                "info": (discovered.meta or {}).get("io.modelcontextprotocol/serverInfo", {}),
+            },
+            "tools": [_dump(t) for t in tools.items],
+            "dropped_tools": [list(d) for d in tools.dropped],
+            "prompts": [],
+            "resources": [],
+            "resource_templates": [],
+        }
+        ttls = [tools.ttl_ms]
+        capabilities = discovered.capabilities
+        if capabilities.prompts is not None:
+            prompts = await client.list_prompts(use_cache=False)
+            catalog["prompts"] = [_dump(p) for p in prompts.items]
+            ttls.append(prompts.ttl_ms)
+        if capabilities.resources is not None:
+            resources = await client.list_resources(use_cache=False)
+            templates = await client.list_resource_templates(use_cache=False)
+            catalog["resources"] = [_dump(r) for r in resources.items]
+            catalog["resource_templates"] = [_dump(t) for t in templates.items]
+            ttls += [resources.ttl_ms, templates.ttl_ms]
+        return "modern", catalog, min(ttls)
+
+
+def refresh_catalog(connection: Connection) -> ProbeReport:
+    """Probe the server and store its catalog; the report says what was found or what failed."""
+    try:
+        era, catalog, ttl_ms = async_to_sync(_probe)(connection)
+    except MCPError as exc:
+        era = "legacy" if isinstance(exc, LegacyServer) else connection.era
+        Connection.objects.filter(pk=connection.pk).update(era=era)
+        connection.era = era
+        return ProbeReport(ok=False, era=era, error=f"{type(exc).__name__}: {exc}")
+    now = timezone.now()
+    connection.era = era
+    connection.catalog = catalog
+    connection.catalog_fetched_at = now
+    connection.catalog_expires_at = now + timedelta(milliseconds=ttl_ms)
+    connection.save(update_fields=["era", "catalog", "catalog_fetched_at", "catalog_expires_at"])
+    return ProbeReport(
+        ok=True,
+        era=era,
+        server=catalog["server"],
+        counts={k: len(catalog[k]) for k in ("tools", "prompts", "resources")},
+        dropped_tools=[tuple(d) for d in catalog["dropped_tools"]],
+    )
+
+
+def ensure_catalog(connection: Connection) -> ProbeReport | None:
+    """Refresh the catalog when it has expired (per the server's ttlMs); None when fresh."""
+    if connection.catalog_is_fresh():
+        return None
+    return refresh_catalog(connection)

@@ -1,0 +1,97 @@
+"""MCP server connections: where a server is, how to authenticate, and its cached catalog."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import mcp_types
+from django.core.validators import MinValueValidator
+from django.db import models
+from django.urls import reverse
+from django.utils import timezone
+
+from mrtrweb.mcp import ConnectionSettings
+
+from .fields import EncryptedJSONField, EncryptedTextField
+
+DEFAULT_STATE_LIFETIME = timedelta(minutes=10)
+
+
+class Connection(models.Model):
+    """One MCP server endpoint that calls can be started on.
+
+    The bearer token and the custom headers are secrets: they are stored
+    encrypted and only ever leave the database towards the server itself.
+    """
+
+    class Era(models.TextChoices):
+        UNKNOWN = "", "not yet probed"
+        MODERN = "modern", "2026-07-28"
+        LEGACY = "legacy", "handshake era (2025-11-25 or older)"
+
+    name = models.SlugField(max_length=64, unique=True)
+    title = models.CharField(max_length=200, blank=True)
+    url = models.URLField(max_length=2000)
+    enabled = models.BooleanField(default=True)
+    bearer_token = EncryptedTextField(blank=True, default="")
+    headers = EncryptedJSONField(blank=True, null=True)
+    connect_timeout = models.FloatField(default=10.0, validators=[MinValueValidator(0.1)])
+    read_timeout = models.FloatField(default=60.0, validators=[MinValueValidator(0.1)])
+    max_response_bytes = models.PositiveIntegerField(default=10_000_000)
+    state_lifetime = models.DurationField(
+        default=DEFAULT_STATE_LIFETIME,
+        help_text="How long the server keeps a round's requestState valid.",
+    )
+    max_rounds = models.PositiveSmallIntegerField(default=10, validators=[MinValueValidator(1)])
+    era = models.CharField(max_length=16, choices=Era.choices, blank=True, default="")
+
+    # The catalog as last listed; re-listed once `catalog_expires_at` passes (the server's ttlMs).
+    catalog = models.JSONField(default=dict, blank=True)
+    catalog_fetched_at = models.DateTimeField(null=True, blank=True)
+    catalog_expires_at = models.DateTimeField(null=True, blank=True)
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.title or self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("calls:start", kwargs={"connection": self.name})
+
+    def client_settings(self) -> ConnectionSettings:
+        return ConnectionSettings(
+            url=self.url,
+            headers=dict(self.headers or {}),
+            bearer_token=self.bearer_token or None,
+            connect_timeout=self.connect_timeout,
+            read_timeout=self.read_timeout,
+            max_response_bytes=self.max_response_bytes,
+        )
+
+    # -- the catalog ----------------------------------------------------------------------
+
+    def catalog_is_fresh(self) -> bool:
+        return self.catalog_expires_at is not None and self.catalog_expires_at > timezone.now()
+
+    def tools(self) -> list[mcp_types.Tool]:
+        return [mcp_types.Tool.model_validate(t) for t in self.catalog.get("tools", [])]
+
+    def tool(self, name: str) -> mcp_types.Tool | None:
+        for raw in self.catalog.get("tools", []):
+            if raw.get("name") == name:
+                return mcp_types.Tool.model_validate(raw)
+        return None
+
+    def prompts(self) -> list[mcp_types.Prompt]:
+        return [mcp_types.Prompt.model_validate(p) for p in self.catalog.get("prompts", [])]
+
+    def resources(self) -> list[mcp_types.Resource]:
+        return [mcp_types.Resource.model_validate(r) for r in self.catalog.get("resources", [])]
+
+    def server_info(self) -> dict[str, Any]:
+        return dict(self.catalog.get("server", {}))
