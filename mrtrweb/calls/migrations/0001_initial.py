@@ -2,85 +2,212 @@
 
 import django.db.models.deletion
 import django.utils.timezone
-import mrtrweb.servers.fields
 from django.conf import settings
 from django.db import migrations, models
 
+import mrtrweb.servers.fields
+
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('servers', '0001_initial'),
+        ("servers", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Call',
+            name="Call",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('method', models.CharField(choices=[('tools/call', 'tool'), ('prompts/get', 'prompt'), ('resources/read', 'resource')], max_length=32)),
-                ('target', models.CharField(max_length=2000)),
-                ('arguments_json', models.TextField(default='{}')),
-                ('tool', models.JSONField(blank=True, null=True)),
-                ('status', models.CharField(choices=[('running', 'running'), ('waiting', 'waiting for input'), ('completed', 'completed'), ('failed', 'failed'), ('cancelled', 'cancelled'), ('expired', 'expired')], db_index=True, default='running', max_length=16)),
-                ('rounds_used', models.PositiveSmallIntegerField(default=0)),
-                ('result', models.JSONField(blank=True, null=True)),
-                ('error', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(db_index=True, default=django.utils.timezone.now)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('connection', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='calls', to='servers.connection')),
-                ('restarted_from', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='restarts', to='calls.call')),
-                ('started_by', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='calls', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "method",
+                    models.CharField(
+                        choices=[
+                            ("tools/call", "tool"),
+                            ("prompts/get", "prompt"),
+                            ("resources/read", "resource"),
+                        ],
+                        max_length=32,
+                    ),
+                ),
+                ("target", models.CharField(max_length=2000)),
+                ("arguments_json", models.TextField(default="{}")),
+                ("tool", models.JSONField(blank=True, null=True)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("running", "running"),
+                            ("waiting", "waiting for input"),
+                            ("completed", "completed"),
+                            ("failed", "failed"),
+                            ("cancelled", "cancelled"),
+                            ("expired", "expired"),
+                        ],
+                        db_index=True,
+                        default="running",
+                        max_length=16,
+                    ),
+                ),
+                ("rounds_used", models.PositiveSmallIntegerField(default=0)),
+                ("result", models.JSONField(blank=True, null=True)),
+                ("error", models.TextField(blank=True)),
+                (
+                    "created_at",
+                    models.DateTimeField(db_index=True, default=django.utils.timezone.now),
+                ),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "connection",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="calls",
+                        to="servers.connection",
+                    ),
+                ),
+                (
+                    "restarted_from",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="restarts",
+                        to="calls.call",
+                    ),
+                ),
+                (
+                    "started_by",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="calls",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='Round',
+            name="Round",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('index', models.PositiveSmallIntegerField()),
-                ('input_requests', models.JSONField(default=dict)),
-                ('has_request_state', models.BooleanField(default=False)),
-                ('request_state', mrtrweb.servers.fields.EncryptedTextField(blank=True, null=True)),
-                ('request_state_sha256', models.CharField(blank=True, max_length=64)),
-                ('unsupported_reason', models.TextField(blank=True)),
-                ('status', models.CharField(choices=[('pending', 'waiting for an answer'), ('submitted', 'answered, waiting to be sent'), ('delivering', 'being sent'), ('delivered', 'delivered'), ('failed', 'could not be delivered'), ('expired', 'expired'), ('cancelled', 'cancelled')], db_index=True, default='pending', max_length=16)),
-                ('answers', models.JSONField(blank=True, null=True)),
-                ('answered_at', models.DateTimeField(blank=True, null=True)),
-                ('expires_at', models.DateTimeField(blank=True, null=True)),
-                ('delivery_error', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(db_index=True, default=django.utils.timezone.now)),
-                ('delivered_at', models.DateTimeField(blank=True, null=True)),
-                ('answered_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='answered_rounds', to=settings.AUTH_USER_MODEL)),
-                ('call', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='rounds', to='calls.call')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("index", models.PositiveSmallIntegerField()),
+                ("input_requests", models.JSONField(default=dict)),
+                ("has_request_state", models.BooleanField(default=False)),
+                ("request_state", mrtrweb.servers.fields.EncryptedTextField(blank=True, null=True)),
+                ("request_state_sha256", models.CharField(blank=True, max_length=64)),
+                ("unsupported_reason", models.TextField(blank=True)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "waiting for an answer"),
+                            ("submitted", "answered, waiting to be sent"),
+                            ("delivering", "being sent"),
+                            ("delivered", "delivered"),
+                            ("failed", "could not be delivered"),
+                            ("expired", "expired"),
+                            ("cancelled", "cancelled"),
+                        ],
+                        db_index=True,
+                        default="pending",
+                        max_length=16,
+                    ),
+                ),
+                ("answers", models.JSONField(blank=True, null=True)),
+                ("answered_at", models.DateTimeField(blank=True, null=True)),
+                ("expires_at", models.DateTimeField(blank=True, null=True)),
+                ("delivery_error", models.TextField(blank=True)),
+                (
+                    "created_at",
+                    models.DateTimeField(db_index=True, default=django.utils.timezone.now),
+                ),
+                ("delivered_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "answered_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="answered_rounds",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "call",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="rounds",
+                        to="calls.call",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['call_id', 'index'],
+                "ordering": ["call_id", "index"],
             },
         ),
         migrations.CreateModel(
-            name='Event',
+            name="Event",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(max_length=32)),
-                ('detail', models.JSONField(blank=True, default=dict)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('actor', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
-                ('call', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='events', to='calls.call')),
-                ('round', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='events', to='calls.round')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("kind", models.CharField(max_length=32)),
+                ("detail", models.JSONField(blank=True, default=dict)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "actor",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "call",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="events",
+                        to="calls.call",
+                    ),
+                ),
+                (
+                    "round",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="events",
+                        to="calls.round",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['created_at', 'id'],
+                "ordering": ["created_at", "id"],
             },
         ),
         migrations.AddConstraint(
-            model_name='round',
-            constraint=models.UniqueConstraint(fields=('call', 'index'), name='round_index_unique_per_call'),
+            model_name="round",
+            constraint=models.UniqueConstraint(
+                fields=("call", "index"), name="round_index_unique_per_call"
+            ),
         ),
     ]
