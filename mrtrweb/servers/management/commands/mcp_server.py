@@ -1,0 +1,240 @@
+"""``manage.py mcp_server add|list|test``: MCP server connections for operators and scripts.
+
+Secrets (the bearer token, custom headers) go into the database encrypted and are never
+printed back: ``list`` only says whether they are set.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from typing import Any
+
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
+
+from mrtrweb.servers.catalog import refresh_catalog
+from mrtrweb.servers.models import Connection
+
+# RFC 9110 `token`: what a header field name may be made of.
+HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+# Header values: visible ASCII, spaces and tabs; no CR/LF (header injection) and no control bytes.
+HEADER_VALUE = re.compile(r"^[\t\x20-\x7e]*$")
+# Headers the MCP client itself sets; a custom one would clash with (or forge) them.
+RESERVED_HEADERS = frozenset(
+    {
+        "accept",
+        "authorization",
+        "connection",
+        "content-length",
+        "content-type",
+        "host",
+        "mcp-method",
+        "mcp-name",
+        "mcp-protocol-version",
+        "mcp-session-id",
+        "transfer-encoding",
+    }
+)
+
+
+def parse_header(raw: str) -> tuple[str, str]:
+    """``"Name: value"`` -> ``("Name", "value")``, refusing what the client could not send."""
+    name, sep, value = raw.partition(":")
+    name, value = name.strip(), value.strip()
+    if not sep or not name:
+        raise CommandError(f'--header must look like "Name: value", got {raw!r}')
+    if not HEADER_NAME.match(name):
+        raise CommandError(f"--header: {name!r} is not a valid header name")
+    lowered = name.lower()
+    if lowered in RESERVED_HEADERS or lowered.startswith("mcp-param-"):
+        hint = " (use --bearer-token)" if lowered == "authorization" else ""
+        raise CommandError(f"--header: {name} is set by mrtrweb itself{hint}")
+    if not HEADER_VALUE.match(value):
+        # Do not echo the value: headers are where API keys live.
+        raise CommandError(f"--header {name}: the value must be printable ASCII on one line")
+    return name, value
+
+
+def headers_from(raws: list[str]) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    seen: set[str] = set()
+    for raw in raws:
+        name, value = parse_header(raw)
+        if name.lower() in seen:
+            raise CommandError(f"--header {name} is given twice")
+        seen.add(name.lower())
+        headers[name] = value
+    return headers
+
+
+class Command(BaseCommand):
+    help = "Add, list and test MCP server connections."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        actions = parser.add_subparsers(dest="action", metavar="{add,list,test}")
+        actions.required = True
+
+        add = actions.add_parser(
+            "add",
+            help="add a connection (or change one, with --update)",
+            description="Add a connection. With --update, an existing connection of that "
+            "name is changed instead (only the options given), which makes it idempotent.",
+        )
+        add.add_argument("--name", required=True, help="short name (letters, digits, - and _)")
+        add.add_argument("--url", required=True, help="the MCP endpoint, e.g. https://host/mcp")
+        add.add_argument("--title", help="a friendlier name shown in the UI")
+        add.add_argument(
+            "--bearer-token",
+            help="sent as 'Authorization: Bearer ...'; stored encrypted; '' removes it",
+        )
+        add.add_argument(
+            "--header",
+            action="append",
+            default=None,
+            metavar='"NAME: VALUE"',
+            help="a custom header, stored encrypted (repeatable; replaces all headers on --update)",
+        )
+        add.add_argument(
+            "--state-lifetime",
+            type=int,
+            metavar="SECONDS",
+            help="how long the server keeps a round's requestState valid (default 600)",
+        )
+        add.add_argument(
+            "--max-rounds", type=int, metavar="N", help="input rounds per call (default 10)"
+        )
+        add.add_argument(
+            "--update",
+            action="store_true",
+            help="if the connection exists, update it instead of failing",
+        )
+
+        actions.add_parser("list", help="list the connections (secrets are never shown)")
+
+        test = actions.add_parser(
+            "test",
+            help="probe a connection: server identity, protocol era, capabilities, tools",
+        )
+        test.add_argument("name")
+
+    def handle(self, *args: Any, action: str, **options: Any) -> None:
+        if action == "add":
+            self.add_connection(options)
+        elif action == "list":
+            self.list_connections()
+        else:
+            self.test_connection(options["name"])
+
+    # -- add ------------------------------------------------------------------------------
+
+    def add_connection(self, options: dict[str, Any]) -> None:
+        name: str = options["name"]
+        headers = headers_from(options["header"]) if options["header"] is not None else None
+        if options["state_lifetime"] is not None and options["state_lifetime"] < 1:
+            raise CommandError("--state-lifetime must be at least 1 second")
+        if options["max_rounds"] is not None and options["max_rounds"] < 1:
+            raise CommandError("--max-rounds must be at least 1")
+
+        with transaction.atomic():
+            connection = Connection.objects.select_for_update().filter(name=name).first()
+            created = connection is None
+            if connection is None:
+                connection = Connection(name=name)
+            elif not options["update"]:
+                raise CommandError(
+                    f"A connection named {name!r} exists; pass --update to change it."
+                )
+            connection.url = options["url"]
+            if options["title"] is not None:
+                connection.title = options["title"]
+            if options["bearer_token"] is not None:
+                connection.bearer_token = options["bearer_token"]
+            if headers is not None:
+                connection.headers = headers or None
+            if options["state_lifetime"] is not None:
+                connection.state_lifetime = timedelta(seconds=options["state_lifetime"])
+            if options["max_rounds"] is not None:
+                connection.max_rounds = options["max_rounds"]
+            try:
+                connection.full_clean()
+            except ValidationError as exc:
+                raise CommandError(_describe(exc)) from None
+            connection.save()
+        verb = "Added" if created else "Updated"
+        self.stdout.write(f"{verb} connection {name!r} ({connection.url}).")
+
+    # -- list -----------------------------------------------------------------------------
+
+    def list_connections(self) -> None:
+        connections = list(Connection.objects.order_by("name"))
+        if not connections:
+            self.stdout.write(
+                "No connections yet. Add one: manage.py mcp_server add --name NAME --url URL"
+            )
+            return
+        rows = [("NAME", "URL", "ENABLED", "ERA", "TOOLS", "TOKEN", "HEADERS")]
+        for c in connections:
+            rows.append(
+                (
+                    c.name,
+                    c.url,
+                    "yes" if c.enabled else "no",
+                    c.era or "unknown",
+                    str(len(c.catalog.get("tools", []))) if c.catalog_fetched_at else "-",
+                    "set" if c.bearer_token else "-",
+                    "set" if c.headers else "-",
+                )
+            )
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+        for row in rows:
+            self.stdout.write(
+                "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+            )
+
+    # -- test -----------------------------------------------------------------------------
+
+    def test_connection(self, name: str) -> None:
+        connection = Connection.objects.filter(name=name).first()
+        if connection is None:
+            raise CommandError(f"No connection named {name!r} (see: manage.py mcp_server list)")
+        report = refresh_catalog(connection)
+        if not report.ok:
+            raise CommandError(f"Connection {name!r} failed: {report.error}", returncode=1)
+        server = report.server
+        info = server.get("info") or {}
+        capabilities = sorted((server.get("capabilities") or {}).keys())
+        catalog = connection.catalog
+        lines = [
+            f"Connection {name!r} works: {connection.url}",
+            _line("Server", f"{info.get('name', '?')} {info.get('version', '')}".rstrip()),
+            _line("Protocol", f"{server.get('protocol_version', '?')} (era: {report.era})"),
+            _line("Capabilities", ", ".join(capabilities) or "none"),
+            _line("Instructions", server.get("instructions") or "-"),
+            _names("Tools", [t["name"] for t in catalog.get("tools", [])]),
+            _names("Prompts", [p["name"] for p in catalog.get("prompts", [])]),
+            _names("Resources", [r["uri"] for r in catalog.get("resources", [])]),
+        ]
+        for tool, why in report.dropped_tools:
+            lines.append(f"Ignored tool {tool}: {why}")
+        self.stdout.write("\n".join(lines))
+
+
+def _line(label: str, value: str) -> str:
+    return f"{label + ':':<16}{value}"
+
+
+def _names(label: str, names: list[str]) -> str:
+    return _line(f"{label} ({len(names)})", ", ".join(names) or "-")
+
+
+def _describe(exc: ValidationError) -> str:
+    if hasattr(exc, "message_dict"):
+        return "; ".join(
+            " ".join(messages)
+            if field == NON_FIELD_ERRORS
+            else f"--{field.replace('_', '-')}: {' '.join(messages)}"
+            for field, messages in exc.message_dict.items()
+        )
+    return " ".join(exc.messages)
