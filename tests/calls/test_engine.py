@@ -33,9 +33,7 @@ def make_connection(peer: Any, name: str = "peer", **fields: Any) -> Connection:
 
 
 def tool_calls(peer: Any, since: int) -> list[dict[str, Any]]:
-    return [
-        r for r in peer.recorded(since) if (r["json"] or {}).get("method") == "tools/call"
-    ]
+    return [r for r in peer.recorded(since) if (r["json"] or {}).get("method") == "tools/call"]
 
 
 APPROVAL = {"approve": True, "replicas": 3, "window": "tonight", "notify": ["ops"]}

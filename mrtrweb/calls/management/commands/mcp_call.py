@@ -20,7 +20,6 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.urls import NoReverseMatch
 
 from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Round
@@ -116,11 +115,11 @@ def describe(call: Call) -> dict[str, Any]:
     return {
         "id": call.pk,
         "status": call.status,
-        "url": _url(call, f"/calls/{call.pk}/"),
+        "url": call.get_absolute_url(),
         "round": (
             {
                 "id": pending.pk,
-                "url": _url(pending, f"/rounds/{pending.pk}/"),
+                "url": pending.get_absolute_url(),
                 "keys": list(pending.input_requests),
             }
             if pending is not None
@@ -129,11 +128,3 @@ def describe(call: Call) -> dict[str, Any]:
         "result": call.result,
         "error": call.error or None,
     }
-
-
-def _url(obj: Call | Round, fallback: str) -> str:
-    try:
-        return obj.get_absolute_url()
-    except NoReverseMatch:
-        # TODO(issue 3): drop once the calls URLs are wired; the paths are the agreed ones.
-        return fallback

@@ -1,0 +1,90 @@
+# mrtrweb: `make run` serves the app, `make test` proves it. Both set up what they need.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+MAKEFLAGS += --no-builtin-rules
+
+PYTHON ?= python3
+HOST ?= 127.0.0.1
+PORT ?= 8000
+PYTEST_ARGS ?=
+
+VENV := .venv
+PY := $(VENV)/bin/python
+VENV_STAMP := $(VENV)/.installed
+
+# Node 22 and the MCP conformance suite, kept inside the project. The stamp's name carries a
+# hash of the package list, so changing a version here installs again.
+NODE_DIR := var/node
+NODE_PACKAGES := node@22 @modelcontextprotocol/conformance@0.2.0-alpha.12
+NODE_STAMP := $(NODE_DIR)/.installed-$(shell printf '%s' '$(NODE_PACKAGES)' | cksum | cut -d' ' -f1)
+NODE_BIN := $(CURDIR)/$(NODE_DIR)/node_modules/node/bin
+# Tests find `node` (22, not the system's) and `conformance` on PATH.
+TEST_PATH := $(NODE_BIN):$(CURDIR)/$(NODE_DIR)/node_modules/.bin:$(CURDIR)/$(VENV)/bin:$(PATH)
+
+.PHONY: help run test setup lint fmt clean
+
+help:
+	@echo "make run    set up (venv, migrations, admin user, static files) and serve on $(HOST):$(PORT)"
+	@echo "make test   set up, install the Node tools, lint, then run pytest"
+	@echo "make lint   ruff check + ruff format --check"
+	@echo "make fmt    ruff format + ruff check --fix"
+	@echo "make clean  remove the venv, Node tools, collected static files and caches"
+	@echo "            (keeps var/db.sqlite3 and var/secret_key; delete var/ to start afresh)"
+
+$(PY):
+	@# A failed venv (no ensurepip, say) would otherwise leave a python without pip behind.
+	$(PYTHON) -m venv $(VENV) || { rm -rf $(VENV); exit 1; }
+
+$(VENV_STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --disable-pip-version-check --no-input -q -e ".[dev]"
+	touch $@
+
+$(NODE_STAMP):
+	@command -v npm >/dev/null || { echo "npm is needed to install Node 22 and the conformance suite" >&2; exit 1; }
+	mkdir -p $(NODE_DIR)
+	npm install --prefix $(NODE_DIR) --no-audit --no-fund --loglevel=error $(NODE_PACKAGES)
+	@# npm 11 warns that the node package's install script is not allow-listed; make sure
+	@# it ran all the same.
+	@"$(NODE_BIN)/node" --version | grep -q '^v22\.' || { echo "$(NODE_BIN)/node is missing or not Node 22" >&2; exit 1; }
+	@test -x $(NODE_DIR)/node_modules/.bin/conformance || { echo "the conformance CLI is missing" >&2; exit 1; }
+	rm -f $(NODE_DIR)/.installed-*
+	touch $@
+
+setup: $(VENV_STAMP)
+	$(PY) manage.py migrate --noinput -v0
+	$(PY) manage.py ensure_admin
+	$(PY) manage.py collectstatic --noinput -v0
+
+# The demo MCP server (mrtrweb/demo, docs/demo.md), registered as the connection `demo`.
+# DEMO=0 leaves it out.
+DEMO ?= 1
+DEMO_PORT ?= 8765
+
+# The task worker and the demo server run beside the web server and stop with it.
+run: setup
+	@if [ "$(DEMO)" != 0 ]; then \
+	  $(PY) manage.py mcp_server add --update --name demo --title "Demo server" \
+	    --url http://127.0.0.1:$(DEMO_PORT)/mcp; \
+	fi
+	pids=; trap 'kill $$pids 2>/dev/null; wait $$pids 2>/dev/null || true' EXIT; \
+	if [ "$(DEMO)" != 0 ]; then \
+	  $(PY) -m mrtrweb.demo.server --host 127.0.0.1 --port $(DEMO_PORT) & pids="$$pids $$!"; \
+	fi; \
+	$(PY) manage.py db_worker --no-reload & pids="$$pids $$!"; \
+	$(VENV)/bin/uvicorn mrtrweb.asgi:application --host $(HOST) --port $(PORT) --lifespan off
+
+test: setup $(NODE_STAMP) lint
+	PATH="$(TEST_PATH)" $(VENV)/bin/pytest $(PYTEST_ARGS)
+
+lint: $(VENV_STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+fmt: $(VENV_STAMP)
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+clean:
+	rm -rf $(VENV) $(NODE_DIR) staticfiles *.egg-info .pytest_cache .ruff_cache .hypothesis
+	find . -name __pycache__ -type d -not -path './.git/*' -prune -exec rm -rf {} +

@@ -1,0 +1,36 @@
+"""The ASGI application that uvicorn serves: HTTP goes to Django, websockets to channels."""
+
+import os
+import warnings
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mrtrweb.settings")
+
+# Set Django up before anything imports models (channels' auth middleware does).
+django_asgi_app = get_asgi_application()
+
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+
+# WhiteNoise hands Django a file with a synchronous iterator; under ASGI Django reads it in a
+# thread and warns on every static file. Our static files are small, so the warning is noise.
+warnings.filterwarnings(
+    "ignore",
+    message="StreamingHttpResponse must consume synchronous iterators",
+    category=Warning,
+)
+
+# Websocket routes are added here as the live-update consumers arrive.
+websocket_urlpatterns: list = []
+
+application = ProtocolTypeRouter(
+    {
+        "http": django_asgi_app,
+        # The origin check stops other sites from opening sockets with our users' cookies.
+        "websocket": AllowedHostsOriginValidator(
+            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+        ),
+    }
+)

@@ -1,0 +1,15 @@
+from django.urls import path
+
+from mrtrweb.calls import views
+
+app_name = "calls"
+
+urlpatterns = [
+    path("calls/", views.call_list, name="list"),
+    path("calls/start/", views.start, name="start_pick"),
+    path("calls/start/<slug:connection>/", views.start_on, name="start"),
+    path("calls/<int:pk>/", views.call_page, name="call"),
+    path("calls/<int:pk>/restart/", views.restart, name="restart"),
+    path("rounds/<int:pk>/", views.round_page, name="round"),
+    path("rounds/<int:pk>/retry/", views.retry_delivery, name="retry"),
+]

@@ -1,0 +1,406 @@
+"""The pages of calls and rounds. Thin: parse, authorise, render; the engine changes state.
+
+Access is decided in :mod:`mrtrweb.calls.access` only; a call or round someone may not see
+is a 404, exactly like one that does not exist.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
+
+from mrtrweb.servers.catalog import ProbeReport, ensure_catalog, refresh_catalog
+from mrtrweb.servers.models import Connection
+
+from . import engine
+from .access import can_act_on_call, can_answer, visible_calls, visible_rounds
+from .forms import (
+    ArgumentsForm,
+    JsonArgumentsForm,
+    NotFlat,
+    PromptArgumentsForm,
+    RoundAnswers,
+    TemplateForm,
+    flat_arguments,
+    prompt_arguments,
+)
+from .models import Call, Round
+from .rendering import pretty_json, result_view, round_view
+
+# Prefixes of URL-mode requests a person agreed to open, per round: {"<round pk>": [prefix]}.
+CONSENT_SESSION_KEY = "calls.url_consent"
+SELECTION_KINDS = ("tool", "prompt", "resource", "template")
+
+
+class SeeOther(HttpResponseRedirect):
+    """303: after a POST, the browser GETs the next page (never re-posts)."""
+
+    status_code = 303
+
+
+# -- starting a call -----------------------------------------------------------------------------
+
+
+@login_required
+@require_safe
+def start(request: HttpRequest) -> HttpResponse:
+    connections = Connection.objects.filter(enabled=True)
+    return render(request, "calls/start.html", {"connections": connections})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def start_on(request: HttpRequest, connection: str) -> HttpResponse:
+    conn = get_object_or_404(Connection, name=connection, enabled=True)
+    report: ProbeReport | None
+    if request.method == "POST" and "refresh" in request.POST:
+        report = refresh_catalog(conn)
+    elif request.method == "GET":
+        report = ensure_catalog(conn)
+    else:
+        report = None  # starting: the catalog shown with the form is the one to use
+    selection = _selection(request, conn)
+    if selection is None and report is None and request.method == "POST":
+        # Posted without having seen a catalog here (a script, or the cache was emptied).
+        report = ensure_catalog(conn)
+        selection = _selection(request, conn)
+    context: dict[str, Any] = {"connection": conn, "report": report, "selection": selection}
+    if selection is None or "refresh" in request.POST:
+        if request.GET.keys() & set(SELECTION_KINDS) and selection is None:
+            context["selection_missing"] = True
+        return render(request, "calls/start_on.html", _catalog_context(conn, context))
+
+    form, json_mode, not_flat = _start_form(request, selection)
+    if request.method == "POST" and form.is_valid():
+        kind, item = selection
+        call = engine.start_call(
+            connection=conn,
+            method=_METHODS[kind],
+            target=_target(kind, item, form),
+            arguments=_arguments(kind, form),
+            user=request.user,
+        )
+        return SeeOther(_next_page(call))
+    context.update(
+        form=form,
+        json_mode=json_mode,
+        not_flat=not_flat,
+        kind=selection[0],
+        item=selection[1],
+        json_url=_selection_url(conn, selection, as_json=True),
+        fields_url=_selection_url(conn, selection),
+    )
+    return render(request, "calls/start_on.html", _catalog_context(conn, context))
+
+
+_METHODS = {
+    "tool": Call.Method.TOOL,
+    "prompt": Call.Method.PROMPT,
+    "resource": Call.Method.RESOURCE,
+    "template": Call.Method.RESOURCE,
+}
+
+
+def _selection(request: HttpRequest, conn: Connection) -> tuple[str, dict[str, Any]] | None:
+    """What the person picked from the catalog (``?tool=NAME`` and so on), as listed."""
+    catalog = conn.catalog or {}
+    lookups = {
+        "tool": ("tools", "name"),
+        "prompt": ("prompts", "name"),
+        "resource": ("resources", "uri"),
+        "template": ("resource_templates", "uriTemplate"),
+    }
+    for kind in SELECTION_KINDS:
+        wanted = request.GET.get(kind)
+        if wanted is None:
+            continue
+        listing, field = lookups[kind]
+        for item in catalog.get(listing) or []:
+            if isinstance(item, dict) and item.get(field) == wanted:
+                return kind, item
+        return None
+    return None
+
+
+def _selection_url(
+    conn: Connection, selection: tuple[str, dict[str, Any]], *, as_json: bool = False
+) -> str:
+    kind, item = selection
+    field = {"tool": "name", "prompt": "name", "resource": "uri", "template": "uriTemplate"}[kind]
+    query = {kind: item[field], **({"json": "1"} if as_json else {})}
+    return f"{reverse('calls:start', kwargs={'connection': conn.name})}?{urlencode(query)}"
+
+
+def _start_form(
+    request: HttpRequest, selection: tuple[str, dict[str, Any]]
+) -> tuple[Any, bool, str]:
+    """The form for the picked item; for tools also whether it is the JSON editor, and why."""
+    kind, item = selection
+    data = request.POST if request.method == "POST" else None
+    if kind == "prompt":
+        return PromptArgumentsForm(prompt_arguments(item), data=data), False, ""
+    if kind == "template":
+        return TemplateForm(item["uriTemplate"], data=data), False, ""
+    if kind == "resource":
+        return TemplateForm("", data=data), False, ""
+    schema = item.get("inputSchema")
+    try:
+        specs = flat_arguments(schema)
+    except NotFlat as exc:
+        specs, not_flat = None, str(exc)
+    else:
+        not_flat = ""
+    if specs is None or request.GET.get("json"):
+        defaults = {
+            name: prop["default"]
+            for name, prop in ((schema or {}).get("properties") or {}).items()
+            if isinstance(prop, dict) and "default" in prop
+        }
+        form = JsonArgumentsForm(data=data, initial={"arguments": pretty_json(defaults)})
+        return form, True, not_flat
+    return ArgumentsForm(specs, data=data), False, ""
+
+
+def _target(kind: str, item: dict[str, Any], form: Any) -> str:
+    if kind == "template":
+        return form.uri()
+    if kind == "resource":
+        return item["uri"]
+    return item["name"]
+
+
+def _arguments(kind: str, form: Any) -> dict[str, Any] | str | None:
+    if kind in ("resource", "template"):
+        return None
+    if isinstance(form, JsonArgumentsForm):
+        return form.cleaned_data["arguments"]
+    return form.arguments()
+
+
+def _catalog_context(conn: Connection, context: dict[str, Any]) -> dict[str, Any]:
+    catalog = conn.catalog or {}
+    server = conn.server_info()
+    context.update(
+        server_name=(server.get("info") or {}).get("name", ""),
+        server_version=(server.get("info") or {}).get("version", ""),
+        instructions=server.get("instructions", ""),
+        tools=catalog.get("tools") or [],
+        prompts=catalog.get("prompts") or [],
+        resources=catalog.get("resources") or [],
+        templates=catalog.get("resource_templates") or [],
+        dropped_tools=catalog.get("dropped_tools") or [],
+        start_url=reverse("calls:start", kwargs={"connection": conn.name}),
+        has_catalog=bool(catalog),
+    )
+    return context
+
+
+def _next_page(call: Call) -> str:
+    """Where a person goes after acting on a call: its pending round, or the call page."""
+    if call.status == Call.Status.WAITING:
+        pending = call.rounds.filter(status=Round.Status.PENDING).order_by("-index").first()
+        if pending is not None:
+            return pending.get_absolute_url()
+    return call.get_absolute_url()
+
+
+# -- the round page ------------------------------------------------------------------------------
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def round_page(request: HttpRequest, pk: int) -> HttpResponse:
+    round = get_object_or_404(visible_rounds(request.user), pk=pk)
+    consented = _consented(request, round)
+    saved = engine.saved_answers_for(round) if round.is_pending else {}
+    if request.method == "GET":
+        answers = RoundAnswers(round, saved=saved, consented=consented, tz=_tz())
+        return _render_round(request, round, answers)
+
+    if not can_answer(request.user, round):
+        raise Http404("No round matches the given query.")
+    if not round.is_pending:
+        return _already_answered(request, round)
+    post = request.POST
+    answers = RoundAnswers(round, data=post, saved=saved, consented=consented, tz=_tz())
+
+    if "consent" in post:
+        section = answers.section_for_prefix(post["consent"])
+        if section is None or not section.can_open:
+            answers.quiet()
+            return _render_round(request, round, answers, status=400, problem="bad_consent")
+        _record_consent(request, round, section.prefix)
+        if not answers.has_forms:
+            return SeeOther(round.get_absolute_url())
+        # Re-render rather than redirect, so what the person typed elsewhere is kept.
+        answers = RoundAnswers(
+            round, data=post, saved=saved, consented=_consented(request, round), tz=_tz()
+        )
+        answers.quiet()
+        return _render_round(request, round, answers)
+
+    action = post.get("action", "")
+    try:
+        if action == "abandon":
+            if not answers.unsupported:
+                return _render_round(request, round, answers, status=400, problem="not_abandonable")
+            engine.abandon(round, request.user)
+            return SeeOther(round.call.get_absolute_url())
+        if action in ("decline", "cancel"):
+            if not answers.answerable:
+                return _render_round(request, round, answers, status=409, problem="unanswerable")
+            engine.submit_answers(round, answers.refused(action), request.user)
+        elif action == "accept":
+            if not answers.can_accept:
+                return _render_round(request, round, answers, status=400, problem="cannot_accept")
+            if not answers.is_valid():
+                return _render_round(request, round, answers, status=422, problem="invalid")
+            engine.submit_answers(round, answers.accepted(), request.user)
+        else:
+            return _render_round(request, round, answers, status=400, problem="no_action")
+    except engine.AlreadyAnswered:
+        round.refresh_from_db()
+        return _already_answered(request, round)
+    except engine.NotAnswerable:
+        round.refresh_from_db()
+        return _render_round(request, round, answers, status=409, problem="unanswerable")
+    _forget_consent(request, round)
+    return SeeOther(round.call.get_absolute_url())
+
+
+def _render_round(
+    request: HttpRequest,
+    round: Round,
+    answers: RoundAnswers,
+    *,
+    status: int = 200,
+    problem: str = "",
+) -> HttpResponse:
+    call = round.call
+    context = {
+        "round": round,
+        "call": call,
+        "answers": answers,
+        "problem": problem,
+        "server_name": _server_name(call.connection),
+        "deadline_passed": round.expires_at is not None and round.expires_at <= timezone.now(),
+        "can_answer": can_answer(request.user, round),
+    }
+    return render(request, "calls/round.html", context, status=status)
+
+
+def _already_answered(request: HttpRequest, round: Round) -> HttpResponse:
+    return render(
+        request,
+        "calls/already_answered.html",
+        {"round": round, "call": round.call},
+        status=409,
+    )
+
+
+def _tz() -> Any:
+    return timezone.get_current_timezone()
+
+
+def _consented(request: HttpRequest, round: Round) -> frozenset[str]:
+    return frozenset(request.session.get(CONSENT_SESSION_KEY, {}).get(str(round.pk), []))
+
+
+def _record_consent(request: HttpRequest, round: Round, prefix: str) -> None:
+    stored = dict(request.session.get(CONSENT_SESSION_KEY, {}))
+    prefixes = set(stored.get(str(round.pk), []))
+    prefixes.add(prefix)
+    stored[str(round.pk)] = sorted(prefixes)
+    request.session[CONSENT_SESSION_KEY] = stored
+
+
+def _forget_consent(request: HttpRequest, round: Round) -> None:
+    stored = dict(request.session.get(CONSENT_SESSION_KEY, {}))
+    if stored.pop(str(round.pk), None) is not None:
+        request.session[CONSENT_SESSION_KEY] = stored
+
+
+def _server_name(conn: Connection) -> str:
+    return str((conn.server_info().get("info") or {}).get("name", ""))
+
+
+# -- the call page -------------------------------------------------------------------------------
+
+
+@login_required
+@require_safe
+def call_list(request: HttpRequest) -> HttpResponse:
+    calls = visible_calls(request.user)
+    if request.user.is_staff and request.GET.get("mine"):
+        calls = calls.filter(started_by=request.user)
+    return render(request, "calls/list.html", {"calls": calls[:200]})
+
+
+@login_required
+@require_safe
+def call_page(request: HttpRequest, pk: int) -> HttpResponse:
+    call = get_object_or_404(visible_calls(request.user), pk=pk)
+    rounds = list(call.rounds.select_related("answered_by").order_by("index"))
+    in_flight = call.status == Call.Status.RUNNING or any(
+        r.status in (Round.Status.SUBMITTED, Round.Status.DELIVERING) for r in rounds
+    )
+    pending = [r for r in rounds if r.status == Round.Status.PENDING]
+    context = {
+        "call": call,
+        "rounds": [round_view(r) for r in rounds],
+        "pending": pending[-1] if pending else None,
+        "in_flight": in_flight,
+        "result": result_view(call.method, call.result),
+        "arguments": _pretty_arguments(call.arguments_json),
+        "server_name": _server_name(call.connection),
+        "can_act": can_act_on_call(request.user, call),
+        "restarts": list(visible_calls(request.user).filter(restarted_from=call)),
+    }
+    return render(request, "calls/call.html", context)
+
+
+def _pretty_arguments(text: str) -> str:
+    try:
+        return pretty_json(json.loads(text))
+    except ValueError:
+        return text
+
+
+@login_required
+@require_POST
+def restart(request: HttpRequest, pk: int) -> HttpResponse:
+    call = get_object_or_404(visible_calls(request.user), pk=pk)
+    if not can_act_on_call(request.user, call):
+        raise Http404("No call matches the given query.")
+    if call.status not in (Call.Status.EXPIRED, Call.Status.FAILED):
+        return render(
+            request, "calls/conflict.html", {"call": call, "problem": "not_restartable"}, status=409
+        )
+    new = engine.restart(call, request.user)
+    return SeeOther(_next_page(new))
+
+
+@login_required
+@require_POST
+def retry_delivery(request: HttpRequest, pk: int) -> HttpResponse:
+    round = get_object_or_404(visible_rounds(request.user), pk=pk)
+    if not can_answer(request.user, round):
+        raise Http404("No round matches the given query.")
+    try:
+        engine.retry_delivery(round, request.user)
+    except engine.EngineError:
+        return render(
+            request,
+            "calls/conflict.html",
+            {"call": round.call, "round": round, "problem": "not_retryable"},
+            status=409,
+        )
+    return SeeOther(round.call.get_absolute_url())

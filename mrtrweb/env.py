@@ -1,0 +1,145 @@
+"""Reading the deployment's environment into Django settings values.
+
+Kept apart from ``settings.py`` so every rule can be tested with a plain mapping instead of
+patching ``os.environ`` and reloading the settings module. Nothing here imports Django, so the
+module is safe to import before Django is configured.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import secrets
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import dj_database_url
+
+TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
+FALSE_WORDS = frozenset({"0", "false", "no", "off", ""})
+PRODUCTION_WORDS = frozenset({"production", "prod"})
+
+DEFAULT_ALLOWED_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+REDIS_CHANNEL_LAYER = "channels_redis.core.RedisChannelLayer"
+IN_MEMORY_CHANNEL_LAYER = "channels.layers.InMemoryChannelLayer"
+
+
+class EnvError(ValueError):
+    """An environment variable holds a value that cannot be used."""
+
+
+def env_bool(environ: Mapping[str, str], name: str, default: bool = False) -> bool:
+    raw = environ.get(name)
+    if raw is None:
+        return default
+    word = raw.strip().lower()
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    # A typo such as DJANGO_DEBUG=ture must not silently mean "off" (or "on").
+    raise EnvError(f"{name}={raw!r} is not a boolean (use 1/0, true/false, yes/no)")
+
+
+def env_int(environ: Mapping[str, str], name: str, default: int) -> int:
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise EnvError(f"{name}={raw!r} is not an integer") from None
+
+
+def env_list(environ: Mapping[str, str], name: str, default: tuple[str, ...] = ()) -> list[str]:
+    """A comma-separated list; unset means the default, set-but-empty means an empty list."""
+    raw = environ.get(name)
+    if raw is None:
+        return list(default)
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def is_production(environ: Mapping[str, str]) -> bool:
+    return environ.get("DJANGO_ENV", "").strip().lower() in PRODUCTION_WORDS
+
+
+def database_config(database_url: str | None, sqlite_path: Path) -> dict[str, Any]:
+    """``DATABASES["default"]``: the URL's database, or the embedded SQLite file."""
+    if database_url:
+        # Persistent connections are per thread, and under ASGI every sync_to_async call may
+        # land on another thread, so they would pile up; connect per request instead.
+        return dict(dj_database_url.parse(database_url, conn_max_age=0, conn_health_checks=True))
+    return {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": sqlite_path,
+        "OPTIONS": {
+            # The web server and the task worker write to the same file: take the write lock
+            # when a transaction starts and wait for it, instead of failing with "database is
+            # locked" halfway through; WAL lets readers go on while one process writes.
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 20,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        },
+    }
+
+
+def channel_layers(redis_url: str | None) -> dict[str, Any]:
+    """``CHANNEL_LAYERS``: Redis when several processes must reach each other's browsers."""
+    if redis_url:
+        return {
+            "default": {
+                "BACKEND": REDIS_CHANNEL_LAYER,
+                "CONFIG": {"hosts": [redis_url]},
+            }
+        }
+    return {"default": {"BACKEND": IN_MEMORY_CHANNEL_LAYER}}
+
+
+def secret_key(environ: Mapping[str, str], key_file: Path) -> str:
+    """``DJANGO_SECRET_KEY`` if set, else a key generated once and kept in ``key_file``."""
+    from_env = environ.get("DJANGO_SECRET_KEY", "").strip()
+    if from_env:
+        return from_env
+    return _file_key(key_file, lambda: secrets.token_urlsafe(64))
+
+
+def fernet_keys(environ: Mapping[str, str], key_file: Path) -> list[str]:
+    """The keys that encrypt secrets at rest, newest first.
+
+    ``MRTRWEB_FERNET_KEYS`` (comma-separated) if set, else one key generated once into
+    ``key_file`` for local runs.
+    """
+    from_env = env_list(environ, "MRTRWEB_FERNET_KEYS")
+    if from_env:
+        return from_env
+    return [_file_key(key_file, lambda: base64.urlsafe_b64encode(os.urandom(32)).decode())]
+
+
+def _file_key(key_file: Path, make: Callable[[], str]) -> str:
+    try:
+        return _read_key(key_file)
+    except FileNotFoundError:
+        pass
+    key_file.parent.mkdir(parents=True, exist_ok=True)
+    # Write a private temporary file, then hard-link it into place: the link fails if another
+    # process (the web server and the worker start together) won the race, and nobody can
+    # ever read a half-written key.
+    tmp = key_file.with_name(f".{key_file.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(make() + "\n")
+        with contextlib.suppress(FileExistsError):
+            os.link(tmp, key_file)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return _read_key(key_file)
+
+
+def _read_key(key_file: Path) -> str:
+    key = key_file.read_text().strip()
+    if not key:
+        raise EnvError(f"{key_file} is empty; delete it to have a new key generated")
+    return key

@@ -1,0 +1,147 @@
+"""Django settings for mrtrweb, read from the environment.
+
+With nothing set, this is the embedded single-machine setup: SQLite under ``var/``, an
+in-memory channel layer, tasks in the database, a secret key generated into ``var/``.
+``DATABASE_URL`` and ``REDIS_URL`` switch to the scale-out setup; ``DJANGO_ENV=production``
+turns on the HTTPS hardening. docs/deployment.md lists every variable.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+from mrtrweb import env
+
+ENV = os.environ
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(ENV.get("MRTRWEB_VAR_DIR", "") or BASE_DIR / "var")
+
+PRODUCTION = env.is_production(ENV)
+DEBUG = env.env_bool(ENV, "DJANGO_DEBUG", default=False)
+if PRODUCTION and DEBUG:
+    raise ImproperlyConfigured("DJANGO_DEBUG=1 is refused when DJANGO_ENV=production")
+if PRODUCTION and not ENV.get("DJANGO_SECRET_KEY", "").strip():
+    # Every instance must sign with the same key, so production never invents one.
+    raise ImproperlyConfigured("DJANGO_ENV=production needs DJANGO_SECRET_KEY")
+SECRET_KEY = env.secret_key(ENV, VAR_DIR / "secret_key")
+if PRODUCTION and not ENV.get("MRTRWEB_FERNET_KEYS", "").strip():
+    # Secrets at rest must stay readable by every instance and across deploys.
+    raise ImproperlyConfigured("DJANGO_ENV=production needs MRTRWEB_FERNET_KEYS")
+# Keys for secrets at rest (bearer tokens, headers, requestState), newest first.
+FERNET_KEYS = env.fernet_keys(ENV, VAR_DIR / "fernet_key")
+
+ALLOWED_HOSTS = env.env_list(ENV, "DJANGO_ALLOWED_HOSTS", env.DEFAULT_ALLOWED_HOSTS)
+CSRF_TRUSTED_ORIGINS = env.env_list(ENV, "DJANGO_CSRF_TRUSTED_ORIGINS")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "django_htmx",
+    "django_tasks",
+    "django_tasks_db",
+    "mrtrweb.core",
+    "mrtrweb.servers",
+    "mrtrweb.calls",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "mrtrweb.urls"
+WSGI_APPLICATION = "mrtrweb.wsgi.application"
+ASGI_APPLICATION = "mrtrweb.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {"default": env.database_config(ENV.get("DATABASE_URL"), VAR_DIR / "db.sqlite3")}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    # Tests race real threads and processes against one database; an in-memory SQLite
+    # database locks whole tables without waiting, so tests use a file of their own.
+    DATABASES["default"]["TEST"] = {
+        "NAME": str(Path(tempfile.gettempdir()) / f"mrtrweb-test-{os.getpid()}.sqlite3")
+    }
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+CHANNEL_LAYERS = env.channel_layers(ENV.get("REDIS_URL"))
+
+# Tasks are rows in the database; `manage.py db_worker` (started by `make run`) runs them.
+TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "core:home"
+LOGOUT_REDIRECT_URL = "core:home"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = ENV.get("DJANGO_TIME_ZONE", "UTC")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = Path(ENV.get("DJANGO_STATIC_ROOT", "") or BASE_DIR / "staticfiles")
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    # Hashed names let WhiteNoise serve files with far-future cache headers.
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
+
+if PRODUCTION:
+    # TLS ends at a proxy in front of uvicorn; run uvicorn with --proxy-headers so that
+    # request.is_secure() sees the original scheme (docs/deployment.md).
+    SECURE_SSL_REDIRECT = env.env_bool(ENV, "DJANGO_SECURE_SSL_REDIRECT", default=True)
+    # Load balancers probe over plain HTTP.
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+    SECURE_HSTS_SECONDS = env.env_int(ENV, "DJANGO_SECURE_HSTS_SECONDS", default=31_536_000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env.env_bool(
+        ENV, "DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True
+    )
+    SECURE_HSTS_PRELOAD = env.env_bool(ENV, "DJANGO_SECURE_HSTS_PRELOAD", default=True)
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # Without this, errors inside requests reach no handler when DEBUG is off.
+    "root": {"handlers": ["console"], "level": ENV.get("DJANGO_LOG_LEVEL", "INFO").upper()},
+}

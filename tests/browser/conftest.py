@@ -1,0 +1,460 @@
+"""The app as a person meets it: real processes, a real browser.
+
+Package-scoped, so the browser tests share one app and one Chromium and nothing outlives them:
+
+- ``live_app``: a fresh SQLite database and ``var/`` in a temp dir, ``migrate`` and
+  ``collectstatic`` run there, two accounts, then ``uvicorn mrtrweb.asgi:application`` on a free
+  127.0.0.1 port and ``manage.py db_worker`` beside it, as ``make run`` does (``DJANGO_DEBUG=0``,
+  so WhiteNoise serves the collected, hashed files).
+- ``peer_connection`` / ``short_ttl_connection``: the ``fastmcp_peer`` / ``short_ttl_peer``
+  servers (tests/peers) registered as connections with ``manage.py mcp_server add``.
+- ``browser``: Debian's Chromium driven by Playwright (never a downloaded browser).
+- ``page`` (function): a fresh 1200x800 context; ``signed_in_page``: the same, with the cookies
+  of PERSON, who signed in once through the login page (``person_session``).
+- ``live_app.worker_stopped()``: a context manager that holds deliveries back.
+
+Helpers: :func:`assert_accessible` (axe-core), :func:`shoot` (screenshots for the user guide
+when ``MRTRWEB_SCREENSHOTS`` names a folder).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.peers.fixtures import Peer, free_port
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = Path(os.environ.get("MRTRWEB_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = [
+    # We run as root in a container without user namespaces.
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    # The network is closed: no update checks, no sync, no first-run fetches.
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
+AXE_JS = REPO_ROOT / "var" / "node" / "node_modules" / "axe-core" / "axe.min.js"
+VIEWPORT = {"width": 1200, "height": 800}
+START_TIMEOUT = 30.0
+
+# The person who starts and answers calls. Staff only because the sign-in page is still the
+# admin's, which turns other accounts away; PLAIN is an ordinary account, which should be able
+# to do the same (test_harness.py has the expected failure).
+PERSON = ("alice", "alice-browser-pw-1")
+PLAIN = ("bob", "bob-browser-pw-1")
+ADMIN = ("admin", "admin-browser-pw-1")
+
+# Variables that would point the app somewhere other than its fresh temp dir.
+_FOREIGN_VARIABLES = ("DATABASE_URL", "REDIS_URL", "MRTRWEB_FERNET_KEYS", "DJANGO_SECRET_KEY")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "browser: drives the running app with Chromium (tests/browser)"
+    )
+
+
+# -- the app under test ------------------------------------------------------------------------
+
+
+@dataclass
+class LiveApp:
+    base_url: str
+    root: Path
+    env: dict[str, str]
+    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    def url(self, path: str) -> str:
+        return self.base_url + path
+
+    def manage(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        """``manage.py ARGS`` against this app's database; raises with the output on failure."""
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=REPO_ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise AssertionError(
+                f"manage.py {' '.join(args)} exited with {done.returncode}\n"
+                f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+            )
+        return done
+
+    def shell(self, code: str) -> str:
+        """Run Python inside the app (``manage.py shell -c``); returns what it printed."""
+        return self.manage("shell", "-c", code).stdout
+
+    def query(self, code: str) -> Any:
+        """Evaluate one expression inside the app and return it, JSON-decoded."""
+        program = f"import json\nprint('@@' + json.dumps({code}, default=str))"
+        for line in self.shell(program).splitlines():
+            if line.startswith("@@"):
+                return json.loads(line[2:])
+        raise AssertionError(f"no value printed for {code!r}")
+
+    def has_command(self, name: str) -> bool:
+        listing = self.manage("help", "--commands").stdout.split()
+        return name in listing
+
+    @contextlib.contextmanager
+    def worker_stopped(self) -> Iterator[None]:
+        """No deliveries for a while: answers stay queued until the worker is back.
+
+        The worker is stopped gracefully and started afresh (never frozen: a frozen process
+        could hold SQLite's write lock)."""
+        _stop(self.processes["worker"])
+        try:
+            yield
+        finally:
+            _start_worker(self)
+
+    def log(self, name: str) -> str:
+        path = self.root / f"{name}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def check_alive(self) -> None:
+        for name, process in self.processes.items():
+            if process.poll() is not None:
+                raise AssertionError(
+                    f"{name} exited with {process.returncode}; its log:\n{self.log(name)[-4000:]}"
+                )
+
+
+def _environment(root: Path) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("DJANGO_") and k not in _FOREIGN_VARIABLES
+    }
+    env.update(
+        DJANGO_SETTINGS_MODULE=os.environ.get("XDEV_SETTINGS", "mrtrweb.settings"),  # XDEV
+        MRTRWEB_VAR_DIR=str(root / "var"),
+        DJANGO_STATIC_ROOT=str(root / "staticfiles"),
+        DJANGO_DEBUG="0",
+        PYTHONUNBUFFERED="1",
+        PYTHONPATH=os.pathsep.join(p for p in (str(REPO_ROOT), "/tmp/bt", os.environ.get("PYTHONPATH")) if p),  # XDEV
+    )
+    return env
+
+
+def _spawn(app: LiveApp, name: str, *command: str) -> None:
+    with open(app.root / f"{name}.log", "ab") as log:
+        # A session of its own, so stopping it takes any child it forked along.
+        app.processes[name] = subprocess.Popen(
+            command,
+            cwd=REPO_ROOT,
+            env=app.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+
+
+def _start_worker(app: LiveApp) -> None:
+    # As `make run` runs it, polling a little faster so the tests wait less.
+    _spawn(
+        app,
+        "worker",
+        sys.executable,
+        "manage.py",
+        "db_worker",
+        "--no-reload",
+        "--no-startup-delay",
+        "--interval",
+        "0.2",
+    )
+
+
+def _wait_until_served(app: LiveApp) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        app.check_alive()
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(app.url("/healthz"), timeout=1.0).status_code == 200:
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"the app did not answer within {START_TIMEOUT:.0f}s:\n{app.log('web')}")
+
+
+_CREATE_USERS = """
+from django.contrib.auth import get_user_model
+User = get_user_model()
+User.objects.create_user({person!r}, password={person_pw!r}, is_staff=True)
+User.objects.create_user({plain!r}, password={plain_pw!r})
+User.objects.create_superuser({admin!r}, email="", password={admin_pw!r})
+"""
+
+
+@pytest.fixture(scope="package")
+def live_app() -> Iterator[LiveApp]:
+    root = Path(tempfile.mkdtemp(prefix="mrtrweb-browser-"))
+    app = LiveApp(base_url="", root=root, env=_environment(root))
+    try:
+        app.manage("migrate", "--noinput", "-v0", timeout=120)
+        app.manage("collectstatic", "--noinput", "-v0", timeout=120)
+        app.shell(
+            _CREATE_USERS.format(
+                person=PERSON[0],
+                person_pw=PERSON[1],
+                plain=PLAIN[0],
+                plain_pw=PLAIN[1],
+                admin=ADMIN[0],
+                admin_pw=ADMIN[1],
+            )
+        )
+        port = free_port()
+        app.base_url = f"http://127.0.0.1:{port}"
+        _spawn(
+            app,
+            "web",
+            str(Path(sys.executable).with_name("uvicorn")),
+            "mrtrweb.asgi:application",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--lifespan",
+            "off",
+        )
+        _start_worker(app)
+        _wait_until_served(app)
+        yield app
+    finally:
+        for process in app.processes.values():
+            _stop(process)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _register(app: LiveApp, name: str, peer: Peer) -> str:
+    if app.has_command("mcp_server"):
+        app.manage("mcp_server", "add", "--name", name, "--url", peer.url)
+    else:
+        # Until `mcp_server add` exists: the same thing by hand.
+        app.shell(
+            "from mrtrweb.servers.models import Connection\n"
+            "from mrtrweb.servers.catalog import refresh_catalog\n"
+            f"c = Connection.objects.create(name={name!r}, url={peer.url!r})\n"
+            "report = refresh_catalog(c)\n"
+            "assert report.ok, report.error\n"
+        )
+    return name
+
+
+@pytest.fixture(scope="package")
+def peer_connection(live_app: LiveApp, fastmcp_peer: Peer) -> str:
+    """The name of the connection to the fastmcp peer (state lifetime 600 s)."""
+    return _register(live_app, "peer", fastmcp_peer)
+
+
+@pytest.fixture(scope="package")
+def short_ttl_connection(live_app: LiveApp, short_ttl_peer: Peer) -> str:
+    """The name of the connection to the fastmcp peer whose state expires after 2 s."""
+    return _register(live_app, "short", short_ttl_peer)
+
+
+# -- the browser -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="package")
+def browser() -> Iterator[Any]:
+    if not CHROMIUM.exists():
+        pytest.fail(
+            f"Chromium is missing at {CHROMIUM}. Install Debian's package: "
+            "`apt-get install -y chromium` (.ci/run does this before `make test`).",
+            pytrace=False,
+        )
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail(
+            "The `playwright` Python package is missing: `make test` installs it with the "
+            'test extra (`pip install -e ".[dev]"`). Never `playwright install`: the tests '
+            "drive Debian's Chromium.",
+            pytrace=False,
+        )
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+def _new_page(browser: Any, app: LiveApp, storage_state: Any = None) -> Any:
+    context = browser.new_context(
+        base_url=app.base_url, viewport=VIEWPORT, storage_state=storage_state
+    )
+    context.set_default_timeout(15_000)
+    return context.new_page()
+
+
+@pytest.fixture
+def page(browser: Any, live_app: LiveApp) -> Iterator[Any]:
+    """A fresh browser context, signed in as nobody."""
+    fresh = _new_page(browser, live_app)
+    try:
+        yield fresh
+    finally:
+        fresh.context.close()
+
+
+def sign_in(page: Any, username: str, password: str, next_path: str = "/") -> None:
+    """Sign in through the login page, as a person would."""
+    page.goto(f"/admin/login/?next={next_path}")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_load_state()
+    assert "/login/" not in page.url, f"still on the login page: {page.url}"
+
+
+@pytest.fixture(scope="package")
+def person_session(browser: Any, live_app: LiveApp) -> dict[str, Any]:
+    """PERSON's cookies after signing in once through the login page (password hashing is
+    slow on purpose, so the tests share one sign-in)."""
+    first = _new_page(browser, live_app)
+    try:
+        sign_in(first, *PERSON)
+        return first.context.storage_state()
+    finally:
+        first.context.close()
+
+
+@pytest.fixture
+def signed_in_page(browser: Any, live_app: LiveApp, person_session: dict[str, Any]) -> Iterator[Any]:
+    """A fresh browser context, signed in as PERSON."""
+    fresh = _new_page(browser, live_app, storage_state=person_session)
+    try:
+        yield fresh
+    finally:
+        fresh.context.close()
+
+
+# -- checks and pictures -----------------------------------------------------------------------
+
+
+def _axe_path() -> Path:
+    if not AXE_JS.exists():
+        pytest.fail(
+            f"axe-core is missing at {AXE_JS}. `make test` installs it into var/node "
+            "(`npm install --prefix var/node axe-core@4`).",
+            pytrace=False,
+        )
+    return AXE_JS
+
+
+def format_violations(violations: list[dict[str, Any]]) -> str:
+    lines = []
+    for v in violations:
+        lines.append(f"- {v['id']} ({v.get('impact')}): {v['help']} <{v.get('helpUrl', '')}>")
+        for node in v.get("nodes", []):
+            lines.append(f"    at {', '.join(map(str, node.get('target', [])))}")
+            lines.append(f"       {node.get('html', '')[:200]}")
+            for summary_line in (node.get("failureSummary") or "").splitlines():
+                lines.append(f"       {summary_line}")
+    return "\n".join(lines)
+
+
+def axe_violations(page: Any) -> list[dict[str, Any]]:
+    """What axe-core (WCAG 2.x A/AA and best practices) finds wrong with the page as shown."""
+    path = str(_axe_path())
+    for attempt in range(3):
+        try:
+            page.add_script_tag(path=path)
+            return list(page.evaluate("axe.run(document)")["violations"])
+        except Exception as exc:
+            # A page that reloads itself (the call page while delivering) can navigate away
+            # under axe; run it again on the new document.
+            if "context was destroyed" not in str(exc) or attempt == 2:
+                raise
+            page.wait_for_load_state()
+    raise AssertionError("unreachable")
+
+
+def assert_accessible(page: Any) -> None:
+    violations = axe_violations(page)
+    assert not violations, (
+        f"axe-core found {len(violations)} violation(s) on {page.url}:\n"
+        + format_violations(violations)
+    )
+
+
+def shoot(page: Any, name: str, at: Any = None) -> None:
+    """Save a screenshot of the viewport for the user guide, when asked to.
+
+    ``MRTRWEB_SCREENSHOTS`` names the folder (relative to the repo root, e.g. ``docs/images``).
+    The page is shown from its top, or with the element ``at`` (a locator) at the top.
+    """
+    folder = os.environ.get("MRTRWEB_SCREENSHOTS", "").strip()
+    if not folder:
+        return
+    target = Path(folder)
+    if not target.is_absolute():
+        target = REPO_ROOT / target
+    target.mkdir(parents=True, exist_ok=True)
+    # No caret or focus ring from the last field typed into.
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    if at is None:
+        page.evaluate("window.scrollTo(0, 0)")
+    else:
+        at.evaluate("element => element.scrollIntoView({block: 'start'})")
+    page.screenshot(path=str(target / f"{name}.png"))
+
+
+# -- diagnostics -------------------------------------------------------------------------------
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if not report.failed:
+        return report
+    funcargs = getattr(item, "funcargs", {})
+    page = funcargs.get("page")
+    if page is not None and report.when == "call":
+        try:
+            text = page.locator("body").inner_text(timeout=2000)
+            report.sections.append((f"the page at failure: {page.url}", text[:4000]))
+        except Exception as exc:  # the page may be gone; the failure itself matters more
+            report.sections.append(("the page at failure", f"(not readable: {exc})"))
+    app = funcargs.get("live_app")
+    if isinstance(app, LiveApp):
+        for name in app.processes:
+            report.sections.append((f"mrtrweb {name} log (tail)", app.log(name)[-6000:]))
+    return report

@@ -1,0 +1,29 @@
+import importlib.util
+
+import pytest
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # a parent package is missing
+        return False
+
+
+# Plugins that other parts of the suite provide; listed only once they exist, so the suite
+# runs while they are being written.
+pytest_plugins = [name for name in ("tests.peers.fixtures",) if _importable(name)]
+
+
+@pytest.fixture(autouse=True)
+def _test_settings(settings):
+    # The manifest storage and WhiteNoise's file index need `collectstatic` to have run;
+    # tests link to and serve the source files instead, as DEBUG does.
+    settings.WHITENOISE_USE_FINDERS = True
+    settings.WHITENOISE_AUTOREFRESH = True
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
+    # The production hasher is slow on purpose; tests create users by the dozen.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -1,0 +1,101 @@
+import stat
+from pathlib import Path
+
+import pytest
+
+from mrtrweb import env
+
+
+def test_database_url_selects_postgresql_with_all_its_parts(tmp_path: Path):
+    config = env.database_config("postgres://app:s%40cret@db.internal:6543/mrtr", tmp_path / "x")
+
+    assert config["ENGINE"] == "django.db.backends.postgresql"
+    assert (config["NAME"], config["USER"], config["PASSWORD"]) == ("mrtr", "app", "s@cret")
+    assert (config["HOST"], int(config["PORT"])) == ("db.internal", 6543)
+    assert config["CONN_MAX_AGE"] == 0
+    assert config["CONN_HEALTH_CHECKS"] is True
+
+
+@pytest.mark.parametrize("url", [None, ""])
+def test_without_database_url_the_embedded_sqlite_file_is_used(tmp_path: Path, url):
+    config = env.database_config(url, tmp_path / "db.sqlite3")
+
+    assert config["ENGINE"] == "django.db.backends.sqlite3"
+    assert config["NAME"] == tmp_path / "db.sqlite3"
+    assert config["OPTIONS"]["transaction_mode"] == "IMMEDIATE"
+
+
+def test_redis_url_selects_the_redis_channel_layer():
+    layers = env.channel_layers("redis://127.0.0.1:6379/3")
+
+    assert layers["default"]["BACKEND"] == "channels_redis.core.RedisChannelLayer"
+    assert layers["default"]["CONFIG"]["hosts"] == ["redis://127.0.0.1:6379/3"]
+
+
+@pytest.mark.parametrize("url", [None, ""])
+def test_without_redis_url_the_channel_layer_is_in_memory(url):
+    assert env.channel_layers(url) == {
+        "default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}
+    }
+
+
+def test_secret_key_from_the_environment_wins(tmp_path: Path):
+    key_file = tmp_path / "secret_key"
+
+    assert env.secret_key({"DJANGO_SECRET_KEY": "from-env"}, key_file) == "from-env"
+    assert not key_file.exists()
+
+
+def test_secret_key_is_generated_once_into_a_private_file(tmp_path: Path):
+    key_file = tmp_path / "var" / "secret_key"
+
+    first = env.secret_key({}, key_file)
+    second = env.secret_key({"DJANGO_SECRET_KEY": "  "}, key_file)
+
+    assert first == second
+    assert len(first) >= 50
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    assert [p.name for p in key_file.parent.iterdir()] == ["secret_key"]  # no temp left over
+
+
+def test_an_empty_key_file_is_an_error_not_a_new_key(tmp_path: Path):
+    key_file = tmp_path / "secret_key"
+    key_file.write_text("\n")
+
+    with pytest.raises(env.EnvError, match="empty"):
+        env.secret_key({}, key_file)
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [("1", True), ("true", True), ("YES", True), ("on", True), ("0", False), ("off", False)],
+)
+def test_env_bool_words(raw: str, expected: bool):
+    assert env.env_bool({"X": raw}, "X") is expected
+
+
+def test_env_bool_default_and_typos():
+    assert env.env_bool({}, "X", default=True) is True
+    with pytest.raises(env.EnvError, match="X='ture'"):
+        env.env_bool({"X": "ture"}, "X")
+
+
+def test_env_int():
+    assert env.env_int({}, "N", 7) == 7
+    assert env.env_int({"N": " 42 "}, "N", 7) == 42
+    with pytest.raises(env.EnvError):
+        env.env_int({"N": "forty"}, "N", 7)
+
+
+def test_env_list_default_empty_and_spacing():
+    assert env.env_list({}, "H", ("a", "b")) == ["a", "b"]
+    assert env.env_list({"H": ""}, "H", ("a",)) == []
+    assert env.env_list({"H": " x.example , ,y.example"}, "H") == ["x.example", "y.example"]
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("production", True), ("PROD", True), ("development", False), ("", False)],
+)
+def test_is_production(value: str, expected: bool):
+    assert env.is_production({"DJANGO_ENV": value}) is expected

@@ -1,0 +1,101 @@
+"""The settings module as a deployment sees it: a fresh process per environment."""
+
+import json
+
+import pytest
+
+from tests.core.support import RunPython, strong_secret_key
+
+SHOW_SETTINGS = """
+import json
+from django.conf import settings
+db = settings.DATABASES["default"]
+print(json.dumps({
+    "engine": db["ENGINE"], "name": str(db["NAME"]), "host": db.get("HOST"),
+    "layer": settings.CHANNEL_LAYERS["default"]["BACKEND"],
+    "layer_hosts": settings.CHANNEL_LAYERS["default"].get("CONFIG", {}).get("hosts"),
+    "debug": settings.DEBUG, "allowed_hosts": settings.ALLOWED_HOSTS,
+    "tasks": settings.TASKS["default"]["BACKEND"],
+    "hsts": getattr(settings, "SECURE_HSTS_SECONDS", 0),
+}))
+"""
+
+
+def show_settings(run_python: RunPython, **env: str) -> dict:
+    result = run_python("-c", SHOW_SETTINGS, env=env)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_embedded_defaults(run_python: RunPython, tmp_path):
+    shown = show_settings(run_python)
+
+    assert shown["engine"] == "django.db.backends.sqlite3"
+    assert shown["name"] == str(tmp_path / "var" / "db.sqlite3")
+    assert shown["layer"] == "channels.layers.InMemoryChannelLayer"
+    assert shown["debug"] is False
+    assert shown["allowed_hosts"] == ["localhost", "127.0.0.1", "[::1]"]
+    assert shown["tasks"] == "django_tasks_db.DatabaseBackend"
+    assert shown["hsts"] == 0
+    assert (tmp_path / "var" / "secret_key").is_file()
+
+
+def test_database_url_and_redis_url_switch_to_scale_out(run_python: RunPython):
+    shown = show_settings(
+        run_python,
+        DATABASE_URL="postgres://mrtr@db.internal:5432/mrtr",
+        REDIS_URL="redis://cache.internal:6379/0",
+        DJANGO_ALLOWED_HOSTS="mrtr.example",
+        DJANGO_DEBUG="1",
+    )
+
+    assert (shown["engine"], shown["name"], shown["host"]) == (
+        "django.db.backends.postgresql",
+        "mrtr",
+        "db.internal",
+    )
+    assert shown["layer"] == "channels_redis.core.RedisChannelLayer"
+    assert shown["layer_hosts"] == ["redis://cache.internal:6379/0"]
+    assert shown["allowed_hosts"] == ["mrtr.example"]
+    assert shown["debug"] is True
+
+
+def test_production_passes_the_deployment_checklist(run_python: RunPython):
+    result = run_python(
+        "manage.py",
+        "check",
+        "--deploy",
+        "--fail-level",
+        "WARNING",
+        env={
+            "DJANGO_ENV": "production",
+            "DJANGO_SECRET_KEY": strong_secret_key(),
+            "DJANGO_ALLOWED_HOSTS": "mrtr.example",
+        },
+    )
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues" in result.stdout
+
+
+def test_the_embedded_setup_is_not_deployment_ready(run_python: RunPython):
+    # The converse: without DJANGO_ENV=production the checklist must object, or the test
+    # above would prove nothing.
+    result = run_python("manage.py", "check", "--deploy", "--fail-level", "WARNING")
+
+    assert result.returncode != 0
+    assert "SECURE_HSTS_SECONDS" in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("env", "complaint"),
+    [
+        ({"DJANGO_SECRET_KEY": ""}, "needs DJANGO_SECRET_KEY"),
+        ({"DJANGO_SECRET_KEY": "x" * 60, "DJANGO_DEBUG": "1"}, "DJANGO_DEBUG=1 is refused"),
+    ],
+)
+def test_production_refuses_unsafe_configuration(run_python: RunPython, env, complaint):
+    result = run_python("manage.py", "check", env={"DJANGO_ENV": "production", **env})
+
+    assert result.returncode != 0
+    assert complaint in result.stderr
