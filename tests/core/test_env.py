@@ -99,3 +99,22 @@ def test_env_list_default_empty_and_spacing():
 )
 def test_is_production(value: str, expected: bool):
     assert env.is_production({"DJANGO_ENV": value}) is expected
+
+
+def test_fernet_keys_from_the_environment_keep_their_order(tmp_path: Path):
+    keys = env.fernet_keys({"MRTRWEB_FERNET_KEYS": "new-key, old-key"}, tmp_path / "fernet_key")
+
+    assert keys == ["new-key", "old-key"]
+    assert not (tmp_path / "fernet_key").exists()
+
+
+def test_a_local_fernet_key_is_generated_once_and_usable(tmp_path: Path):
+    from cryptography.fernet import Fernet
+
+    key_file = tmp_path / "fernet_key"
+    first = env.fernet_keys({}, key_file)
+    second = env.fernet_keys({}, key_file)
+
+    assert first == second and len(first) == 1
+    assert Fernet(first[0]).decrypt(Fernet(first[0]).encrypt(b"x")) == b"x"
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600

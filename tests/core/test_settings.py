@@ -3,6 +3,7 @@
 import json
 
 import pytest
+from cryptography.fernet import Fernet
 
 from tests.core.support import RunPython, strong_secret_key
 
@@ -71,6 +72,7 @@ def test_production_passes_the_deployment_checklist(run_python: RunPython):
             "DJANGO_ENV": "production",
             "DJANGO_SECRET_KEY": strong_secret_key(),
             "DJANGO_ALLOWED_HOSTS": "mrtr.example",
+            "MRTRWEB_FERNET_KEYS": Fernet.generate_key().decode(),
         },
     )
 
@@ -92,6 +94,7 @@ def test_the_embedded_setup_is_not_deployment_ready(run_python: RunPython):
     [
         ({"DJANGO_SECRET_KEY": ""}, "needs DJANGO_SECRET_KEY"),
         ({"DJANGO_SECRET_KEY": "x" * 60, "DJANGO_DEBUG": "1"}, "DJANGO_DEBUG=1 is refused"),
+        ({"DJANGO_SECRET_KEY": "x" * 60}, "needs MRTRWEB_FERNET_KEYS"),
     ],
 )
 def test_production_refuses_unsafe_configuration(run_python: RunPython, env, complaint):
