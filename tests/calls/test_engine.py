@@ -142,6 +142,27 @@ def test_several_rounds_until_the_result(fastmcp_peer: Any, user: Any) -> None:
     assert "Purchased 2 x tea" in call.result["content"][0]["text"]
 
 
+def test_a_three_round_flow_answers_only_the_newest_round_each_time(
+    fastmcp_peer: Any, user: Any
+) -> None:
+    call = start(make_connection(fastmcp_peer), user, "onboarding", {"site": "Bergen"})
+    since = fastmcp_peer.mark()
+    for key, content in (
+        ("name", {"name": "Ada"}),
+        ("team", {"team": "ops"}),
+        ("confirm", {"ok": True}),
+    ):
+        round = call.rounds.get(status=Round.Status.PENDING)
+        assert list(round.input_requests) == [key]
+        engine.submit_answers(round, {key: {"action": "accept", "content": content}}, user)
+        call.refresh_from_db()
+    assert call.status == Call.Status.COMPLETED, call.error
+    assert call.result["content"][0]["text"] == "Ada joins ops at Bergen: created"
+    sent = [r["json"]["params"]["inputResponses"] for r in tool_calls(fastmcp_peer, since)]
+    assert [list(answers) for answers in sent] == [["name"], ["team"], ["confirm"]]
+    assert call.rounds.count() == 3
+
+
 def test_state_only_rounds_are_retried_without_anyone_seeing_them(
     fastmcp_peer: Any, user: Any
 ) -> None:

@@ -514,6 +514,40 @@ def register_flow_tools(mcp: FastMCP) -> None:
             {"action": reply.action, "content": content, "types": types},
         )
 
+    @mcp.tool(description="Three rounds: name, then team, then confirmation; uses all three.")
+    def onboarding(ctx: Context, site: str = "Oslo"):
+        state = load_state(ctx.request_state)
+        known: dict[str, Any] = dict(state.get("known", {}))
+        steps = [
+            ("name", form_request("Who is joining?", {"name": {"type": "string"}}, ["name"])),
+            (
+                "team",
+                form_request(
+                    "Which team?", {"team": {"type": "string", "enum": ["ops", "dev"]}}, ["team"]
+                ),
+            ),
+            (
+                "confirm",
+                form_request(f"Create the account at {site}?", {"ok": {"type": "boolean"}}, ["ok"]),
+            ),
+        ]
+        asked = state.get("asked")
+        if asked is not None:
+            reply = answer(ctx, asked)
+            if reply is not None and reply.action != "accept":
+                return result(f"onboarding {reply.action}", {"status": reply.action})
+            if reply is not None:
+                known[asked] = (reply.content or {}).get("ok" if asked == "confirm" else asked)
+        for key, question in steps:
+            if key not in known:
+                require_elicitation(ctx)
+                return input_required({key: question}, {"asked": key, "known": known})
+        status = "created" if known["confirm"] else "not created"
+        return result(
+            f"{known['name']} joins {known['team']} at {site}: {status}",
+            {"status": status, **known},
+        )
+
     @mcp.tool(description="Asks for sampling and roots, kinds a client must declare first.")
     def ask_undeclared(ctx: Context):
         # Deliberately ignores the declared capabilities (fastmcp does not check hand-built
