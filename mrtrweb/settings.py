@@ -109,6 +109,22 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "core:home"
 LOGOUT_REDIRECT_URL = "core:home"
 
+# Links in emails point here (the public address of the site).
+MRTRWEB_BASE_URL = ENV.get("MRTRWEB_BASE_URL", "http://127.0.0.1:8000")
+# Console in development; SMTP when EMAIL_HOST is set.
+EMAIL_BACKEND = ENV.get(
+    "DJANGO_EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend"
+    if ENV.get("EMAIL_HOST")
+    else "django.core.mail.backends.console.EmailBackend",
+)
+EMAIL_HOST = ENV.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = env.env_int(ENV, "EMAIL_PORT", default=25)
+EMAIL_HOST_USER = ENV.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = ENV.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env.env_bool(ENV, "EMAIL_USE_TLS", default=False)
+DEFAULT_FROM_EMAIL = ENV.get("DEFAULT_FROM_EMAIL", "mrtrweb@localhost")
+
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = ENV.get("DJANGO_TIME_ZONE", "UTC")
 USE_I18N = True

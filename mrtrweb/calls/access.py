@@ -1,40 +1,86 @@
 """Who may see a call and answer its rounds: the one place the pages ask.
 
-For now a call belongs to the person who started it, and staff see and answer everything.
-Routing rounds to other people (issue 4) changes these functions and nothing else.
+- Admins (``calls.manage_rounds``, superusers included) see and manage everything.
+- Anyone else sees the calls they started, and the rounds routed to them: assigned to them,
+  or to one of their groups and not claimed by someone else. Through such a round they also
+  see its call.
+- A round is answered by its assignee, or by a member of its group who has not been beaten
+  to it by another member's claim.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from .models import Call, Round
+from .roles import is_admin
 
 
-def visible_calls(user: Any) -> QuerySet[Call]:
-    """The calls ``user`` may look at."""
-    if not getattr(user, "is_authenticated", False) or not user.is_active:
-        return Call.objects.none()
-    calls = Call.objects.select_related("connection", "started_by")
-    if user.is_staff:
-        return calls
-    return calls.filter(started_by=user)
+def _active(user: Any) -> bool:
+    return bool(getattr(user, "is_authenticated", False) and user.is_active)
+
+
+def routed_to(user: Any) -> Q:
+    """Rounds routed to ``user``: theirs, or their groups' that nobody else claimed."""
+    return Q(assigned_user=user) | (
+        Q(assigned_group__in=user.groups.all()) & (Q(claimed_by__isnull=True) | Q(claimed_by=user))
+    )
 
 
 def visible_rounds(user: Any) -> QuerySet[Round]:
-    """The rounds ``user`` may look at: those of the calls they may see."""
-    return Round.objects.select_related(
-        "call__connection", "call__started_by", "answered_by"
-    ).filter(call__in=visible_calls(user).values("pk"))
+    """The rounds ``user`` may look at."""
+    rounds = Round.objects.select_related(
+        "call__connection",
+        "call__started_by",
+        "answered_by",
+        "assigned_user",
+        "assigned_group",
+        "claimed_by",
+    )
+    if not _active(user):
+        return rounds.none()
+    if is_admin(user):
+        return rounds
+    return rounds.filter(
+        routed_to(user) | Q(answered_by=user) | Q(call__started_by=user)
+    ).distinct()
+
+
+def visible_calls(user: Any) -> QuerySet[Call]:
+    """The calls ``user`` may look at: started by them, or with a round routed to them."""
+    calls = Call.objects.select_related("connection", "started_by")
+    if not _active(user):
+        return calls.none()
+    if is_admin(user):
+        return calls
+    mine = Round.objects.filter(routed_to(user) | Q(answered_by=user)).values("call_id")
+    return calls.filter(Q(started_by=user) | Q(pk__in=mine))
 
 
 def can_answer(user: Any, round: Round) -> bool:
     """Whether ``user`` may answer (or abandon) ``round``."""
-    return visible_calls(user).filter(pk=round.call_id).exists()
+    if not _active(user):
+        return False
+    if is_admin(user):
+        return True
+    if round.assigned_user_id is not None:
+        return round.assigned_user_id == user.pk
+    if round.assigned_group_id is not None:
+        return (round.claimed_by_id in (None, user.pk)) and user.groups.filter(
+            pk=round.assigned_group_id
+        ).exists()
+    # Rounds parked before routing existed belong to the caller.
+    return round.call.started_by_id == user.pk
 
 
 def can_act_on_call(user: Any, call: Call) -> bool:
     """Whether ``user`` may restart ``call`` or retry the delivery of its rounds."""
-    return visible_calls(user).filter(pk=call.pk).exists()
+    if not _active(user):
+        return False
+    return (
+        is_admin(user)
+        or call.started_by_id == user.pk
+        or (visible_calls(user).filter(pk=call.pk).exists())
+    )

@@ -26,7 +26,8 @@ from typing import Any
 import mcp_types
 from asgiref.sync import async_to_sync
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from mrtrweb.elicitation import answers_match
@@ -39,13 +40,20 @@ from mrtrweb.mcp import (
 from mrtrweb.servers.models import Connection
 
 from .models import Call, Event, Round
+from .notify import notify_new_round
+from .routing import route
 
 __all__ = [
     "AlreadyAnswered",
     "EngineError",
     "NotAnswerable",
     "abandon",
+    "cancel_round",
+    "claim",
     "deliver",
+    "expire",
+    "reassign",
+    "release",
     "restart",
     "retry_delivery",
     "saved_answers_for",
@@ -187,12 +195,15 @@ def _park(call: Call, raw: Mapping[str, Any], *, unsupported: str = "") -> Round
     connection = call.connection
     with transaction.atomic():
         index = call.rounds.count() + 1
+        user, group = route(call)
         parked = Round(
             call=call,
             index=index,
             input_requests=dict(raw.get("inputRequests") or {}),
             unsupported_reason=unsupported,
             expires_at=timezone.now() + connection.state_lifetime,
+            assigned_user=user,
+            assigned_group=group,
         )
         parked.set_request_state(raw.get("requestState"))
         parked.save()
@@ -205,7 +216,10 @@ def _park(call: Call, raw: Mapping[str, Any], *, unsupported: str = "") -> Round
             asked=_questions(parked.input_requests),
             unsupported=unsupported,
             request_state_sha256=parked.request_state_sha256,
+            assigned_user=user.get_username() if user else None,
+            assigned_group=group.name if group else None,
         )
+        transaction.on_commit(lambda: notify_new_round(parked))
     return parked
 
 
@@ -311,11 +325,15 @@ def submit_answers(round: Round, responses: Mapping[str, Mapping[str, Any]], use
         raise NotAnswerable(round.unsupported_reason)
     answers = {key: dict(value) for key, value in responses.items()}
     with transaction.atomic():
+        now = timezone.now()
         won = Round.objects.filter(pk=round.pk, status=Round.Status.PENDING).update(
             status=Round.Status.SUBMITTED,
             answers=answers,
             answered_by=user,
-            answered_at=timezone.now(),
+            answered_at=now,
+            # Answering a group's round claims it, so it leaves the others' inboxes.
+            claimed_by=Coalesce(F("claimed_by"), Value(user.pk)),
+            claimed_at=Coalesce(F("claimed_at"), Value(now)),
         )
         if not won:
             raise AlreadyAnswered(f"Round {round.index} was already answered.")
@@ -407,3 +425,76 @@ def saved_answers_for(round: Round) -> dict[str, dict[str, Any]]:
                     saved[key] = answer["content"]
         previous = previous.restarted_from
     return saved
+
+
+# -- what admins (and group members) do ---------------------------------------------------
+
+
+def claim(round: Round, user: Any) -> None:
+    """Take a group's round; it leaves the other members' inboxes. Raises if already taken."""
+    with transaction.atomic():
+        if not Round.objects.filter(
+            pk=round.pk, status=Round.Status.PENDING, claimed_by__isnull=True
+        ).update(claimed_by=user, claimed_at=timezone.now()):
+            raise AlreadyAnswered("Someone else claimed or answered this round first.")
+        _record(round.call, "claimed", round=round, actor=user)
+
+
+def release(round: Round, actor: Any) -> None:
+    """Put a claimed round back into its group's inboxes."""
+    with transaction.atomic():
+        if not Round.objects.filter(
+            pk=round.pk, status=Round.Status.PENDING, claimed_by__isnull=False
+        ).update(claimed_by=None, claimed_at=None):
+            raise EngineError("Only a claimed, pending round can be released.")
+        _record(round.call, "released", round=round, actor=actor)
+
+
+def reassign(round: Round, actor: Any, *, user: Any = None, group: Any = None) -> None:
+    """Route a pending round to another user or group (exactly one)."""
+    if (user is None) == (group is None):
+        raise ValueError("reassign to a user or to a group")
+    with transaction.atomic():
+        if not Round.objects.filter(pk=round.pk, status=Round.Status.PENDING).update(
+            assigned_user=user, assigned_group=group, claimed_by=None, claimed_at=None
+        ):
+            raise AlreadyAnswered("The round is no longer pending.")
+        _record(
+            round.call,
+            "reassigned",
+            round=round,
+            actor=actor,
+            assigned_user=user.get_username() if user else None,
+            assigned_group=group.name if group else None,
+        )
+        round.refresh_from_db()
+        transaction.on_commit(lambda: notify_new_round(round))
+
+
+def cancel_round(round: Round, actor: Any) -> None:
+    """Cancel a pending round: the server is told (``cancel`` for every request) so it learns.
+
+    Rounds nobody can answer (unsupported kinds) are abandoned instead: there is no way to
+    answer them, and the server is not waiting.
+    """
+    if round.unsupported_reason:
+        abandon(round, actor)
+        return
+    submit_answers(round, {key: {"action": "cancel"} for key in round.input_requests}, actor)
+
+
+def expire(round: Round, actor: Any) -> None:
+    """Mark a pending round expired without sending anything (its state is past its life)."""
+    with transaction.atomic():
+        if not Round.objects.filter(
+            pk=round.pk, status__in=[Round.Status.PENDING, Round.Status.FAILED]
+        ).update(status=Round.Status.EXPIRED):
+            raise AlreadyAnswered("The round is no longer open.")
+        call = round.call
+        _set_call(
+            call,
+            status=Call.Status.EXPIRED,
+            error="The round expired before it was answered. Start the call again to answer "
+            "afresh.",
+        )
+        _record(call, "expired", round=round, actor=actor)

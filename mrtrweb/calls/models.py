@@ -10,6 +10,7 @@ import hashlib
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import Group
 from django.db import models
 from django.urls import reverse
 from django.utils import timezone
@@ -110,6 +111,25 @@ class Round(models.Model):
         related_name="answered_rounds",
     )
     answered_at = models.DateTimeField(null=True, blank=True)
+    # Who is asked (see calls.routing): one user, or a group whose members claim the round.
+    assigned_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="assigned_rounds",
+    )
+    assigned_group = models.ForeignKey(
+        Group, null=True, blank=True, on_delete=models.SET_NULL, related_name="assigned_rounds"
+    )
+    claimed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="claimed_rounds",
+    )
+    claimed_at = models.DateTimeField(null=True, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
     delivery_error = models.TextField(blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
@@ -117,6 +137,12 @@ class Round(models.Model):
 
     class Meta:
         ordering = ["call_id", "index"]
+        permissions = [("manage_rounds", "Can see and manage every call and round")]
+        indexes = [
+            models.Index(fields=["status", "-created_at"], name="round_status_created"),
+            models.Index(fields=["assigned_user", "status"], name="round_assignee_status"),
+            models.Index(fields=["assigned_group", "status"], name="round_group_status"),
+        ]
         constraints = [
             models.UniqueConstraint(fields=["call", "index"], name="round_index_unique_per_call")
         ]

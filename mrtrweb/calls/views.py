@@ -34,6 +34,7 @@ from .forms import (
 )
 from .models import Call, Round
 from .rendering import pretty_json, result_view, round_view
+from .roles import is_admin
 
 # Prefixes of URL-mode requests a person agreed to open, per round: {"<round pk>": [prefix]}.
 CONSENT_SESSION_KEY = "calls.url_consent"
@@ -339,7 +340,7 @@ def _server_name(conn: Connection) -> str:
 @require_safe
 def call_list(request: HttpRequest) -> HttpResponse:
     calls = visible_calls(request.user)
-    if request.user.is_staff and request.GET.get("mine"):
+    if is_admin(request.user) and request.GET.get("mine"):
         calls = calls.filter(started_by=request.user)
     return render(request, "calls/list.html", {"calls": calls[:200]})
 

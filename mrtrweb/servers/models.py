@@ -6,6 +6,9 @@ from datetime import timedelta
 from typing import Any
 
 import mcp_types
+from django.conf import settings
+from django.contrib.auth.models import Group
+from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 from django.urls import reverse
@@ -18,7 +21,36 @@ from .fields import EncryptedJSONField, EncryptedTextField
 DEFAULT_STATE_LIFETIME = timedelta(minutes=10)
 
 
-class Connection(models.Model):
+class Routing(models.TextChoices):
+    """Who is asked when a call on a connection (or one tool) needs input."""
+
+    CALLER = "caller", "whoever started the call"
+    USER = "user", "a named user"
+    GROUP = "group", "a group (members claim the round)"
+
+
+class RoutingTarget(models.Model):
+    """A routing policy: a connection's default, or one tool's override."""
+
+    routing = models.CharField(max_length=8, choices=Routing.choices, default=Routing.CALLER)
+    route_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    route_group = models.ForeignKey(
+        Group, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        abstract = True
+
+    def clean(self) -> None:
+        if self.routing == Routing.USER and self.route_user is None:
+            raise ValidationError({"route_user": "Name the user the rounds go to."})
+        if self.routing == Routing.GROUP and self.route_group is None:
+            raise ValidationError({"route_group": "Name the group the rounds go to."})
+
+
+class Connection(RoutingTarget):
     """One MCP server endpoint that calls can be started on.
 
     The bearer token and the custom headers are secrets: they are stored
@@ -56,6 +88,7 @@ class Connection(models.Model):
 
     class Meta:
         ordering = ["name"]
+        permissions = [("manage_connections", "Can manage server connections and exposure")]
 
     def __str__(self) -> str:
         return self.title or self.name
@@ -95,3 +128,27 @@ class Connection(models.Model):
 
     def server_info(self) -> dict[str, Any]:
         return dict(self.catalog.get("server", {}))
+
+
+class ToolExposure(RoutingTarget):
+    """Per tool: may end users start it, and who answers its rounds (overrides the connection).
+
+    ``routing`` left empty means "as the connection says".
+    """
+
+    connection = models.ForeignKey(Connection, on_delete=models.CASCADE, related_name="exposures")
+    tool_name = models.CharField(max_length=2000)
+    exposed = models.BooleanField(default=False, help_text="End users may start this tool.")
+    routing = models.CharField(  # type: ignore[assignment]
+        max_length=8, choices=Routing.choices, blank=True, default=""
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["connection", "tool_name"], name="one_exposure_per_tool"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} on {self.connection.name}"

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.http import QueryDict
 from django.test import Client
 from django.urls import reverse
@@ -27,6 +28,7 @@ from mrtrweb.calls.forms import (
     template_variables,
 )
 from mrtrweb.calls.models import Call, Round
+from mrtrweb.calls.roles import ADMINS
 from mrtrweb.elicitation import field_name_for, prefix_for_key
 from mrtrweb.servers.models import Connection
 from tests.elicitation.support import controls, elements, post
@@ -725,8 +727,12 @@ def test_other_people_get_404_and_strangers_are_sent_to_sign_in(
         assert response.status_code == 302
         assert response["Location"].startswith(reverse("login"))
 
+    # Being staff is not enough: seeing everything is the Admins role.
     staff = get_user_model().objects.create_user("root", password="pw-root-123", is_staff=True)
     admin = Client()
+    admin.force_login(staff)
+    assert admin.get(round.get_absolute_url()).status_code == 404
+    staff.groups.add(Group.objects.get(name=ADMINS))
     admin.force_login(staff)
     assert admin.get(round.get_absolute_url()).status_code == 200
     assert admin.get(call.get_absolute_url()).status_code == 200

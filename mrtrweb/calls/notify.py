@@ -1,0 +1,49 @@
+"""Telling people a round waits for them (Django's email backend)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.conf import settings
+from django.core.mail import send_mail
+
+logger = logging.getLogger(__name__)
+
+
+def recipients(round: Any) -> list[str]:
+    if round.assigned_user is not None:
+        users = [round.assigned_user]
+    elif round.assigned_group is not None:
+        users = list(round.assigned_group.user_set.filter(is_active=True))
+    else:
+        users = []
+    return sorted({u.email for u in users if u.email})
+
+
+def notify_new_round(round: Any) -> None:
+    """Email the assignee(s) a link to the round. A mail failure never fails the call."""
+    if round.unsupported_reason:
+        return
+    to = recipients(round)
+    if not to:
+        return
+    call = round.call
+    link = settings.MRTRWEB_BASE_URL.rstrip("/") + round.get_absolute_url()
+    first_message = ""
+    for request in round.input_requests.values():
+        params = request.get("params") if isinstance(request, dict) else None
+        if isinstance(params, dict) and isinstance(params.get("message"), str):
+            first_message = params["message"].splitlines()[0][:200] if params["message"] else ""
+            break
+    subject = f"[mrtrweb] {call.connection} asks: {first_message or call.target}"[:200]
+    body = (
+        f"{call.connection} needs your input for {call.get_method_display()} {call.target}.\n\n"
+        f"{first_message}\n\nAnswer it here: {link}\n"
+    )
+    if round.expires_at:
+        body += f"\nAnswer before {round.expires_at:%Y-%m-%d %H:%M %Z}.\n"
+    try:
+        send_mail(subject, body, None, to)
+    except Exception:  # an unreachable mail server must not lose the round
+        logger.exception("could not email round %s to %s", round.pk, to)
