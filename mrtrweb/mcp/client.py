@@ -187,12 +187,11 @@ class MCPClient:
                 on_notification=on_notification,
                 progress_token=progress_token,
             )
-        except HTTPStatusError as exc:
-            if 400 <= exc.status < 500:
-                await self._raise_if_legacy(exc)
-            raise
-        except JSONRPCError as exc:
-            if exc.http_status is not None and 400 <= exc.http_status < 500:
+        except (HTTPStatusError, JSONRPCError) as exc:
+            # A 4xx from a server whose era is unknown may be a handshake-era server
+            # refusing a modern request; say so instead of surfacing a puzzling error.
+            status = exc.status if isinstance(exc, HTTPStatusError) else exc.http_status
+            if status is not None and 400 <= status < 500:
                 await self._raise_if_legacy(exc)
             raise
 
