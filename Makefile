@@ -16,7 +16,7 @@ VENV_STAMP := $(VENV)/.installed
 # Node 22 and the MCP conformance suite, kept inside the project. The stamp's name carries a
 # hash of the package list, so changing a version here installs again.
 NODE_DIR := var/node
-NODE_PACKAGES := node@22 @modelcontextprotocol/conformance@0.2.0-alpha.12
+NODE_PACKAGES := node@22 @modelcontextprotocol/conformance@0.2.0-alpha.12 axe-core@4
 NODE_STAMP := $(NODE_DIR)/.installed-$(shell printf '%s' '$(NODE_PACKAGES)' | cksum | cut -d' ' -f1)
 NODE_BIN := $(CURDIR)/$(NODE_DIR)/node_modules/node/bin
 # Tests find `node` (22, not the system's) and `conformance` on PATH.
@@ -48,6 +48,7 @@ $(NODE_STAMP):
 	@# it ran all the same.
 	@"$(NODE_BIN)/node" --version | grep -q '^v22\.' || { echo "$(NODE_BIN)/node is missing or not Node 22" >&2; exit 1; }
 	@test -x $(NODE_DIR)/node_modules/.bin/conformance || { echo "the conformance CLI is missing" >&2; exit 1; }
+	@test -f $(NODE_DIR)/node_modules/axe-core/axe.min.js || { echo "axe-core is missing" >&2; exit 1; }
 	rm -f $(NODE_DIR)/.installed-*
 	touch $@
 

@@ -4,6 +4,9 @@ from django.urls import include, path
 urlpatterns = [
     path("", include("mrtrweb.core.urls")),
     path("", include("mrtrweb.calls.urls")),
+    path("dashboard/", include("mrtrweb.dashboard.urls")),
+    path("inbox/", include("mrtrweb.inbox.urls")),
     path("accounts/", include("django.contrib.auth.urls")),
+    path("operators/", include("mrtrweb.servers.urls")),
     path("admin/", admin.site.urls),
 ]

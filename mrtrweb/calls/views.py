@@ -15,9 +15,17 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
+from django_htmx.http import HttpResponseClientRefresh
 
 from mrtrweb.servers.catalog import ProbeReport, ensure_catalog, refresh_catalog
+from mrtrweb.servers.exposure import (
+    may_start,
+    sees_whole_catalog,
+    startable_connections,
+    startable_tools,
+)
 from mrtrweb.servers.models import Connection
 
 from . import engine
@@ -53,14 +61,14 @@ class SeeOther(HttpResponseRedirect):
 @login_required
 @require_safe
 def start(request: HttpRequest) -> HttpResponse:
-    connections = Connection.objects.filter(enabled=True)
+    connections = startable_connections(request.user)
     return render(request, "calls/start.html", {"connections": connections})
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def start_on(request: HttpRequest, connection: str) -> HttpResponse:
-    conn = get_object_or_404(Connection, name=connection, enabled=True)
+    conn = get_object_or_404(startable_connections(request.user), name=connection)
     report: ProbeReport | None
     if request.method == "POST" and "refresh" in request.POST:
         report = refresh_catalog(conn)
@@ -68,16 +76,16 @@ def start_on(request: HttpRequest, connection: str) -> HttpResponse:
         report = ensure_catalog(conn)
     else:
         report = None  # starting: the catalog shown with the form is the one to use
-    selection = _selection(request, conn)
+    selection = _allowed_selection(request, conn)
     if selection is None and report is None and request.method == "POST":
         # Posted without having seen a catalog here (a script, or the cache was emptied).
         report = ensure_catalog(conn)
-        selection = _selection(request, conn)
+        selection = _allowed_selection(request, conn)
     context: dict[str, Any] = {"connection": conn, "report": report, "selection": selection}
     if selection is None or "refresh" in request.POST:
         if request.GET.keys() & set(SELECTION_KINDS) and selection is None:
             context["selection_missing"] = True
-        return render(request, "calls/start_on.html", _catalog_context(conn, context))
+        return render(request, "calls/start_on.html", _catalog_context(request.user, conn, context))
 
     form, json_mode, not_flat = _start_form(request, selection)
     if request.method == "POST" and form.is_valid():
@@ -99,7 +107,7 @@ def start_on(request: HttpRequest, connection: str) -> HttpResponse:
         json_url=_selection_url(conn, selection, as_json=True),
         fields_url=_selection_url(conn, selection),
     )
-    return render(request, "calls/start_on.html", _catalog_context(conn, context))
+    return render(request, "calls/start_on.html", _catalog_context(request.user, conn, context))
 
 
 _METHODS = {
@@ -129,6 +137,18 @@ def _selection(request: HttpRequest, conn: Connection) -> tuple[str, dict[str, A
                 return kind, item
         return None
     return None
+
+
+def _allowed_selection(request: HttpRequest, conn: Connection) -> tuple[str, dict[str, Any]] | None:
+    """The picked item, if this person may start it (else as if it were not listed)."""
+    selection = _selection(request, conn)
+    if selection is None:
+        return None
+    kind, item = selection
+    if kind == "tool":
+        return selection if may_start(request.user, conn, item["name"]) else None
+    # Prompts and resources are not exposable: only operators and admins use them.
+    return selection if sees_whole_catalog(request.user) else None
 
 
 def _selection_url(
@@ -186,18 +206,20 @@ def _arguments(kind: str, form: Any) -> dict[str, Any] | str | None:
     return form.arguments()
 
 
-def _catalog_context(conn: Connection, context: dict[str, Any]) -> dict[str, Any]:
+def _catalog_context(user: Any, conn: Connection, context: dict[str, Any]) -> dict[str, Any]:
     catalog = conn.catalog or {}
     server = conn.server_info()
+    everything = sees_whole_catalog(user)
+    allowed = {tool.name for tool in startable_tools(user, conn)}
     context.update(
         server_name=(server.get("info") or {}).get("name", ""),
         server_version=(server.get("info") or {}).get("version", ""),
         instructions=server.get("instructions", ""),
-        tools=catalog.get("tools") or [],
-        prompts=catalog.get("prompts") or [],
-        resources=catalog.get("resources") or [],
-        templates=catalog.get("resource_templates") or [],
-        dropped_tools=catalog.get("dropped_tools") or [],
+        tools=[t for t in catalog.get("tools") or [] if t.get("name") in allowed],
+        prompts=(catalog.get("prompts") or []) if everything else [],
+        resources=(catalog.get("resources") or []) if everything else [],
+        templates=(catalog.get("resource_templates") or []) if everything else [],
+        dropped_tools=(catalog.get("dropped_tools") or []) if everything else [],
         start_url=reverse("calls:start", kwargs={"connection": conn.name}),
         has_catalog=bool(catalog),
     )
@@ -284,6 +306,7 @@ def _render_round(
     *,
     status: int = 200,
     problem: str = "",
+    claim_problem: str = "",
 ) -> HttpResponse:
     call = round.call
     context = {
@@ -294,6 +317,9 @@ def _render_round(
         "server_name": _server_name(call.connection),
         "deadline_passed": round.expires_at is not None and round.expires_at <= timezone.now(),
         "can_answer": can_answer(request.user, round),
+        "can_claim": _can_claim(request.user, round),
+        "can_release": _can_release(request.user, round),
+        "claim_problem": claim_problem,
     }
     return render(request, "calls/round.html", context, status=status)
 
@@ -345,14 +371,18 @@ def call_list(request: HttpRequest) -> HttpResponse:
     return render(request, "calls/list.html", {"calls": calls[:200]})
 
 
+def _in_flight(call: Call, rounds: list[Round]) -> bool:
+    return call.status == Call.Status.RUNNING or any(
+        r.status in (Round.Status.SUBMITTED, Round.Status.DELIVERING) for r in rounds
+    )
+
+
 @login_required
 @require_safe
 def call_page(request: HttpRequest, pk: int) -> HttpResponse:
     call = get_object_or_404(visible_calls(request.user), pk=pk)
     rounds = list(call.rounds.select_related("answered_by").order_by("index"))
-    in_flight = call.status == Call.Status.RUNNING or any(
-        r.status in (Round.Status.SUBMITTED, Round.Status.DELIVERING) for r in rounds
-    )
+    in_flight = _in_flight(call, rounds)
     pending = [r for r in rounds if r.status == Round.Status.PENDING]
     context = {
         "call": call,
@@ -366,6 +396,21 @@ def call_page(request: HttpRequest, pk: int) -> HttpResponse:
         "restarts": list(visible_calls(request.user).filter(restarted_from=call)),
     }
     return render(request, "calls/call.html", context)
+
+
+@login_required
+@require_safe
+def call_progress(request: HttpRequest, pk: int) -> HttpResponse:
+    """Polled by the call page while answers are delivered: 204 until there is news.
+
+    Then htmx reloads the page. A meta refresh would do the same without JavaScript, but
+    it throws screen-reader users back to the top every second (WCAG 2.2.1), so pages
+    without JavaScript offer a Refresh link instead.
+    """
+    call = get_object_or_404(visible_calls(request.user), pk=pk)
+    if _in_flight(call, list(call.rounds.only("status"))):
+        return HttpResponse(status=204)
+    return HttpResponseClientRefresh()
 
 
 def _pretty_arguments(text: str) -> str:
@@ -405,3 +450,71 @@ def retry_delivery(request: HttpRequest, pk: int) -> HttpResponse:
             status=409,
         )
     return SeeOther(round.call.get_absolute_url())
+
+
+# -- claiming a group's round ----------------------------------------------------------------
+
+
+def _can_claim(user: Any, round: Round) -> bool:
+    return (
+        round.is_pending
+        and round.assigned_group_id is not None
+        and round.claimed_by_id is None
+        and can_answer(user, round)
+    )
+
+
+def _can_release(user: Any, round: Round) -> bool:
+    """Admins release any claim; a member may give back the round they claimed."""
+    if not (round.is_pending and round.claimed_by_id is not None):
+        return False
+    return is_admin(user) or (round.claimed_by_id == user.pk and can_answer(user, round))
+
+
+def _next_or(request: HttpRequest, default: str) -> str:
+    """The local page the form came from (``next``), else ``default``."""
+    wanted = request.POST.get("next", "")
+    if wanted and url_has_allowed_host_and_scheme(
+        wanted, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return wanted
+    return default
+
+
+def _claim_conflict(request: HttpRequest, round: Round, problem: str) -> HttpResponse:
+    round.refresh_from_db()
+    answers = RoundAnswers(round, consented=_consented(request, round), tz=_tz())
+    return _render_round(request, round, answers, status=409, claim_problem=problem)
+
+
+@login_required
+@require_POST
+def claim(request: HttpRequest, pk: int) -> HttpResponse:
+    """Take a group's round: it leaves the other members' inboxes."""
+    round = get_object_or_404(visible_rounds(request.user), pk=pk)
+    if not can_answer(request.user, round):
+        raise Http404("No round matches the given query.")
+    if round.claimed_by_id != request.user.pk:
+        if not (round.is_pending and round.assigned_group_id is not None):
+            return _claim_conflict(request, round, "not_claimable")
+        try:
+            engine.claim(round, request.user)
+        except engine.AlreadyAnswered:
+            return _claim_conflict(request, round, "claimed")
+    return SeeOther(_next_or(request, round.get_absolute_url()))
+
+
+@login_required
+@require_POST
+def release(request: HttpRequest, pk: int) -> HttpResponse:
+    """Put a claimed round back into every member's inbox."""
+    round = get_object_or_404(visible_rounds(request.user), pk=pk)
+    if not (is_admin(request.user) or round.claimed_by_id == request.user.pk):
+        raise Http404("No round matches the given query.")
+    if not _can_release(request.user, round):
+        return _claim_conflict(request, round, "not_released")
+    try:
+        engine.release(round, request.user)
+    except engine.EngineError:
+        return _claim_conflict(request, round, "not_released")
+    return SeeOther(_next_or(request, round.get_absolute_url()))

@@ -3,8 +3,8 @@
 Fields are found by their labels and buttons by their names, as a person (or a screen reader)
 finds them. Every page's HTML is kept and checked at the end of each test: the opaque
 ``requestState`` (its name, and the very token the app sent back to the server) never reaches
-the browser. With ``MRTRWEB_SCREENSHOTS=docs/images`` the tests also take the pictures of
-docs/user-guide.md.
+the browser. With ``MRTRWEB_SCREENSHOTS=docs/images`` some tests also take pictures for
+docs/user-guide.md (the rest come from test_user_guide.py, on the demo server).
 """
 
 from __future__ import annotations
@@ -13,10 +13,9 @@ import json
 import re
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from playwright.sync_api import Page, expect
 
 from tests.peers.fixtures import Peer
 
@@ -25,9 +24,13 @@ from .conftest import (
     LiveApp,
     assert_accessible,
     axe_violations,
+    expect,
     format_violations,
     shoot,
 )
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 pytestmark = pytest.mark.browser
 
@@ -132,14 +135,12 @@ def test_start_a_call_answer_the_round_and_read_the_result(
     person.goto("/calls/start/")
     expect(page.get_by_role("heading", name="Start a call", level=1)).to_be_visible()
     assert_accessible(page)
-    shoot(page, "start-pick")
 
     person.click("link", peer_connection, exact=True)
     person.click("link", "Approve Deploy", exact=True)
     page.get_by_label("service").fill("billing")
     page.get_by_label("environment").fill("production")
     assert_accessible(page)
-    shoot(page, "start-form")
     person.press("Call the tool")
 
     person.expect_round()
@@ -167,8 +168,6 @@ def test_start_a_call_answer_the_round_and_read_the_result(
     page.get_by_label("QA").check()
     page.get_by_label("Contact e-mail").fill("ops@example.com")
     page.get_by_label("Reason").fill("Quarterly release")
-    shoot(page, "round-form")
-    shoot(page, "round-form-buttons", at=page.get_by_label("Notify"))
     person.press("Submit")
 
     person.expect_result("Deployed billing to production: 4 replicas, window tonight")
@@ -188,7 +187,11 @@ def test_start_a_call_answer_the_round_and_read_the_result(
         "reason": "Quarterly release",
     }
     assert_accessible(page)
-    shoot(page, "call-result")
+
+    page.get_by_role("navigation", name="Main").get_by_role("link", name="My calls").click()
+    person.saw()
+    expect(page.get_by_role("row", name=re.compile("approve_deploy")).first).to_be_visible()
+    assert_accessible(page)
     assert_state_never_shown(person, fastmcp_peer, mark)
 
 
@@ -215,7 +218,6 @@ def test_invalid_answers_show_inline_errors_and_keep_what_was_typed(
     expect(page.get_by_label("Replicas")).to_have_value("7")
     expect(page.get_by_label("Reason")).to_have_value("Hotfix for the index")
     assert_accessible(page)
-    shoot(page, "round-invalid", at=page.get_by_label("Canary traffic (%)"))
 
     contact.fill("ops@example.com")
     person.press("Submit")
@@ -240,7 +242,6 @@ def test_purchase_asks_twice(person: Person, peer_connection: str, fastmcp_peer:
     expect(page.get_by_text("Confirm payment for 2 x teapot to 1 Harbour Road")).to_be_visible()
     page.get_by_label("Confirm payment").check()
     page.get_by_label("Coupon").fill("SPRING")
-    shoot(page, "round-second")
     person.press("Submit")
 
     person.expect_result(
@@ -250,8 +251,26 @@ def test_purchase_asks_twice(person: Person, peer_connection: str, fastmcp_peer:
     expect(rounds).to_have_count(2)
     expect(rounds.nth(0)).to_contain_text("1 Harbour Road")
     expect(rounds.nth(1)).to_contain_text("SPRING")
-    shoot(page, "call-two-rounds", at=page.get_by_role("heading", name="Rounds"))
     assert_state_never_shown(person, fastmcp_peer, mark)
+
+
+def test_the_same_round_answered_in_two_tabs_is_sent_once(
+    person: Person, peer_connection: str
+) -> None:
+    page = person.page
+    person.start_tool(peer_connection, "Approve Deploy", {"service": "cache"})
+    person.expect_round()
+    other = page.context.new_page()
+    other.goto(page.url)
+    other.get_by_label("Replicas").fill("9")
+    page.get_by_label("Approve the deployment").check()
+    person.press("Submit")
+    other.get_by_role("button", name="Submit", exact=True).click()
+    expect(other.get_by_role("heading", name="Already answered", level=1)).to_be_visible()
+    expect(other.get_by_role("alert")).to_contain_text("Your answers were not sent")
+    assert_accessible(other)
+    other.close()
+    person.expect_result("Deployed cache to staging: 2 replicas")
 
 
 def test_decline(person: Person, peer_connection: str) -> None:
@@ -359,7 +378,6 @@ def test_url_mode_asks_consent_before_the_link(
     expect(page.get_by_role("link", name="Open", exact=True)).to_have_count(0)
     assert page.locator(f'a[href="{url_text}"]').count() == 0
     assert_accessible(page)
-    shoot(page, "round-url-consent")
 
     person.click("button", "I agree to open this link")
     open_link = page.get_by_role("link", name="Open", exact=True)
@@ -368,7 +386,6 @@ def test_url_mode_asks_consent_before_the_link(
     rel = (open_link.get_attribute("rel") or "").split()
     assert {"noopener", "noreferrer"} <= set(rel), rel
     assert_accessible(page)
-    shoot(page, "round-url-open")
 
     with page.context.expect_page() as opened:
         open_link.click()
@@ -403,7 +420,9 @@ def test_expired_state_then_start_again_with_answers_kept(
 
     expect(page.locator(".call-status")).to_contain_text("expired", timeout=DELIVERY_TIMEOUT)
     person.saw()
-    expect(page.get_by_role("heading", name="The server no longer accepts this round")).to_be_visible()
+    expect(
+        page.get_by_role("heading", name="The server no longer accepts this round")
+    ).to_be_visible()
     assert_accessible(page)
     shoot(page, "call-expired")
 
@@ -424,11 +443,6 @@ def test_expired_state_then_start_again_with_answers_kept(
 # -- while answers are on their way --------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the call page refreshes itself with <meta http-equiv=refresh content=1> while "
-    "answers are delivered: axe rule meta-refresh (WCAG 2.2.1, level A)",
-)
 def test_call_page_while_delivering_is_accessible(
     person: Person, peer_connection: str, live_app: LiveApp
 ) -> None:

@@ -20,6 +20,7 @@ from django.http import QueryDict
 from django.test import Client
 from django.urls import reverse
 
+from mrtrweb.calls import engine
 from mrtrweb.calls.forms import (
     ArgumentsForm,
     NotFlat,
@@ -28,7 +29,7 @@ from mrtrweb.calls.forms import (
     template_variables,
 )
 from mrtrweb.calls.models import Call, Round
-from mrtrweb.calls.roles import ADMINS
+from mrtrweb.calls.roles import ADMINS, OPERATORS
 from mrtrweb.elicitation import field_name_for, prefix_for_key
 from mrtrweb.servers.models import Connection
 from tests.elicitation.support import controls, elements, post
@@ -47,7 +48,10 @@ def _inline_tasks(settings: Any) -> None:
 
 @pytest.fixture
 def ada() -> Any:
-    return get_user_model().objects.create_user("ada", password="pw-ada-123")
+    user = get_user_model().objects.create_user("ada", password="pw-ada-123")
+    # Starts calls on tools nobody exposed: an operator sees the whole catalog.
+    user.groups.add(Group.objects.get(name=OPERATORS))
+    return user
 
 
 @pytest.fixture
@@ -656,8 +660,15 @@ def test_while_answers_are_on_their_way_the_page_says_so_and_refreshes(
     pages.post(round.get_absolute_url(), answer_data("approval", APPROVAL))
     page = pages.get(call.get_absolute_url())
     assert "Delivering your answers…" in visible_text(page)
-    assert '<meta http-equiv="refresh" content="1">' in text(page)
+    progress = reverse("calls:progress", kwargs={"pk": call.pk})
+    assert f'hx-get="{progress}"' in text(page)
+    assert "http-equiv" not in text(page)
     assert "Answer round" not in visible_text(page)
+    # The page polls: nothing new while the answers wait, then a reload once they are sent.
+    assert pages.get(progress).status_code == 204
+    engine.deliver(round.pk)
+    news = pages.get(progress)
+    assert news.status_code == 200 and news["HX-Refresh"] == "true"
 
 
 def test_server_text_is_escaped_everywhere(pages: Pages, peer_conn: Connection):

@@ -6,7 +6,6 @@ printed back: ``list`` only says whether they are set.
 
 from __future__ import annotations
 
-import re
 from datetime import timedelta
 from typing import Any
 
@@ -15,58 +14,15 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from mrtrweb.servers.catalog import refresh_catalog
+from mrtrweb.servers.headers import HeaderError, parse_headers
 from mrtrweb.servers.models import Connection
-
-# RFC 9110 `token`: what a header field name may be made of.
-HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
-# Header values: visible ASCII, spaces and tabs; no CR/LF (header injection) and no control bytes.
-HEADER_VALUE = re.compile(r"^[\t\x20-\x7e]*$")
-# Headers the MCP client itself sets; a custom one would clash with (or forge) them.
-RESERVED_HEADERS = frozenset(
-    {
-        "accept",
-        "authorization",
-        "connection",
-        "content-length",
-        "content-type",
-        "host",
-        "mcp-method",
-        "mcp-name",
-        "mcp-protocol-version",
-        "mcp-session-id",
-        "transfer-encoding",
-    }
-)
-
-
-def parse_header(raw: str) -> tuple[str, str]:
-    """``"Name: value"`` -> ``("Name", "value")``, refusing what the client could not send."""
-    name, sep, value = raw.partition(":")
-    name, value = name.strip(), value.strip()
-    if not sep or not name:
-        raise CommandError(f'--header must look like "Name: value", got {raw!r}')
-    if not HEADER_NAME.match(name):
-        raise CommandError(f"--header: {name!r} is not a valid header name")
-    lowered = name.lower()
-    if lowered in RESERVED_HEADERS or lowered.startswith("mcp-param-"):
-        hint = " (use --bearer-token)" if lowered == "authorization" else ""
-        raise CommandError(f"--header: {name} is set by mrtrweb itself{hint}")
-    if not HEADER_VALUE.match(value):
-        # Do not echo the value: headers are where API keys live.
-        raise CommandError(f"--header {name}: the value must be printable ASCII on one line")
-    return name, value
 
 
 def headers_from(raws: list[str]) -> dict[str, str]:
-    headers: dict[str, str] = {}
-    seen: set[str] = set()
-    for raw in raws:
-        name, value = parse_header(raw)
-        if name.lower() in seen:
-            raise CommandError(f"--header {name} is given twice")
-        seen.add(name.lower())
-        headers[name] = value
-    return headers
+    try:
+        return parse_headers(raws, token_hint="--bearer-token")
+    except HeaderError as exc:
+        raise CommandError(f"--header: {exc}") from None
 
 
 class Command(BaseCommand):

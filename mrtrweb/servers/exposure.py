@@ -1,0 +1,71 @@
+"""Which tools a person may start: operators expose tools to end users, one tool at a time.
+
+Operators and admins may start every tool a connection offers; everyone else only the tools
+an operator marked "end users may start it" (:class:`~mrtrweb.servers.models.ToolExposure`).
+Prompts and resources are not exposable: only people who see the whole catalog use them.
+A disabled connection starts nothing, for anyone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types
+from django.db.models import Exists, OuterRef, QuerySet
+
+from mrtrweb.calls.roles import is_admin, is_operator
+
+from .models import Connection, ToolExposure
+
+__all__ = ["may_start", "sees_whole_catalog", "startable_connections", "startable_tools"]
+
+
+def sees_whole_catalog(user: Any) -> bool:
+    """Operators and admins: every tool, prompt and resource, exposed or not."""
+    return is_operator(user) or is_admin(user)
+
+
+def _is_person(user: Any) -> bool:
+    return bool(getattr(user, "is_authenticated", False) and getattr(user, "is_active", False))
+
+
+def exposed_names(connection: Connection) -> set[str]:
+    return set(
+        ToolExposure.objects.filter(connection=connection, exposed=True).values_list(
+            "tool_name", flat=True
+        )
+    )
+
+
+def startable_tools(user: Any, connection: Connection) -> list[mcp_types.Tool]:
+    """The tools of ``connection``'s cached catalog that ``user`` may start, in catalog order."""
+    if not _is_person(user) or not connection.enabled:
+        return []
+    tools = connection.tools()
+    if sees_whole_catalog(user):
+        return tools
+    allowed = exposed_names(connection)
+    return [tool for tool in tools if tool.name in allowed]
+
+
+def may_start(user: Any, connection: Connection, tool_name: str) -> bool:
+    """May ``user`` start ``tool_name`` on ``connection``? (Whether the server still offers the
+    tool is the caller's to check against the catalog.)"""
+    if not _is_person(user) or not connection.enabled:
+        return False
+    if sees_whole_catalog(user):
+        return True
+    return ToolExposure.objects.filter(
+        connection=connection, tool_name=tool_name, exposed=True
+    ).exists()
+
+
+def startable_connections(user: Any) -> QuerySet[Connection]:
+    """Enabled connections on which ``user`` may start something (for the pick list)."""
+    connections = Connection.objects.filter(enabled=True)
+    if not _is_person(user):
+        return connections.none()
+    if sees_whole_catalog(user):
+        return connections
+    exposed = ToolExposure.objects.filter(connection=OuterRef("pk"), exposed=True)
+    return connections.filter(Exists(exposed))

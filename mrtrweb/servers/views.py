@@ -1,0 +1,399 @@
+"""The operators' console: connections, connection tests, the cached catalog, tool exposure.
+
+Only operators (``roles.is_operator``) get in: anyone else signed in gets 403, anyone signed
+out the sign-in page. Secrets are write-only here: no page, message or log line carries the
+token or a header value (the form renders them empty; logs name what changed, not to what).
+With htmx, the test result and an exposure row come back as fragments; without JavaScript,
+every form posts and the page reloads.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count, Q
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.views.decorators.debug import sensitive_post_parameters
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
+
+from mrtrweb.calls.roles import is_operator
+
+from .catalog import ProbeReport, ensure_catalog, refresh_catalog
+from .forms import ConnectionForm, ExposureForm
+from .models import Connection, ToolExposure
+
+logger = logging.getLogger(__name__)
+
+View = Callable[..., HttpResponse]
+
+
+class SeeOther(HttpResponseRedirect):
+    """303: after a POST, the browser GETs the next page (never re-posts)."""
+
+    status_code = 303
+
+
+def operator_required(view: View) -> View:
+    @login_required
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not is_operator(request.user):
+            raise PermissionDenied("The console is for operators.")
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+def _htmx(request: HttpRequest) -> bool:
+    return bool(getattr(request, "htmx", False))
+
+
+# -- connections -------------------------------------------------------------------------
+
+
+@operator_required
+@require_safe
+def connection_list(request: HttpRequest) -> HttpResponse:
+    connections = Connection.objects.order_by("name").annotate(
+        exposed_count=Count("exposures", filter=Q(exposures__exposed=True))
+    )
+    rows = [
+        {
+            "connection": c,
+            "tools": len(c.catalog.get("tools") or []) if c.catalog_fetched_at else None,
+        }
+        for c in connections
+    ]
+    return render(request, "servers/list.html", {"rows": rows})
+
+
+@sensitive_post_parameters("bearer_token", "headers")
+@operator_required
+@require_http_methods(["GET", "POST"])
+def connection_create(request: HttpRequest) -> HttpResponse:
+    form = ConnectionForm(request.POST or None)
+    if request.method == "POST":
+        if form.is_valid():
+            connection = form.save()
+            _log_saved(request, connection, form, created=True)
+            messages.success(request, f"Connection “{connection.name}” added. Test it now.")
+            return SeeOther(reverse("servers:edit", kwargs={"name": connection.name}))
+        return _render_form(request, form, status=422)
+    return _render_form(request, form)
+
+
+@sensitive_post_parameters("bearer_token", "headers")
+@operator_required
+@require_http_methods(["GET", "POST"])
+def connection_edit(request: HttpRequest, name: str) -> HttpResponse:
+    connection = get_object_or_404(Connection, name=name)
+    form = ConnectionForm(request.POST or None, instance=connection)
+    if request.method == "POST":
+        if form.is_valid():
+            connection = form.save()
+            _log_saved(request, connection, form, created=False)
+            messages.success(request, f"Connection “{connection.name}” saved.")
+            return SeeOther(reverse("servers:edit", kwargs={"name": connection.name}))
+        return _render_form(request, form, status=422)
+    return _render_form(request, form)
+
+
+def _render_form(request: HttpRequest, form: ConnectionForm, *, status: int = 200) -> HttpResponse:
+    context = {
+        "form": form,
+        "connection": form.instance if form.editing else None,
+        "retype_secrets": form.is_bound and form.secrets_were_typed,
+        "usernames": _usernames(),
+    }
+    return render(request, "servers/form.html", context, status=status)
+
+
+def _log_saved(
+    request: HttpRequest, connection: Connection, form: ConnectionForm, *, created: bool
+) -> None:
+    # Names of what changed, never values: the values may be secrets.
+    changed = [f for f in form.changed_data if f not in ("bearer_token", "headers")]
+    changed = [f for f in changed if not f.startswith("clear_")]
+    logger.info(
+        "operator %s %s connection %s (fields: %s; secrets: %s)",
+        request.user.get_username(),
+        "created" if created else "changed",
+        connection.name,
+        ", ".join(changed) or "none",
+        ", ".join(form.secret_changes()) or "unchanged",
+    )
+
+
+@operator_required
+@require_POST
+def connection_toggle(request: HttpRequest, name: str) -> HttpResponse:
+    connection = get_object_or_404(Connection, name=name)
+    enable = request.POST.get("enabled") == "1"
+    Connection.objects.filter(pk=connection.pk).update(enabled=enable)
+    verb = "enabled" if enable else "disabled"
+    logger.info("operator %s %s connection %s", request.user.get_username(), verb, name)
+    messages.success(
+        request,
+        f"Connection “{name}” {verb}."
+        + ("" if enable else " No one can start calls on it; rounds already parked remain."),
+    )
+    return SeeOther(_next_url(request, reverse("servers:list")))
+
+
+def _next_url(request: HttpRequest, default: str) -> str:
+    wanted = request.POST.get("next", "")
+    # Only our own pages: a path on this site, never another host.
+    if wanted.startswith("/") and not wanted.startswith("//"):
+        return wanted
+    return default
+
+
+# -- testing a connection ----------------------------------------------------------------
+
+
+@operator_required
+@require_POST
+def connection_test(request: HttpRequest, name: str) -> HttpResponse:
+    connection = get_object_or_404(Connection, name=name)
+    report = refresh_catalog(connection)
+    logger.info(
+        "operator %s tested connection %s: %s",
+        request.user.get_username(),
+        name,
+        "ok" if report.ok else _failure_kind(report),
+    )
+    context = {"connection": connection, "result": probe_summary(report, connection)}
+    if _htmx(request):
+        return render(request, "servers/_test_result.html", context)
+    return render(request, "servers/test.html", context)
+
+
+def _failure_kind(report: ProbeReport) -> str:
+    return report.error.split(":", 1)[0] if report.error else "error"
+
+
+# What each failure means for the operator; keyed by the client's exception class name, which
+# refresh_catalog() puts in front of the message.
+FAILURES: dict[str, tuple[str, str]] = {
+    "LegacyServer": (
+        "legacy",
+        "This server speaks a handshake-era MCP (2025-11-25 or older). mrtrweb speaks "
+        "2026-07-28 only, where a call that needs input can wait for a person.",
+    ),
+    "AuthenticationRequired": (
+        "auth",
+        "The server did not accept the credentials. Set or replace the bearer token "
+        "(or the header the server expects) and test again.",
+    ),
+    "NotDelivered": (
+        "unreachable",
+        "The server is not reachable: nothing accepted the connection at this URL "
+        "(refused, unknown host or connect timeout).",
+    ),
+    "OutcomeUnknown": (
+        "no_answer",
+        "The server took the request but no complete answer came back (read timeout, or "
+        "the connection broke).",
+    ),
+    "ResponseTooLarge": (
+        "too_large",
+        "The server's answer is larger than this connection's max response size.",
+    ),
+    "UnsupportedProtocolVersion": (
+        "version",
+        "The server does not speak MCP 2026-07-28.",
+    ),
+}
+GENERIC_FAILURE = ("protocol", "The server answered something mrtrweb cannot use.")
+
+
+def probe_summary(report: ProbeReport, connection: Connection) -> dict[str, Any]:
+    """What the result panel shows, from the probe report and the stored catalog."""
+    if not report.ok:
+        kind, explanation = FAILURES.get(_failure_kind(report), GENERIC_FAILURE)
+        if kind == "auth" and "(403)" in report.error:
+            explanation = (
+                "The server refused access (403): the credentials are valid but lack "
+                "permission (scope) for MCP. Use a token with more rights."
+            )
+        error = redact(report.error, connection)
+        return {"ok": False, "kind": kind, "explanation": explanation, "error": error}
+    server = report.server
+    info = server.get("info") or {}
+    capabilities = server.get("capabilities") or {}
+    return {
+        "ok": True,
+        "name": info.get("name", ""),
+        "title": info.get("title", ""),
+        "version": info.get("version", ""),
+        "era": report.era,
+        "protocol_version": server.get("protocol_version", ""),
+        "supported_versions": server.get("supported_versions") or [],
+        "capabilities": [
+            {"name": key, "options": sorted(value) if isinstance(value, dict) else []}
+            for key, value in sorted(capabilities.items())
+        ],
+        "instructions": server.get("instructions", ""),
+        "counts": report.counts,
+        "templates": len(connection.catalog.get("resource_templates") or []),
+        "dropped_tools": report.dropped_tools,
+    }
+
+
+def redact(text: str, connection: Connection) -> str:
+    """``text`` with the connection's secrets blanked out, in case a server echoes them back.
+
+    Values shorter than 4 characters are left alone: blanking every "1" would garble the text
+    and such values protect nothing.
+    """
+    secrets = [connection.bearer_token, *(connection.headers or {}).values()]
+    for secret in sorted((s for s in secrets if s and len(s) >= 4), key=len, reverse=True):
+        text = text.replace(secret, "[secret]")
+    return text
+
+
+# -- the catalog -------------------------------------------------------------------------
+
+
+@operator_required
+@require_http_methods(["GET", "POST"])
+def catalog(request: HttpRequest, name: str) -> HttpResponse:
+    connection = get_object_or_404(Connection, name=name)
+    if request.method == "POST":
+        report: ProbeReport | None = refresh_catalog(connection)
+    else:
+        # Re-listed only once the server's ttlMs has passed.
+        report = ensure_catalog(connection)
+    data = connection.catalog or {}
+    context = {
+        "connection": connection,
+        "report": report,
+        "failure": probe_summary(report, connection) if report and not report.ok else None,
+        "tools": data.get("tools") or [],
+        "prompts": data.get("prompts") or [],
+        "resources": data.get("resources") or [],
+        "templates": data.get("resource_templates") or [],
+        "dropped_tools": data.get("dropped_tools") or [],
+        "exposed": _exposed_names(connection),
+    }
+    return render(request, "servers/catalog.html", context)
+
+
+def _exposed_names(connection: Connection) -> set[str]:
+    return set(
+        ToolExposure.objects.filter(connection=connection, exposed=True).values_list(
+            "tool_name", flat=True
+        )
+    )
+
+
+# -- exposure ----------------------------------------------------------------------------
+
+
+@operator_required
+@require_http_methods(["GET", "POST"])
+def exposure(request: HttpRequest, name: str) -> HttpResponse:
+    connection = get_object_or_404(Connection, name=name)
+    if request.method == "POST":
+        return _save_exposure(request, connection)
+    report = ensure_catalog(connection)
+    rows, stale = _exposure_rows(connection)
+    context = {
+        "connection": connection,
+        "failure": probe_summary(report, connection) if report and not report.ok else None,
+        "rows": rows,
+        "stale": stale,
+        "usernames": _usernames(),
+    }
+    return render(request, "servers/exposure.html", context)
+
+
+def _exposure_rows(connection: Connection) -> tuple[list[dict[str, Any]], list[ToolExposure]]:
+    stored = {
+        e.tool_name: e
+        for e in ToolExposure.objects.filter(connection=connection).select_related(
+            "route_user", "route_group"
+        )
+    }
+    rows = []
+    for tool in (connection.catalog or {}).get("tools") or []:
+        name = tool.get("name", "")
+        instance = stored.pop(name, None) or ToolExposure(connection=connection, tool_name=name)
+        rows.append({"tool": tool, "form": ExposureForm(instance=instance, tool_name=name)})
+    # Settings for tools the server no longer lists: kept (the tool may come back), shown apart.
+    return rows, sorted(stored.values(), key=lambda e: e.tool_name)
+
+
+def _save_exposure(request: HttpRequest, connection: Connection) -> HttpResponse:
+    tool_name = request.POST.get("tool", "")
+    tool = next(
+        (t for t in (connection.catalog or {}).get("tools") or [] if t.get("name") == tool_name),
+        None,
+    )
+    existing = ToolExposure.objects.filter(connection=connection, tool_name=tool_name).first()
+    if tool is None and existing is None:
+        raise Http404("This server does not offer that tool.")
+    instance = existing or ToolExposure(connection=connection, tool_name=tool_name)
+    form = ExposureForm(request.POST, instance=instance, tool_name=tool_name)
+    saved = form.is_valid()
+    if saved:
+        data = form.cleaned_data
+        exposure, _ = ToolExposure.objects.update_or_create(
+            connection=connection,
+            tool_name=tool_name,
+            defaults={
+                "exposed": data["exposed"],
+                "routing": data["routing"] or "",
+                "route_user": data["route_user"],
+                "route_group": data["route_group"],
+            },
+        )
+        logger.info(
+            "operator %s set tool %s on %s: exposed=%s routing=%s",
+            request.user.get_username(),
+            tool_name,
+            connection.name,
+            exposure.exposed,
+            exposure.routing or "inherit",
+        )
+        if not _htmx(request):
+            state = "may now be started by end users" if exposure.exposed else "is operators only"
+            messages.success(request, f"Saved: {tool_name} {state}.")
+            return SeeOther(reverse("servers:exposure", kwargs={"name": connection.name}))
+        form = ExposureForm(instance=exposure, tool_name=tool_name)
+    if _htmx(request):
+        # 200 even when invalid: htmx swaps only successful responses by default.
+        row = {"tool": tool or {"name": tool_name}, "form": form}
+        context = {"connection": connection, "row": row, "saved": saved}
+        return render(request, "servers/_exposure_row.html", context)
+    rows, stale = _exposure_rows(connection)
+    for row in rows:
+        if row["tool"].get("name") == tool_name:
+            row["form"] = form
+    context = {
+        "connection": connection,
+        "rows": rows,
+        "stale": stale,
+        "usernames": _usernames(),
+        "failure": None,
+    }
+    return render(request, "servers/exposure.html", context, status=422)
+
+
+def _usernames() -> list[str]:
+    """Suggestions for the user fields (a datalist; any active username is accepted)."""
+    User = get_user_model()
+    return list(
+        User.objects.filter(is_active=True)
+        .order_by(User.USERNAME_FIELD)
+        .values_list(User.USERNAME_FIELD, flat=True)[:500]
+    )
