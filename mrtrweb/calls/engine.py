@@ -112,7 +112,7 @@ async def _send(
     responses: Mapping[str, Any] | None,
     state: str | None,
 ) -> Any:
-    async with MCPClient(connection.client_settings()) as client:
+    async with MCPClient(connection.client_settings(call.credentials)) as client:
         if call.method == Call.Method.TOOL:
             tool = mcp_types.Tool.model_validate(call.tool) if call.tool else None
             return await client.call_tool(
@@ -196,10 +196,12 @@ def _park(call: Call, raw: Mapping[str, Any], *, unsupported: str = "") -> Round
     with transaction.atomic():
         index = call.rounds.count() + 1
         user, group = route(call)
+        requests = dict(raw.get("inputRequests") or {})
         parked = Round(
             call=call,
             index=index,
-            input_requests=dict(raw.get("inputRequests") or {}),
+            input_requests=requests,
+            summary=Round.summary_of(requests),
             unsupported_reason=unsupported,
             expires_at=timezone.now() + connection.state_lifetime,
             assigned_user=user,
@@ -257,11 +259,15 @@ def _state_rejected(call: Call, round: Round | None, exc: InvalidRequestState) -
             error="The server no longer accepts this round: its state expired or was rejected. "
             "Your answers are kept; start the call again to answer afresh.",
         )
-        _record(call, "expired", round=round, server_message=exc.message)
+        _record(
+            call, "expired", round=round, server_message=exc.message, http_status=exc.http_status
+        )
 
 
 def _delivery_failed(call: Call, round: Round | None, exc: MCPError) -> None:
     message = f"{type(exc).__name__}: {exc}"
+    # The HTTP status the server answered with, when it answered at all.
+    http_status = getattr(exc, "http_status", None) or getattr(exc, "status", None)
     if round is None:
         # Nothing was parked yet, so there is nothing to keep: the call failed to start.
         _set_call(call, status=Call.Status.FAILED, error=message)
@@ -270,7 +276,7 @@ def _delivery_failed(call: Call, round: Round | None, exc: MCPError) -> None:
     Round.objects.filter(pk=round.pk, status=Round.Status.DELIVERING).update(
         status=Round.Status.FAILED, delivery_error=message
     )
-    _record(call, "delivery_failed", round=round, reason=message)
+    _record(call, "delivery_failed", round=round, reason=message, http_status=http_status)
 
 
 # -- what people and programs do ------------------------------------------------------------
@@ -300,6 +306,7 @@ def start_call(
         target=target,
         arguments_json=arguments_json,
         tool=_dump(tool) if tool else None,
+        credentials=connection.credentials(),
         started_by=user,
         restarted_from=restarted_from,
     )

@@ -15,7 +15,7 @@ from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
-from mrtrweb.servers.fields import EncryptedTextField
+from mrtrweb.servers.fields import EncryptedJSONField, EncryptedTextField
 from mrtrweb.servers.models import Connection
 
 
@@ -41,6 +41,9 @@ class Call(models.Model):
     target = models.CharField(max_length=2000)
     # The arguments exactly as first sent: servers bind requestState to a digest of them.
     arguments_json = models.TextField(default="{}")
+    # The connection's token and headers when the call started: servers bind requestState to
+    # the caller's identity, so every round is resubmitted with these, whoever answers it.
+    credentials = EncryptedJSONField(null=True, blank=True)
     # The tool as listed when the call started, so any worker can mirror x-mcp-header.
     tool = models.JSONField(null=True, blank=True)
     started_by = models.ForeignKey(
@@ -62,6 +65,10 @@ class Call(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["status", "-created_at"], name="call_status_created"),
+            models.Index(fields=["started_by", "-created_at"], name="call_starter_created"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.get_method_display()} {self.target} on {self.connection.name}"
@@ -92,6 +99,9 @@ class Round(models.Model):
     index = models.PositiveSmallIntegerField()
     # The inputRequests exactly as received (keys are arbitrary server strings).
     input_requests = models.JSONField(default=dict)
+    # Their messages as plain text, filled when parked: what the admins' search looks in
+    # (JSON text escapes non-ASCII and quotes on some databases, and cannot be indexed).
+    summary = models.TextField(blank=True, default="")
     # requestState is opaque, echoed byte for byte, and never shown to a browser.
     has_request_state = models.BooleanField(default=False)
     request_state = EncryptedTextField(null=True, blank=True)
@@ -142,6 +152,7 @@ class Round(models.Model):
             models.Index(fields=["status", "-created_at"], name="round_status_created"),
             models.Index(fields=["assigned_user", "status"], name="round_assignee_status"),
             models.Index(fields=["assigned_group", "status"], name="round_group_status"),
+            models.Index(fields=["status", "expires_at"], name="round_status_deadline"),
         ]
         constraints = [
             models.UniqueConstraint(fields=["call", "index"], name="round_index_unique_per_call")
@@ -167,6 +178,17 @@ class Round(models.Model):
         self.request_state_sha256 = (
             hashlib.sha256(state.encode("utf-8")).hexdigest() if state is not None else ""
         )
+
+    @staticmethod
+    def summary_of(requests: Any) -> str:
+        """The messages of ``requests`` (inputRequests), one a line, for search."""
+        lines = []
+        for request in (requests or {}).values() if isinstance(requests, dict) else ():
+            params = request.get("params") if isinstance(request, dict) else None
+            message = params.get("message") if isinstance(params, dict) else None
+            if isinstance(message, str) and message.strip():
+                lines.append(message.strip())
+        return "\n".join(lines)
 
     def requests(self) -> list[tuple[str, dict[str, Any]]]:
         """The input requests in the order the server sent them."""

@@ -96,11 +96,17 @@ class Connection(RoutingTarget):
     def get_absolute_url(self) -> str:
         return reverse("calls:start", kwargs={"connection": self.name})
 
-    def client_settings(self) -> ConnectionSettings:
+    def credentials(self) -> dict[str, Any]:
+        """The secrets a call starts with; its later rounds are sent with the same ones."""
+        return {"bearer_token": self.bearer_token or "", "headers": dict(self.headers or {})}
+
+    def client_settings(self, credentials: dict[str, Any] | None = None) -> ConnectionSettings:
+        """How to reach the server, with ``credentials`` (a call's snapshot) if given."""
+        secrets = credentials if credentials is not None else self.credentials()
         return ConnectionSettings(
             url=self.url,
-            headers=dict(self.headers or {}),
-            bearer_token=self.bearer_token or None,
+            headers=dict(secrets.get("headers") or {}),
+            bearer_token=secrets.get("bearer_token") or None,
             connect_timeout=self.connect_timeout,
             read_timeout=self.read_timeout,
             max_response_bytes=self.max_response_bytes,

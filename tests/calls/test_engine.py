@@ -300,3 +300,32 @@ def test_a_call_that_cannot_start_fails_with_the_reason(fault_peer: Any, user: A
     call = start(make_connection(fault_peer("legacy"), name="old"), user, "echo", {"text": "x"})
     assert call.status == Call.Status.FAILED
     assert "handshake-era" in call.error
+
+
+def test_rounds_are_resubmitted_with_the_credentials_the_call_started_with(
+    fastmcp_peer: Any, user: Any
+) -> None:
+    conn = make_connection(fastmcp_peer, bearer_token="caller-token")
+    call = start(conn, user, "approve_deploy", {"service": "api"})
+    # An operator replaces the token while the round waits.
+    conn.bearer_token = "new-token"
+    conn.save()
+    since = fastmcp_peer.mark()
+    engine.submit_answers(
+        call.rounds.get(), {"approval": {"action": "accept", "content": APPROVAL}}, user
+    )
+    record = tool_calls(fastmcp_peer, since)[0]
+    assert ["authorization", "Bearer caller-token"] in record["headers"]
+
+
+def test_the_official_sdk_server_is_driven_through_the_engine(sdk_peer: Any, user: Any) -> None:
+    call = start(make_connection(sdk_peer, name="sdk"), user, "greet", {"city": "Oslo"})
+    answers = iter([{"name": "Bo"}, {"age": 41}])
+    while call.status == Call.Status.WAITING:
+        round = call.rounds.get(status=Round.Status.PENDING)
+        key = next(iter(round.input_requests))
+        engine.submit_answers(round, {key: {"action": "accept", "content": next(answers)}}, user)
+        call.refresh_from_db()
+    assert call.status == Call.Status.COMPLETED, call.error
+    assert call.rounds.count() == 2
+    assert "Bo 41 Oslo" in call.result["content"][0]["text"]

@@ -1,0 +1,216 @@
+"""A call's audit trail as people read it: one entry per recorded transition.
+
+The events are the engine's own records (``calls.Event``), shown as they are: who, when,
+what was asked (keys and messages), what was answered (action and content), how each
+resubmission came out, and the SHA-256 of each requestState. The state itself is never
+recorded by the engine and never read here; a detail key naming it is dropped all the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from mrtrweb.calls.models import Event, Round
+from mrtrweb.calls.rendering import answer_value, pretty_json
+
+TITLES = {
+    "started": "Call started",
+    "round_parked": "Round parked: the server asks",
+    "state_only_retry": "State-only round: resubmitted at once",
+    "answered": "Answered",
+    "delivered": "Resubmitted: the server accepted the answers",
+    "delivery_failed": "Resubmission failed",
+    "delivery_retried": "Delivery retried",
+    "completed": "Completed",
+    "failed": "Failed",
+    "expired": "Expired",
+    "claimed": "Claimed",
+    "released": "Claim released",
+    "reassigned": "Reassigned",
+    "abandoned": "Abandoned",
+}
+# Detail keys shown in their own columns; anything else is listed as it is.
+SHOWN = {
+    "asked",
+    "answers",
+    "request_state_sha256",
+    "assigned_user",
+    "assigned_group",
+    "reason",
+    "server_message",
+    "is_error",
+    "http_status",
+    "index",
+}
+
+
+@dataclass(frozen=True)
+class Asked:
+    key: str
+    method: str
+    mode: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Answered:
+    key: str
+    action: str
+    content: tuple[tuple[str, str], ...]
+
+
+@dataclass
+class EventView:
+    pk: int
+    kind: str
+    title: str
+    created_at: Any
+    actor: str
+    round_index: int | None
+    asked: list[Asked] = field(default_factory=list)
+    answered: list[Answered] = field(default_factory=list)
+    outcome: str = ""
+    outcome_ok: bool | None = None
+    request_state_sha256: str = ""
+    assigned: str = ""
+    other: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _asked(detail: Mapping[str, Any]) -> list[Asked]:
+    asked = detail.get("asked")
+    if not isinstance(asked, list):
+        return []
+    return [
+        Asked(
+            key=_text(item.get("key")),
+            method=_text(item.get("method")),
+            mode=_text(item.get("mode")),
+            message=_text(item.get("message")),
+        )
+        for item in asked
+        if isinstance(item, Mapping)
+    ]
+
+
+def _answered(detail: Mapping[str, Any]) -> list[Answered]:
+    answers = detail.get("answers")
+    if not isinstance(answers, Mapping):
+        return []
+    result = []
+    for key, answer in answers.items():
+        answer = answer if isinstance(answer, Mapping) else {}
+        content = answer.get("content")
+        items = (
+            tuple((str(name), answer_value(value)) for name, value in content.items())
+            if isinstance(content, Mapping)
+            else ()
+        )
+        result.append(Answered(key=str(key), action=_text(answer.get("action")), content=items))
+    return result
+
+
+def _outcome(kind: str, detail: Mapping[str, Any], actor: str) -> tuple[str, bool | None]:
+    status = detail.get("http_status")
+    http = f"HTTP {status}: " if isinstance(status, int) else ""
+    if kind == "delivered":
+        return f"{http}accepted; what it answered follows", True
+    if kind == "delivery_failed":
+        return f"{http}{_text(detail.get('reason')) or 'not delivered'}", False
+    if kind == "expired":
+        message = _text(detail.get("server_message"))
+        if message:
+            return f"{http}the server rejected the requestState: {message}", False
+        return (f"expired by {actor}" if actor else "expired"), False
+    if kind == "completed":
+        if detail.get("is_error"):
+            return "the tool reported an error", False
+        return "result received", True
+    if kind == "failed":
+        return _text(detail.get("reason")) or "failed", False
+    return "", None
+
+
+def _assigned(detail: Mapping[str, Any]) -> str:
+    if detail.get("assigned_user"):
+        return f"user {detail['assigned_user']}"
+    if detail.get("assigned_group"):
+        return f"group {detail['assigned_group']}"
+    return ""
+
+
+def _is_state(name: str) -> bool:
+    flat = name.lower().replace("_", "").replace("-", "")
+    return "requeststate" in flat and not flat.endswith("sha256")
+
+
+def event_views(events: Iterable[Event]) -> list[EventView]:
+    views = []
+    for event in events:
+        detail = event.detail if isinstance(event.detail, Mapping) else {}
+        actor = event.actor.get_username() if event.actor is not None else ""
+        outcome, ok = _outcome(event.kind, detail, actor)
+        other = [
+            (name, value if isinstance(value, str) else pretty_json(value))
+            for name, value in detail.items()
+            if name not in SHOWN and not _is_state(name) and value not in (None, "", [], {})
+        ]
+        views.append(
+            EventView(
+                pk=event.pk,
+                kind=event.kind,
+                title=TITLES.get(event.kind, event.kind.replace("_", " ").capitalize()),
+                created_at=event.created_at,
+                actor=actor,
+                round_index=getattr(event, "round_index", None),
+                asked=_asked(detail),
+                answered=_answered(detail),
+                outcome=outcome,
+                outcome_ok=ok,
+                request_state_sha256=_text(detail.get("request_state_sha256")),
+                assigned=_assigned(detail),
+                other=other,
+            )
+        )
+    return views
+
+
+@dataclass(frozen=True)
+class RoundDigest:
+    index: int
+    status: str
+    status_label: str
+    has_request_state: bool
+    request_state_sha256: str
+    assigned: str
+    claimed_by: str
+    answered_by: str
+
+
+def round_digests(rounds: Iterable[Round]) -> list[RoundDigest]:
+    digests = []
+    for round in rounds:
+        if round.assigned_user is not None:
+            assigned = f"user {round.assigned_user.get_username()}"
+        elif round.assigned_group is not None:
+            assigned = f"group {round.assigned_group.name}"
+        else:
+            assigned = ""
+        digests.append(
+            RoundDigest(
+                index=round.index,
+                status=round.status,
+                status_label=round.get_status_display(),
+                has_request_state=round.has_request_state,
+                request_state_sha256=round.request_state_sha256,
+                assigned=assigned,
+                claimed_by=round.claimed_by.get_username() if round.claimed_by else "",
+                answered_by=round.answered_by.get_username() if round.answered_by else "",
+            )
+        )
+    return digests

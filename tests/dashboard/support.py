@@ -1,0 +1,149 @@
+"""Seeding calls and rounds straight into the database, for the dashboard's listing tests.
+
+These rounds never met a server: the listing tests are database tests (filters, search, sort,
+paging, query counts). The action and audit tests use real peers instead.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from html import unescape
+from itertools import count
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.test import Client
+from django.utils import timezone
+
+from mrtrweb.calls.models import Call, Round
+from mrtrweb.calls.roles import ADMINS, END_USERS, OPERATORS
+from mrtrweb.servers.models import Connection
+
+_serial = count(1)
+
+
+def make_user(username: str, *groups: str, **fields: Any) -> Any:
+    user = get_user_model().objects.create_user(
+        username, password=f"pw-{username}-123", email=f"{username}@example.test", **fields
+    )
+    for name in groups:
+        user.groups.add(Group.objects.get(name=name))
+    return user
+
+
+def make_admin(username: str = "root") -> Any:
+    return make_user(username, ADMINS)
+
+
+def make_end_user(username: str = "eve") -> Any:
+    return make_user(username, END_USERS)
+
+
+def make_operator(username: str = "olga") -> Any:
+    return make_user(username, OPERATORS)
+
+
+def client_for(user: Any, **kwargs: Any) -> Client:
+    client = Client(**kwargs)
+    client.force_login(user)
+    return client
+
+
+def make_connection(name: str = "prod", **fields: Any) -> Connection:
+    fields.setdefault("url", f"http://127.0.0.1:9/{name}/mcp")
+    return Connection.objects.create(name=name, title=name.capitalize(), **fields)
+
+
+def form_request(message: str, field: str = "ok") -> dict[str, Any]:
+    return {
+        "method": "elicitation/create",
+        "params": {
+            "mode": "form",
+            "message": message,
+            "requestedSchema": {
+                "type": "object",
+                "properties": {field: {"type": "boolean"}},
+                "required": [field],
+            },
+        },
+    }
+
+
+def make_round(
+    *,
+    connection: Connection,
+    starter: Any,
+    tool: str = "approve_deploy",
+    message: str = "Deploy api to production?",
+    key: str = "approval",
+    status: str = Round.Status.PENDING,
+    age: timedelta = timedelta(minutes=1),
+    deadline: timedelta = timedelta(minutes=10),
+    assigned_user: Any = None,
+    assigned_group: Any = None,
+    claimed_by: Any = None,
+    request_state: str | None = None,
+    call: Call | None = None,
+) -> Round:
+    created = timezone.now() - age
+    if call is None:
+        call = Call.objects.create(
+            connection=connection,
+            method=Call.Method.TOOL,
+            target=tool,
+            started_by=starter,
+            status=Call.Status.WAITING if status == Round.Status.PENDING else Call.Status.COMPLETED,
+            created_at=created,
+        )
+    index = call.rounds.count() + 1
+    round = Round(
+        call=call,
+        index=index,
+        input_requests={key: form_request(message)},
+        summary=message,
+        status=status,
+        assigned_user=assigned_user if assigned_group is None else None,
+        assigned_group=assigned_group,
+        claimed_by=claimed_by,
+        created_at=created,
+        expires_at=created + deadline,
+    )
+    if assigned_user is None and assigned_group is None:
+        round.assigned_user = starter
+    round.set_request_state(request_state)
+    round.save()
+    return round
+
+
+def seed_rounds(n: int, *, connection: Connection, starter: Any, **fields: Any) -> list[Round]:
+    """``n`` rounds on ``n`` calls, created one minute apart (the first is the oldest)."""
+    rounds = []
+    for i in range(n):
+        rounds.append(
+            make_round(
+                connection=connection,
+                starter=starter,
+                age=timedelta(minutes=n - i),
+                message=f"Question {next(_serial)}",
+                **fields,
+            )
+        )
+    return rounds
+
+
+def text(response: Any) -> str:
+    return response.content.decode()
+
+
+def row_ids(response: Any, kind: str = "round") -> list[int]:
+    """The ids of the rows a list page shows, in order."""
+    return [
+        int(x) for x in re.findall(rf'<tr class="state-[a-z]+" id="{kind}-(\d+)"', text(response))
+    ]
+
+
+def visible_text(response: Any) -> str:
+    body = re.sub(r"<script.*?</script>", " ", text(response), flags=re.S)
+    return re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", " ", body)))
