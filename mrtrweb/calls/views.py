@@ -10,6 +10,7 @@ import json
 from typing import Any
 from urllib.parse import urlencode
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
@@ -381,13 +382,20 @@ def _in_flight(call: Call, rounds: list[Round]) -> bool:
 @require_safe
 def call_page(request: HttpRequest, pk: int) -> HttpResponse:
     call = get_object_or_404(visible_calls(request.user), pk=pk)
-    rounds = list(call.rounds.select_related("answered_by").order_by("index"))
+    rounds = list(
+        call.rounds.select_related(
+            "answered_by", "assigned_user", "assigned_group", "claimed_by"
+        ).order_by("index")
+    )
     in_flight = _in_flight(call, rounds)
     pending = [r for r in rounds if r.status == Round.Status.PENDING]
     context = {
         "call": call,
         "rounds": [round_view(r) for r in rounds],
         "pending": pending[-1] if pending else None,
+        # Whoever cannot answer the waiting round (a requester whose round went to a
+        # group, say) sees where it stands, not an "Answer" button that leads nowhere.
+        "may_answer": bool(pending) and can_answer(request.user, pending[-1]),
         "in_flight": in_flight,
         "result": result_view(call.method, call.result),
         "arguments": _pretty_arguments(call.arguments_json),
@@ -491,17 +499,35 @@ def _claim_conflict(request: HttpRequest, round: Round, problem: str) -> HttpRes
 @require_POST
 def claim(request: HttpRequest, pk: int) -> HttpResponse:
     """Take a group's round: it leaves the other members' inboxes."""
-    round = get_object_or_404(visible_rounds(request.user), pk=pk)
-    if not can_answer(request.user, round):
+    round = visible_rounds(request.user).filter(pk=pk).first()
+    if round is None or not can_answer(request.user, round):
+        if request.htmx:
+            return _claim_lost(request)
         raise Http404("No round matches the given query.")
     if round.claimed_by_id != request.user.pk:
         if not (round.is_pending and round.assigned_group_id is not None):
-            return _claim_conflict(request, round, "not_claimable")
+            return (
+                _claim_lost(request)
+                if request.htmx
+                else _claim_conflict(request, round, "not_claimable")
+            )
         try:
             engine.claim(round, request.user)
         except engine.AlreadyAnswered:
+            if request.htmx:
+                return _claim_lost(request)
             return _claim_conflict(request, round, "claimed")
     return SeeOther(_next_or(request, round.get_absolute_url()))
+
+
+def _claim_lost(request: HttpRequest) -> HttpResponse:
+    """From the inbox (htmx), a claim someone else won: say so and reload the list.
+
+    htmx swaps nothing on an error status, so the Claim button would just do nothing. The
+    words are the same whether the round exists or not, so they tell nobody anything.
+    """
+    messages.info(request, "That round is no longer waiting for you: someone else took it.")
+    return HttpResponseClientRefresh()
 
 
 @login_required
