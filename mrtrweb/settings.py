@@ -51,6 +51,8 @@ INSTALLED_APPS = [
     "mrtrweb.core",
     "mrtrweb.servers",
     "mrtrweb.calls",
+    "mrtrweb.dashboard",
+    "mrtrweb.inbox",
 ]
 
 MIDDLEWARE = [

@@ -14,6 +14,8 @@ from typing import Any
 
 from django.db.models import Q, QuerySet
 
+from mrtrweb.servers.exposure import may_start, sees_whole_catalog
+
 from .models import Call, Round
 from .roles import is_admin
 
@@ -76,11 +78,21 @@ def can_answer(user: Any, round: Round) -> bool:
 
 
 def can_act_on_call(user: Any, call: Call) -> bool:
-    """Whether ``user`` may restart ``call`` or retry the delivery of its rounds."""
+    """Whether ``user`` may restart ``call``: they see it, and may start it themselves.
+
+    Starting again is starting a call, so the start pages' rule applies too: end users only
+    tools exposed to them, nobody on a disabled connection.
+    """
     if not _active(user):
         return False
-    return (
+    sees = (
         is_admin(user)
         or call.started_by_id == user.pk
         or (visible_calls(user).filter(pk=call.pk).exists())
     )
+    if not sees:
+        return False
+    if call.method == Call.Method.TOOL:
+        return may_start(user, call.connection, call.target)
+    # Prompts and resources are not exposable: only those who see the whole catalog use them.
+    return call.connection.enabled and sees_whole_catalog(user)

@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 from django.conf import settings
-from django.core.mail import send_mail
+from django.core.mail import send_mass_mail
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +44,7 @@ def notify_new_round(round: Any) -> None:
     if round.expires_at:
         body += f"\nAnswer before {round.expires_at:%Y-%m-%d %H:%M %Z}.\n"
     try:
-        send_mail(subject, body, None, to)
+        # One message per person: members of a group do not see each other's addresses.
+        send_mass_mail([(subject, body, None, [address]) for address in to])
     except Exception:  # an unreachable mail server must not lose the round
         logger.exception("could not email round %s to %s", round.pk, to)

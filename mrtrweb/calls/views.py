@@ -396,6 +396,10 @@ def call_page(request: HttpRequest, pk: int) -> HttpResponse:
         # Whoever cannot answer the waiting round (a requester whose round went to a
         # group, say) sees where it stands, not an "Answer" button that leads nowhere.
         "may_answer": bool(pending) and can_answer(request.user, pending[-1]),
+        # The retry view asks can_answer too: show the button exactly where it works.
+        "can_retry": {
+            r.pk for r in rounds if r.status == Round.Status.FAILED and can_answer(request.user, r)
+        },
         "in_flight": in_flight,
         "result": result_view(call.method, call.result),
         "arguments": _pretty_arguments(call.arguments_json),

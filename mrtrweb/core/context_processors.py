@@ -19,8 +19,10 @@ def people(request: HttpRequest) -> dict[str, Any]:
         "is_admin_role": is_admin(user),
         "is_operator_role": is_operator(user),
         # Lazy: evaluated only where the template shows it.
-        "inbox_count": lambda: Round.objects.filter(status=Round.Status.PENDING)
-        .filter(routed_to(user))
-        .exclude(unsupported_reason__gt="")
-        .count(),
+        "inbox_count": lambda: (
+            Round.objects.filter(status=Round.Status.PENDING)
+            .filter(routed_to(user))
+            .exclude(unsupported_reason__gt="")
+            .count()
+        ),
     }

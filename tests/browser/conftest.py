@@ -442,3 +442,79 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         for name in app.processes:
             report.sections.append((f"mrtrweb {name} log (tail)", app.log(name)[-6000:]))
     return report
+
+
+# -- the roles' walk-throughs (test_roles.py) --------------------------------------------------
+
+# Each role as its own account; "Approvers" is an ordinary group that answers deploy approvals.
+OPERATOR = ("olga", "olga-browser-pw-1")
+ROLE_ADMIN = ("adam", "adam-browser-pw-1")
+APPROVER_1 = ("ann", "ann-browser-pw-1")
+APPROVER_2 = ("bob", "bob-browser-pw-1")
+END_USER = ("eve", "eve-browser-pw-1")
+APPROVERS = "Approvers"
+
+_CREATE_ROLE_USERS = """
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+User = get_user_model()
+approvers, _ = Group.objects.get_or_create(name={approvers!r})
+def person(username, password, *groups):
+    user = User.objects.create_user(username, password=password)
+    user.groups.add(*[Group.objects.get(name=name) for name in groups])
+person({operator!r}, {operator_pw!r}, "Operators")
+person({admin!r}, {admin_pw!r}, "Admins")
+person({one!r}, {one_pw!r}, "End users", {approvers!r})
+person({two!r}, {two_pw!r}, "End users", {approvers!r})
+person({end_user!r}, {end_user_pw!r}, "End users")
+"""
+
+
+@pytest.fixture(scope="package")
+def role_people(live_app: LiveApp) -> dict[str, tuple[str, str]]:
+    """An operator, an admin (group "Admins", not a superuser), two members of "Approvers"
+    and an end user who is in no other group."""
+    live_app.shell(
+        _CREATE_ROLE_USERS.format(
+            approvers=APPROVERS,
+            operator=OPERATOR[0],
+            operator_pw=OPERATOR[1],
+            admin=ROLE_ADMIN[0],
+            admin_pw=ROLE_ADMIN[1],
+            one=APPROVER_1[0],
+            one_pw=APPROVER_1[1],
+            two=APPROVER_2[0],
+            two_pw=APPROVER_2[1],
+            end_user=END_USER[0],
+            end_user_pw=END_USER[1],
+        )
+    )
+    return {
+        "operator": OPERATOR,
+        "admin": ROLE_ADMIN,
+        "approver_1": APPROVER_1,
+        "approver_2": APPROVER_2,
+        "end_user": END_USER,
+    }
+
+
+@pytest.fixture
+def page_as(
+    browser: Any, live_app: LiveApp, role_people: dict[str, tuple[str, str]]
+) -> Iterator[Any]:
+    """``page_as("operator")``: a fresh browser context signed in through the login page as
+    that role's account; every context opened is closed after the test."""
+    opened: list[Any] = []
+
+    def open_as(role: str) -> Any:
+        fresh = _new_page(browser, live_app)
+        opened.append(fresh)
+        sign_in(fresh, *role_people[role])
+        return fresh
+
+    try:
+        yield open_as
+    finally:
+        for each in opened:
+            with contextlib.suppress(Exception):
+                each.context.close()

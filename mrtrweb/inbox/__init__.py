@@ -1,0 +1,1 @@
+"""The end users' side: the rounds waiting for me, and what I answered and started."""

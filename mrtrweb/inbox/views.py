@@ -1,0 +1,227 @@
+"""The inbox: rounds waiting for me, and a history of what I answered and started.
+
+Read-only pages. Claiming and answering are the calls app's views; the inbox only links and
+posts to them. Every list is one query for its page (plus one count) however many rows it
+shows: related rows come in by ``select_related`` and nothing in a row's template reaches
+back to the database.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Page, Paginator
+from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet
+from django.db.models.fields.json import KT
+from django.db.models.functions import Coalesce, Substr
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+from django.utils.cache import patch_vary_headers
+from django.views.decorators.http import require_safe
+
+from mrtrweb.calls.access import routed_to
+from mrtrweb.calls.models import Call, Round
+
+PAGE_SIZE = 25
+SNIPPET_CHARS = 200
+
+# Lists never show these, and they are big (catalogs, results) or encrypted (requestState,
+# secrets, which would otherwise be decrypted for every row).
+_CONNECTION_HEAVY = ("catalog", "bearer_token", "headers")
+_CALL_HEAVY = ("arguments_json", "tool", "result", "error", "credentials")
+_ROUND_HEAVY = (
+    "request_state",
+    *(f"call__{name}" for name in _CALL_HEAVY),
+    *(f"call__connection__{name}" for name in _CONNECTION_HEAVY),
+)
+
+
+# -- queries ---------------------------------------------------------------------------------
+
+
+def pending_rounds(user: Any) -> QuerySet[Round]:
+    """Pending rounds routed to ``user`` (theirs, or their groups' unclaimed), newest first."""
+    return (
+        Round.objects.filter(status=Round.Status.PENDING)
+        .filter(routed_to(user))
+        .select_related("call__connection", "assigned_group")
+        .defer("answers", *_ROUND_HEAVY)
+        .order_by("-created_at", "-id")
+    )
+
+
+def answered_rounds(user: Any) -> QuerySet[Round]:
+    """Rounds ``user`` answered (or cancelled, for admins), newest answer first."""
+    return (
+        Round.objects.filter(answered_by=user)
+        .select_related("call__connection", "assigned_group")
+        .defer(*_ROUND_HEAVY)
+        .order_by("-answered_at", "-id")
+    )
+
+
+def started_calls(user: Any) -> QuerySet[Call]:
+    """Calls ``user`` started, newest first, with a short text of the result or the error.
+
+    The snippets are cut in the database so a large result never leaves it for a list.
+    """
+    return (
+        Call.objects.filter(started_by=user)
+        .select_related("connection")
+        .defer(*_CALL_HEAVY, *(f"connection__{name}" for name in _CONNECTION_HEAVY))
+        .annotate(
+            result_text=Substr(
+                Coalesce(
+                    KT("result__content__0__text"),
+                    KT("result__messages__0__content__text"),
+                    KT("result__contents__0__text"),
+                ),
+                1,
+                SNIPPET_CHARS,
+            ),
+            result_is_error=ExpressionWrapper(Q(result__isError=True), output_field=BooleanField()),
+            error_text=Substr("error", 1, SNIPPET_CHARS),
+        )
+        .order_by("-created_at", "-id")
+    )
+
+
+# -- rows ------------------------------------------------------------------------------------
+
+
+def first_question(input_requests: Any) -> str:
+    """The first line of the first request's message ("" when the server gave none)."""
+    if not isinstance(input_requests, dict):
+        return ""
+    for request in input_requests.values():
+        params = request.get("params") if isinstance(request, dict) else None
+        message = params.get("message") if isinstance(params, dict) else None
+        if isinstance(message, str) and message.strip():
+            return message.strip().splitlines()[0][:SNIPPET_CHARS]
+        return ""
+    return ""
+
+
+def answer_action(answers: Any) -> str:
+    """accept, decline or cancel when every key got the same action; "mixed" otherwise."""
+    if not isinstance(answers, dict):
+        return ""
+    actions = {a.get("action") for a in answers.values() if isinstance(a, dict)}
+    if len(actions) == 1:
+        action = actions.pop()
+        return action if isinstance(action, str) else ""
+    return "mixed" if actions else ""
+
+
+@dataclass(frozen=True)
+class PendingRow:
+    round: Round
+    question: str
+    late: bool
+    claimable: bool
+    claimed_by_me: bool
+
+
+@dataclass(frozen=True)
+class AnsweredRow:
+    round: Round
+    question: str
+    action: str
+
+
+def _pending_row(round: Round, user: Any, now: Any) -> PendingRow:
+    group_round = round.assigned_group_id is not None
+    return PendingRow(
+        round=round,
+        question=first_question(round.input_requests),
+        late=round.expires_at is not None and round.expires_at <= now,
+        claimable=group_round and round.claimed_by_id is None and not round.unsupported_reason,
+        claimed_by_me=group_round and round.claimed_by_id == user.pk,
+    )
+
+
+# -- paging ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pager:
+    """Links to the neighbouring pages, keeping every other query parameter."""
+
+    page: Page
+    target: str
+    previous_url: str
+    next_url: str
+
+
+def _pager(request: HttpRequest, page: Page, param: str, target: str) -> Pager:
+    def url(number: int) -> str:
+        query = request.GET.copy()
+        query[param] = str(number)
+        return f"{request.path}?{query.urlencode()}"
+
+    return Pager(
+        page=page,
+        target=target,
+        previous_url=url(page.previous_page_number()) if page.has_previous() else "",
+        next_url=url(page.next_page_number()) if page.has_next() else "",
+    )
+
+
+def _partial_for(request: HttpRequest) -> str | None:
+    """The id of the section htmx asked for, or None when the whole page is wanted."""
+    htmx = getattr(request, "htmx", None)
+    if not htmx or htmx.boosted or htmx.history_restore_request:
+        return None
+    return htmx.target
+
+
+def _vary(response: HttpResponse) -> HttpResponse:
+    # The same URL answers a whole page or a section, so caches must keep them apart.
+    patch_vary_headers(response, ("HX-Request", "HX-Target"))
+    return response
+
+
+# -- pages -----------------------------------------------------------------------------------
+
+
+@login_required
+@require_safe
+def index(request: HttpRequest) -> HttpResponse:
+    user = request.user
+    page = Paginator(pending_rounds(user), PAGE_SIZE).get_page(request.GET.get("page"))
+    now = timezone.now()
+    context = {
+        "tab": "pending",
+        "rows": [_pending_row(r, user, now) for r in page],
+        "pager": _pager(request, page, "page", "inbox-pending"),
+    }
+    if _partial_for(request) == "inbox-pending":
+        return _vary(render(request, "inbox/_pending.html", context))
+    return _vary(render(request, "inbox/index.html", context))
+
+
+@login_required
+@require_safe
+def history(request: HttpRequest) -> HttpResponse:
+    user = request.user
+    wanted = _partial_for(request)
+    context: dict[str, Any] = {"tab": "history"}
+    if wanted in (None, "history-answered"):
+        answered = Paginator(answered_rounds(user), PAGE_SIZE).get_page(request.GET.get("answered"))
+        context["answered"] = [
+            AnsweredRow(r, first_question(r.input_requests), answer_action(r.answers))
+            for r in answered
+        ]
+        context["answered_pager"] = _pager(request, answered, "answered", "history-answered")
+    if wanted in (None, "history-started"):
+        started = Paginator(started_calls(user), PAGE_SIZE).get_page(request.GET.get("started"))
+        context["started"] = list(started)
+        context["started_pager"] = _pager(request, started, "started", "history-started")
+    if wanted == "history-answered":
+        return _vary(render(request, "inbox/_answered.html", context))
+    if wanted == "history-started":
+        return _vary(render(request, "inbox/_started.html", context))
+    return _vary(render(request, "inbox/history.html", context))

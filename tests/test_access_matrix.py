@@ -1,0 +1,525 @@
+"""The access matrix: every role against someone else's round and call, on every view and verb.
+
+Roles: anonymous; an end user who is not involved; the caller; the named user a round is
+routed to; a member of the group a round is routed to; another member after the first one
+claimed it; an admin (Admins group); an operator (Operators group, not an admin).
+
+Objects: a call started by the caller whose round is routed to a named user, and one whose
+round is routed to a group, both parked by the real fastmcp peer through the engine.
+
+Expected: 302 to sign-in for anonymous people; 404 for what a person may not see or act on
+(exactly as for something that does not exist); 403 for pages gated by role (the dashboard
+for non-admins, the operators' console for non-operators); 409 when access is granted but
+the state does not allow the action. Every POST goes through a client that enforces CSRF,
+and a refused POST changes nothing: not the database, not what the server receives.
+
+The pages are collected from the URLconf: a view that is not in this matrix fails
+:func:`test_every_view_is_in_the_matrix`. One test per row: every role runs on the same
+parked round, each inside a savepoint rolled back after it, and a failure lists every role
+that got something else.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.db import transaction
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+
+from mrtrweb.calls import engine
+from mrtrweb.calls.models import Call, Round
+from mrtrweb.elicitation import field_name_for
+from mrtrweb.servers.catalog import ensure_catalog
+from mrtrweb.servers.models import Connection
+from tests.inbox.support import (
+    APPROVERS,
+    admin,
+    ask,
+    call_links,
+    expose,
+    operator,
+    person,
+    round_links,
+    state,
+    to_group,
+    to_user,
+)
+
+pytestmark = pytest.mark.django_db
+
+ROLES = (
+    "anonymous",
+    "outsider",
+    "caller",
+    "assignee",
+    "member",
+    "after_claim",
+    "admin",
+    "operator",
+)
+ROUTINGS = ("user", "group")
+
+
+# -- the world -------------------------------------------------------------------------------
+
+
+@dataclass
+class World:
+    peer: Any
+    users: dict[str, Any]
+    connections: dict[str, Connection]
+    _rounds: dict[str, Round] = field(default_factory=dict)
+
+    def round(self, routing: str) -> Round:
+        """The caller's round routed to the named user or to the group (parked on first use)."""
+        if routing not in self._rounds:
+            self._rounds[routing] = ask(self.connections[routing], self.users["caller"])
+        return self._rounds[routing]
+
+    def call(self, routing: str) -> Call:
+        return self.round(routing).call
+
+    def client(self, role: str) -> Client:
+        client = Client(enforce_csrf_checks=True)
+        if role != "anonymous":
+            client.force_login(self.users[role])
+        return client
+
+    def prepare(self, role: str, routing: str) -> None:
+        """The "after_claim" role is a member who comes to a group round someone claimed."""
+        if role == "after_claim" and routing == "group":
+            engine.claim(self.round("group"), self.users["member"])
+
+
+@pytest.fixture
+def world(fastmcp_peer: Any) -> World:
+    users = {
+        "outsider": person("olga"),
+        "caller": person("carl"),
+        "assignee": person("bob"),
+        "member": person("ada", APPROVERS),
+        "after_claim": person("bea", APPROVERS),
+        "admin": admin("alice"),
+        "operator": operator("otto"),
+    }
+    connections = {
+        "user": to_user(fastmcp_peer, users["assignee"]),
+        # End users may start approve_deploy here; nothing is exposed on the other one.
+        "group": expose(to_group(fastmcp_peer, APPROVERS), "approve_deploy"),
+    }
+    return World(fastmcp_peer, users, connections)
+
+
+def csrf_token(client: Client) -> str:
+    """The CSRF token a browser would have: from the cookie the sign-in form sets."""
+    client.get(reverse("login"))
+    return client.cookies[settings.CSRF_COOKIE_NAME].value
+
+
+def send(client: Client, method: str, url: str, data: dict[str, Any] | None = None) -> Any:
+    if method == "GET":
+        return client.get(url)
+    return client.post(url, {**(data or {}), "csrfmiddlewaretoken": csrf_token(client)})
+
+
+def everything() -> dict[str, Any]:
+    """What a refused request must leave alone.
+
+    Nothing reaches a server without going through these rows first (a call is created, a
+    round changes status), so an unchanged database means nothing was sent either.
+    """
+    return {
+        **state(),
+        "connections": list(
+            Connection.objects.order_by("pk").values("pk", "enabled", "url", "routing")
+        ),
+    }
+
+
+def is_login_redirect(response: Any) -> bool:
+    return response.status_code == 302 and response["Location"].startswith(reverse("login"))
+
+
+# -- calls and rounds: one explicit row per view, verb and routing ----------------------------
+
+# Columns follow ROLES. "+"/"-" after 200: the listing shows / does not show the object.
+# The user-routed connection exposes no tool, so only an admin may start its call again
+# (restarting is starting: test_starting_again_is_starting_a_call).
+MATRIX = """
+                         anonymous outsider caller assignee member after_claim admin operator
+user  calls:call GET        302      404     200     200     404      404      200    404
+user  calls:progress GET    302      404     200     200     404      404      200    404
+user  calls:restart POST    302      404     404     404     404      404      409    404
+user  calls:round GET       302      404     200     200     404      404      200    404
+user  calls:round POST      302      404     404     303     404      404      303    404
+user  calls:retry POST      302      404     404     409     404      404      409    404
+user  calls:claim POST      302      404     404     409     404      404      409    404
+user  calls:release POST    302      404     404     404     404      404      409    404
+group calls:call GET        302      404     200     404     200      404      200    404
+group calls:progress GET    302      404     200     404     200      404      200    404
+group calls:restart POST    302      404     409     404     409      404      409    404
+group calls:round GET       302      404     200     404     200      404      200    404
+group calls:round POST      302      404     404     404     303      404      303    404
+group calls:retry POST      302      404     404     404     409      404      409    404
+group calls:claim POST      302      404     404     404     303      404      303    404
+group calls:release POST    302      404     404     404     404      404      409    404
+user  inbox:index GET       302      200-    200-    200+    200-     200-     200-   200-
+user  inbox:history GET     302      200-    200+    200-    200-     200-     200-   200-
+user  calls:list GET        302      200-    200+    200+    200-     200-     200+   200-
+group inbox:index GET       302      200-    200-    200-    200+     200-     200-   200-
+group inbox:history GET     302      200-    200+    200-    200-     200-     200-   200-
+group calls:list GET        302      200-    200+    200-    200+     200-     200+   200-
+"""
+
+# Which object each view is about, how to reach it, and what a listing should show of it.
+ON_CALL = ("calls:call", "calls:progress", "calls:restart")
+ON_ROUND = ("calls:round", "calls:retry", "calls:claim", "calls:release")
+LISTS_ROUNDS = ("inbox:index",)
+LISTS_CALLS = ("inbox:history", "calls:list")
+POST_DATA = {"calls:round": {"action": "decline"}}
+
+
+@dataclass(frozen=True)
+class Row:
+    routing: str
+    name: str
+    method: str
+    expected: dict[str, str]  # role -> cell
+
+    @property
+    def id(self) -> str:
+        return f"{self.routing}-{self.name}-{self.method}"
+
+
+def parse_matrix(text: str) -> list[Row]:
+    lines = [line.split() for line in text.strip().splitlines()]
+    header, rows = lines[0], lines[1:]
+    assert tuple(header) == ROLES
+    parsed = []
+    for routing, name, method, *cells in rows:
+        assert len(cells) == len(ROLES), name
+        parsed.append(Row(routing, name, method, dict(zip(ROLES, cells, strict=True))))
+    return parsed
+
+
+ROWS = parse_matrix(MATRIX)
+
+
+def url_for(world: World, name: str, routing: str) -> str:
+    if name in ON_CALL:
+        return reverse(name, args=[world.call(routing).pk])
+    if name in ON_ROUND:
+        return reverse(name, args=[world.round(routing).pk])
+    return reverse(name)
+
+
+def each_role(world: World, routing: str, check: Callable[[str], str]) -> None:
+    """Run ``check`` as every role on the same objects, undoing each role's effects after.
+
+    ``check`` returns what went wrong ("" if nothing did); all roles run, then the test fails
+    with every difference, so one run shows the whole row.
+    """
+    world.round(routing)  # parked once, outside the rolled-back part
+    problems = []
+    for role in ROLES:
+        with transaction.atomic():
+            world.prepare(role, routing)
+            problem = check(role)
+            transaction.set_rollback(True)
+        if problem:
+            problems.append(f"{role}: {problem}")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
+def test_calls_rounds_and_inbox(world: World, row: Row) -> None:
+    url = url_for(world, row.name, row.routing)
+
+    def check(role: str) -> str:
+        expected = row.expected[role]
+        code, listed = int(expected[:3]), expected[3:]
+        before = everything()
+        response = send(world.client(role), row.method, url, POST_DATA.get(row.name))
+        if response.status_code != code:
+            return f"expected {code}, got {response.status_code}"
+        if code == 302 and not is_login_redirect(response):
+            return f"redirected to {response['Location']}, not to sign in"
+        if listed:
+            if row.name in LISTS_ROUNDS:
+                wanted, shown = world.round(row.routing).pk, round_links(response)
+            else:
+                wanted, shown = world.call(row.routing).pk, call_links(response)
+            if (wanted in shown) != (listed == "+"):
+                return "listed" if listed == "-" else "not listed"
+        if row.method == "POST" and code != 303 and everything() != before:
+            return f"a refused POST ({code}) changed something"
+        return ""
+
+    each_role(world, row.routing, check)
+
+
+# -- pages gated by role: the dashboard (admins) and the operators' console --------------------
+
+GATED = {"dashboard": "admin", "servers": "operator"}
+
+
+def patterns_of(namespace: str) -> list[URLPattern]:
+    resolver = get_resolver()
+    if namespace not in resolver.namespace_dict:
+        return []
+    _, sub = resolver.namespace_dict[namespace]
+    return [p for p in sub.url_patterns if isinstance(p, URLPattern) and p.name]
+
+
+def gated_url(world: World, namespace: str, pattern: URLPattern) -> str:
+    kwargs: dict[str, Any] = {}
+    for name, converter in pattern.pattern.converters.items():
+        kind = type(converter).__name__
+        if kind == "IntConverter":
+            kwargs[name] = world.call("group").pk
+        elif kind in ("SlugConverter", "StringConverter"):
+            kwargs[name] = world.connections["group"].name
+        else:  # a new converter: teach the matrix what to pass
+            raise AssertionError(f"{namespace}:{pattern.name} takes {name} ({kind})")
+    return reverse(f"{namespace}:{pattern.name}", kwargs=kwargs)
+
+
+GATED_ROWS = [
+    (namespace, pattern.name, method)
+    for namespace in GATED
+    for pattern in patterns_of(namespace)
+    for method in ("GET", "POST")
+]
+
+
+@pytest.mark.parametrize(
+    ("namespace", "name", "method"),
+    GATED_ROWS,
+    ids=[f"{ns}:{n}-{m}" for ns, n, m in GATED_ROWS],
+)
+def test_pages_gated_by_role(world: World, namespace: str, name: str, method: str) -> None:
+    (pattern,) = [p for p in patterns_of(namespace) if p.name == name]
+    url = gated_url(world, namespace, pattern)
+    round_pk = world.round("group").pk
+    # What an action form would post, so a refusal is a refusal of something real.
+    data = {"one": f"cancel:{round_pk}", "action": "cancel", "rounds": [round_pk]}
+    holder = GATED[namespace]
+
+    def check(role: str) -> str:
+        before = everything()
+        response = send(world.client(role), method, url, data)
+        code = response.status_code
+        if role == holder:
+            # The role's own POSTs are that console's tests; its pages must open.
+            if method == "GET" and (
+                code not in (200, 302, 303, 405) or is_login_redirect(response)
+            ):
+                return f"the {holder} got {code}"
+            return ""
+        if role == "anonymous" and not is_login_redirect(response):
+            return f"expected a redirect to sign in, got {code}"
+        if role != "anonymous" and code != 403:
+            return f"expected 403, got {code}"
+        if method == "POST" and everything() != before:
+            return "a refused POST changed something"
+        return ""
+
+    each_role(world, "group", check)
+
+
+# -- starting calls: the pick list, a connection's page, and starting a tool ------------------
+
+# The "exposed" connection is the group-routed one (approve_deploy exposed to end users); the
+# "hidden" one exposes nothing. A tool that is not exposed is refused as if it were not
+# listed: the page again (200), and no call.
+START_MATRIX = """
+                               anonymous outsider caller assignee member after_claim admin operator
+exposed calls:start_pick GET      302      200     200     200     200      200      200    200
+exposed calls:start      GET      302      200     200     200     200      200      200    200
+hidden  calls:start      GET      302      404     404     404     404      404      200    200
+exposed approve_deploy   POST     302      303     303     303     303      303      303    303
+exposed echo             POST     302      200     200     200     200      200      303    303
+hidden  echo             POST     302      404     404     404     404      404      303    303
+"""
+START_ROWS = parse_matrix(START_MATRIX)
+START_DATA = {
+    "approve_deploy": {f"arg-{field_name_for('service')}": "api", "start": "1"},
+    "echo": {f"arg-{field_name_for('text')}": "hi", "start": "1"},
+}
+
+
+def start_url(world: World, which: str, tool: str = "") -> str:
+    conn = world.connections["group" if which == "exposed" else "user"]
+    url = reverse("calls:start", kwargs={"connection": conn.name})
+    return f"{url}?tool={tool}" if tool else url
+
+
+@pytest.mark.parametrize("row", START_ROWS, ids=[r.id for r in START_ROWS])
+def test_starting_calls(world: World, row: Row) -> None:
+    for conn in world.connections.values():
+        ensure_catalog(conn)  # listed once, outside the rolled-back part
+    if row.name == "calls:start_pick":
+        url, data = reverse(row.name), None
+    elif row.name == "calls:start":
+        url, data = start_url(world, row.routing), None
+    else:
+        url, data = start_url(world, row.routing, row.name), START_DATA[row.name]
+
+    def check(role: str) -> str:
+        code = int(row.expected[role])
+        before = everything()
+        response = send(world.client(role), row.method, url, data)
+        if response.status_code != code:
+            return f"expected {code}, got {response.status_code}"
+        if code == 302 and not is_login_redirect(response):
+            return f"redirected to {response['Location']}, not to sign in"
+        if row.method == "POST" and code != 303 and everything() != before:
+            return f"a refused POST ({code}) changed something"
+        if code == 303 and not Call.objects.filter(started_by=world.users[role]).exists():
+            return "no call was started"
+        return ""
+
+    each_role(world, "group", check)
+
+
+def test_starting_again_is_starting_a_call(world: World) -> None:
+    """A restart obeys the start pages' rule: end users restart only tools exposed to them,
+    and nobody restarts on a disabled connection."""
+    gone = Connection.objects.create(name="gone", url="http://127.0.0.1:9/mcp")
+    failed = engine.start_call(
+        connection=gone,
+        method=Call.Method.TOOL,
+        target="approve_deploy",
+        arguments={"service": "api"},
+        user=world.users["caller"],
+    )
+    assert failed.status == Call.Status.FAILED
+    url = reverse("calls:restart", args=[failed.pk])
+
+    def restart(role: str) -> int:
+        before = Call.objects.count()
+        code = send(world.client(role), "POST", url).status_code
+        assert Call.objects.count() == before + (code == 303)
+        return code
+
+    caller_page = world.client("caller").get(failed.get_absolute_url())
+    assert url not in caller_page.content.decode()  # no Start again button
+    assert restart("caller") == 404
+    assert restart("admin") == 303
+    expose(gone, "approve_deploy")
+    assert url in world.client("caller").get(failed.get_absolute_url()).content.decode()
+    assert restart("caller") == 303
+    gone.enabled = False
+    gone.save()
+    assert restart("caller") == 404
+    assert restart("admin") == 404
+
+
+# -- CSRF ------------------------------------------------------------------------------------
+
+
+def post_endpoints(world: World) -> Iterator[tuple[str, str, str, dict[str, Any]]]:
+    """Every POST a person can make, with the role allowed to make it."""
+    for name in ("calls:round", "calls:claim", "calls:release", "calls:retry"):
+        yield name, url_for(world, name, "group"), "admin", POST_DATA.get(name, {})
+    yield "calls:restart", url_for(world, "calls:restart", "group"), "caller", {}
+    start = reverse("calls:start", kwargs={"connection": world.connections["group"].name})
+    yield "calls:start", f"{start}?tool=approve_deploy", "caller", {"start": "1"}
+    for namespace, role in GATED.items():
+        for pattern in patterns_of(namespace):
+            yield f"{namespace}:{pattern.name}", gated_url(world, namespace, pattern), role, {}
+
+
+def test_every_post_is_refused_without_a_csrf_token(world: World) -> None:
+    world.round("user")
+    for name, url, role, data in post_endpoints(world):
+        client = world.client(role)
+        before = everything()
+        response = client.post(url, data)
+        assert response.status_code == 403, name
+        assert b"CSRF verification failed" in response.content, name
+        assert everything() == before, name
+
+
+FORM = re.compile(r"<form\b[^>]*>.*?</form>", re.S | re.I)
+
+
+def post_forms(html: str) -> list[str]:
+    return [f for f in FORM.findall(html) if re.search(r'method="post"', f, re.I)]
+
+
+def test_every_form_on_these_pages_carries_the_csrf_token(world: World) -> None:
+    group_round = world.round("group")
+    pages: list[tuple[str, str]] = [
+        ("member", reverse("inbox:index")),  # Claim
+        ("member", group_round.get_absolute_url()),  # Claim, answer
+        ("caller", world.call("group").get_absolute_url()),
+        ("caller", reverse("inbox:history")),
+        ("admin", group_round.get_absolute_url()),  # Release, once claimed
+    ]
+    seen = 0
+    for role, url in pages:
+        if role == "admin":
+            engine.claim(group_round, world.users["member"])
+        html = world.client(role).get(url).content.decode()
+        for form in post_forms(html):
+            assert 'name="csrfmiddlewaretoken"' in form, (url, form[:200])
+            seen += 1
+    assert seen >= 5
+
+
+# -- the matrix covers the URLconf -----------------------------------------------------------
+
+# Pages outside this matrix on purpose: sign-in and password pages, the home page and the
+# health check (public), Django's admin (its own permission system).
+NOT_IN_MATRIX_NAMESPACES = ("admin", "core")
+NOT_IN_MATRIX_NAMES = frozenset(
+    {
+        "login",
+        "logout",
+        "password_change",
+        "password_change_done",
+        "password_reset",
+        "password_reset_done",
+        "password_reset_confirm",
+        "password_reset_complete",
+    }
+)
+
+
+def url_names(patterns: list[Any], namespace: str = "") -> Iterator[str]:
+    for pattern in patterns:
+        if isinstance(pattern, URLResolver):
+            inner = pattern.namespace or namespace
+            if namespace and pattern.namespace:
+                inner = f"{namespace}:{pattern.namespace}"
+            yield from url_names(pattern.url_patterns, inner)
+        elif isinstance(pattern, URLPattern) and pattern.name:
+            yield f"{namespace}:{pattern.name}" if namespace else pattern.name
+
+
+def test_every_view_is_in_the_matrix() -> None:
+    covered = {r.name for r in ROWS} | {"calls:start_pick", "calls:start"}
+    covered |= {f"{ns}:{p.name}" for ns in GATED for p in patterns_of(ns)}
+    missing = sorted(
+        name
+        for name in url_names(get_resolver().url_patterns)
+        if name not in covered
+        and name not in NOT_IN_MATRIX_NAMES
+        and name.split(":")[0] not in NOT_IN_MATRIX_NAMESPACES
+    )
+    assert not missing, f"add these views to the access matrix: {missing}"
+
+
+def test_the_matrix_has_every_view_for_both_routings() -> None:
+    keys = [(r.routing, r.name, r.method) for r in ROWS]
+    assert len(keys) == len(set(keys))
+    for routing in ROUTINGS:
+        names = {name for r, name, _ in keys if r == routing}
+        assert names == {*ON_CALL, *ON_ROUND, *LISTS_ROUNDS, *LISTS_CALLS}
