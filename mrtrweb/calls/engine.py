@@ -112,23 +112,26 @@ async def _send(
     responses: Mapping[str, Any] | None,
     state: str | None,
 ) -> Any:
+    """The server's answer and the HTTP status it came with (for the audit trail)."""
     async with MCPClient(connection.client_settings(call.credentials)) as client:
         if call.method == Call.Method.TOOL:
             tool = mcp_types.Tool.model_validate(call.tool) if call.tool else None
-            return await client.call_tool(
+            result: Any = await client.call_tool(
                 call.target,
                 call.arguments_json,
                 input_responses=responses,
                 request_state=state,
                 tool=tool,
             )
-        if call.method == Call.Method.PROMPT:
-            return await client.get_prompt(
+        elif call.method == Call.Method.PROMPT:
+            result = await client.get_prompt(
                 call.target, call.arguments_json, input_responses=responses, request_state=state
             )
-        return await client.read_resource(
-            call.target, input_responses=responses, request_state=state
-        )
+        else:
+            result = await client.read_resource(
+                call.target, input_responses=responses, request_state=state
+            )
+        return result, client.last_http_status
 
 
 def _run(call: Call, *, round: Round | None, responses: Any, state: str | None) -> None:
@@ -140,7 +143,7 @@ def _run(call: Call, *, round: Round | None, responses: Any, state: str | None) 
     backoff = _FIRST_BACKOFF
     while True:
         try:
-            result = async_to_sync(_send)(call, connection, responses, state)
+            result, http_status = async_to_sync(_send)(call, connection, responses, state)
         except InvalidRequestState as exc:
             _state_rejected(call, round, exc)
             return
@@ -152,7 +155,7 @@ def _run(call: Call, *, round: Round | None, responses: Any, state: str | None) 
             _delivery_failed(call, round, exc)
             return
         if round is not None:
-            _close_round(round)
+            _close_round(round, http_status=http_status)
             round = None
         if not isinstance(result, mcp_types.InputRequiredResult):
             _complete(call, result)
@@ -181,14 +184,14 @@ def _sha(state: str | None) -> str:
     return hashlib.sha256(state.encode()).hexdigest() if state is not None else ""
 
 
-def _close_round(round: Round | None) -> None:
+def _close_round(round: Round | None, *, http_status: int | None = None) -> None:
     if round is None:
         return
     now = timezone.now()
     Round.objects.filter(pk=round.pk, status=Round.Status.DELIVERING).update(
         status=Round.Status.DELIVERED, delivered_at=now, delivery_error=""
     )
-    _record(round.call, "delivered", round=round)
+    _record(round.call, "delivered", round=round, http_status=http_status)
 
 
 def _park(call: Call, raw: Mapping[str, Any], *, unsupported: str = "") -> Round:

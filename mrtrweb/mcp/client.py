@@ -117,6 +117,8 @@ class MCPClient:
         # Header maps of listed tools, for mirroring x-mcp-header arguments.
         self._tool_headers: dict[str, dict[tuple[str, ...], str]] = {}
         self._private_listings: dict[str, tuple[float, Listing[Any]]] = {}
+        # The HTTP status of the last answered request, for callers that keep an audit trail.
+        self.last_http_status: int | None = None
 
     async def __aenter__(self) -> MCPClient:
         return self
@@ -224,6 +226,7 @@ class MCPClient:
             response = await self._transport.post(
                 body, request_id, headers, self._notification_handler(on_notification)
             )
+            self.last_http_status = response.status
             error = response.message.get("error")
             if error is None:
                 result = response.message.get("result")

@@ -73,6 +73,8 @@ def test_a_round_is_parked_answered_and_resubmitted(fastmcp_peer: Any, user: Any
     assert '"arguments":{"service": "api"}' in sent[0]["body"]
     kinds = list(call.events.values_list("kind", flat=True))
     assert kinds == ["started", "round_parked", "answered", "delivered", "completed"]
+    # The audit trail keeps the HTTP outcome of the resubmission.
+    assert call.events.get(kind="delivered").detail["http_status"] == 200
 
 
 def test_request_state_is_encrypted_at_rest_and_audited_by_digest(

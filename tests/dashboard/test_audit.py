@@ -107,7 +107,7 @@ def test_a_call_from_start_to_result(web: Client, root: Any, ann: Any, fastmcp_p
     assert "answered approval accept" in answered and "by bob" in answered
     for shown in ("approve yes", "replicas 3", "window tonight", "notify ops, qa"):
         assert shown in answered, shown
-    assert "Outcome: accepted" in delivered
+    assert "Outcome: HTTP 200: accepted" in delivered
     assert "Outcome: result received" in completed
     # Times are shown to the microsecond, in order.
     stamps = re.findall(r'<time datetime="([^"]+)">', text(response))
@@ -133,7 +133,7 @@ def test_a_cancel_by_an_admin_is_on_the_record(
         "Completed",
     ]
     assert "answered approval cancel" in lines[2] and "by root" in lines[2]
-    assert "Outcome: accepted" in lines[3]
+    assert "Outcome: HTTP 200: accepted" in lines[3]
     assert_no_state(text(web.get(audit_url(call))))
 
 
