@@ -27,3 +27,13 @@ def _test_settings(settings):
     }
     # The production hasher is slow on purpose; tests create users by the dozen.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def inline_tasks(settings):
+    """Deliver answered rounds inline, when the answering transaction commits.
+
+    Tests that post answers use it with ``django_db(transaction=True)``, so the server has
+    received the retry by the time the post returns.
+    """
+    settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"}}

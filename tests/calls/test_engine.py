@@ -19,8 +19,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture(autouse=True)
-def _inline_tasks(settings: Any) -> None:
-    settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"}}
+def _inline_tasks(inline_tasks: None) -> None:
+    """Every test here delivers answers inline."""
 
 
 @pytest.fixture

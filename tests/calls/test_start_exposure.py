@@ -21,8 +21,8 @@ def arg(name: str) -> str:
 
 
 @pytest.fixture(autouse=True)
-def _inline_tasks(settings: Any) -> None:
-    settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"}}
+def _inline_tasks(inline_tasks: None) -> None:
+    """Every test here delivers answers inline."""
 
 
 def test_end_users_see_and_start_only_exposed_tools(fastmcp_peer: Any) -> None:

@@ -42,8 +42,8 @@ APPROVAL = {"approve": "on", "replicas": "3", "window": "1", "notify": ["0"]}  #
 
 
 @pytest.fixture(autouse=True)
-def _inline_tasks(settings: Any) -> None:
-    settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"}}
+def _inline_tasks(inline_tasks: None) -> None:
+    """Every test here delivers answers inline."""
 
 
 @pytest.fixture

@@ -24,9 +24,8 @@ APPROVAL = {"approve": True, "replicas": 3, "window": "tonight", "notify": ["ops
 
 
 @pytest.fixture(autouse=True)
-def _inline_tasks(settings: Any) -> None:
-    settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"}}
-    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+def _inline_tasks(inline_tasks: None) -> None:
+    """Every test here delivers answers inline."""
 
 
 @pytest.fixture

@@ -1,3 +1,3 @@
-from tests.demo.fixtures import demo_server, inline_tasks
+from tests.demo.fixtures import demo_server
 
-__all__ = ["demo_server", "inline_tasks"]
+__all__ = ["demo_server"]

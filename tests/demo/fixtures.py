@@ -7,7 +7,6 @@ Imported by tests/demo/conftest.py and tests/commands/conftest.py. Listed in
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
@@ -20,9 +19,3 @@ DEMO_MODULE = "mrtrweb.demo.server"
 def demo_server() -> Iterator[Peer]:
     with running_peer(DEMO_MODULE) as peer:
         yield peer
-
-
-@pytest.fixture
-def inline_tasks(settings: Any) -> None:
-    """Deliver answered rounds inline, when the answering transaction commits."""
-    settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"}}

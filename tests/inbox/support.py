@@ -26,7 +26,6 @@ from tests.elicitation.support import post
 APPROVERS = "Approvers"
 # approve_deploy's `approval` form as a browser posts it (window "tonight", notify "ops").
 APPROVAL = {"approve": "on", "replicas": "3", "window": "1", "notify": ["0"]}
-INLINE_TASKS = {"default": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"}}
 
 
 def group(name: str) -> Group:

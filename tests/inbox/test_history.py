@@ -20,7 +20,6 @@ from mrtrweb.calls.models import Call, Round
 from mrtrweb.servers.models import Connection
 from tests.inbox.support import (
     APPROVERS,
-    INLINE_TASKS,
     answer_data,
     ask,
     browser,
@@ -38,8 +37,8 @@ HISTORY = reverse("inbox:history")
 
 
 @pytest.fixture(autouse=True)
-def _inline_tasks(settings: Any) -> None:
-    settings.TASKS = INLINE_TASKS
+def _inline_tasks(inline_tasks: None) -> None:
+    """Every test here delivers answers inline."""
 
 
 @pytest.mark.django_db(transaction=True)

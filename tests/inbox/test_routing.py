@@ -18,7 +18,6 @@ from mrtrweb.elicitation import field_name_for
 from mrtrweb.servers.models import Connection, Routing, ToolExposure
 from tests.inbox.support import (
     APPROVERS,
-    INLINE_TASKS,
     admin,
     answer_data,
     ask,
@@ -41,8 +40,8 @@ INBOX = reverse("inbox:index")
 
 
 @pytest.fixture(autouse=True)
-def _inline_tasks(settings: Any) -> None:
-    settings.TASKS = INLINE_TASKS
+def _inline_tasks(inline_tasks: None) -> None:
+    """Every test here delivers answers inline."""
 
 
 def start_from_the_page(web: Any, conn: Connection, tool: str, **arguments: str) -> Call:
