@@ -80,10 +80,6 @@ class Call(models.Model):
     def is_finished(self) -> bool:
         return self.status in self.FINISHED
 
-    @property
-    def is_error_result(self) -> bool:
-        return bool(self.result and self.result.get("isError"))
-
 
 class Round(models.Model):
     class Status(models.TextChoices):
@@ -167,10 +163,6 @@ class Round(models.Model):
     @property
     def is_pending(self) -> bool:
         return self.status == self.Status.PENDING
-
-    @property
-    def is_answerable(self) -> bool:
-        return self.is_pending and not self.unsupported_reason
 
     def set_request_state(self, state: str | None) -> None:
         self.has_request_state = state is not None

@@ -126,12 +126,6 @@ class Connection(RoutingTarget):
                 return mcp_types.Tool.model_validate(raw)
         return None
 
-    def prompts(self) -> list[mcp_types.Prompt]:
-        return [mcp_types.Prompt.model_validate(p) for p in self.catalog.get("prompts", [])]
-
-    def resources(self) -> list[mcp_types.Resource]:
-        return [mcp_types.Resource.model_validate(r) for r in self.catalog.get("resources", [])]
-
     def server_info(self) -> dict[str, Any]:
         return dict(self.catalog.get("server", {}))
 
