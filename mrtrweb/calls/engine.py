@@ -42,6 +42,7 @@ from mrtrweb.servers.models import Connection
 from .models import Call, Event, Round
 from .notify import notify_new_round
 from .routing import route
+from .signals import call_event
 
 __all__ = [
     "AlreadyAnswered",
@@ -92,6 +93,16 @@ def _record(
     **detail: Any,
 ) -> None:
     Event.objects.create(call=call, round=round, kind=kind, actor=actor, detail=detail)
+    call_id, round_id = call.pk, round.pk if round is not None else None
+    transaction.on_commit(
+        lambda: _announce(call_id=call_id, round_id=round_id, kind=kind, detail=detail)
+    )
+
+
+def _announce(**event: Any) -> None:
+    for receiver, outcome in call_event.send_robust(sender=Call, **event):
+        if isinstance(outcome, Exception):
+            logger.error("receiver %r failed on %s", receiver, event["kind"], exc_info=outcome)
 
 
 def _set_call(call: Call, **fields: Any) -> None:

@@ -1,0 +1,15 @@
+"""What the engine announces, for the parts that react to it (live pages, webhooks).
+
+Receivers run after the change is committed, in whatever process made it (a web process
+or a task worker), so they must be quick and must not raise into the engine: use
+``send_robust`` semantics and hand slow work to a task.
+"""
+
+from __future__ import annotations
+
+from django.dispatch import Signal
+
+# Sent once per audit event, after its transaction commits, with keyword arguments:
+#   call_id: int, round_id: int | None, kind: str (the Event kind, e.g. "round_parked",
+#   "answered", "delivered", "completed", "failed", "expired", ...), detail: dict.
+call_event = Signal()
