@@ -53,6 +53,9 @@ INSTALLED_APPS = [
     "mrtrweb.calls",
     "mrtrweb.dashboard",
     "mrtrweb.inbox",
+    "mrtrweb.live",
+    "mrtrweb.api",
+    "mrtrweb.webhooks",
 ]
 
 MIDDLEWARE = [

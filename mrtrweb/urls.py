@@ -8,5 +8,6 @@ urlpatterns = [
     path("inbox/", include("mrtrweb.inbox.urls")),
     path("accounts/", include("django.contrib.auth.urls")),
     path("operators/", include("mrtrweb.servers.urls")),
+    path("api/v1/", include("mrtrweb.api.urls")),
     path("admin/", admin.site.urls),
 ]
