@@ -53,6 +53,7 @@ __all__ = [
     "claim",
     "deliver",
     "expire",
+    "note",
     "reassign",
     "release",
     "restart",
@@ -97,6 +98,13 @@ def _record(
     transaction.on_commit(
         lambda: _announce(call_id=call_id, round_id=round_id, kind=kind, detail=detail)
     )
+
+
+def note(call: Call, kind: str, *, round: Round | None = None, **detail: Any) -> None:
+    """Add something that happened around a call to its audit trail without changing its state
+    (a webhook delivered, say). Announced like every event, so receivers must ignore kinds
+    they cause themselves."""
+    _record(call, kind, round=round, **detail)
 
 
 def _announce(**event: Any) -> None:
@@ -304,8 +312,16 @@ def start_call(
     arguments: Mapping[str, Any] | str | None,
     user: Any,
     restarted_from: Call | None = None,
+    route_user: Any = None,
+    route_group: Any = None,
 ) -> Call:
-    """Create a call and send it; returns it completed, waiting on a round, or failed."""
+    """Create a call and send it; returns it completed, waiting on a round, or failed.
+
+    ``route_user`` or ``route_group`` (at most one) sends its rounds to that person or group
+    instead of following the connection's routing policy.
+    """
+    if route_user is not None and route_group is not None:
+        raise ValueError("route a call to a user or to a group, not both")
     if isinstance(arguments, str):
         arguments_json = arguments
         parsed = json.loads(arguments_json)
@@ -323,6 +339,8 @@ def start_call(
         credentials=connection.credentials(),
         started_by=user,
         restarted_from=restarted_from,
+        route_user=route_user,
+        route_group=route_group,
     )
     _record(
         call,
@@ -420,6 +438,8 @@ def restart(call: Call, user: Any) -> Call:
         arguments=call.arguments_json,
         user=user,
         restarted_from=call,
+        route_user=call.route_user,
+        route_group=call.route_group,
     )
 
 

@@ -56,6 +56,18 @@ class Call(models.Model):
     rounds_used = models.PositiveSmallIntegerField(default=0)
     result = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
+    # Who the program that started the call asked for (the JSON API's "assignee" or "group");
+    # when set, it wins over the tool's and the connection's routing policy.
+    route_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    route_group = models.ForeignKey(
+        Group, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     restarted_from = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="restarts"
     )

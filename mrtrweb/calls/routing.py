@@ -1,4 +1,5 @@
-"""Who is asked when a call needs input: the tool's policy, else the connection's."""
+"""Who is asked when a call needs input: whom the call names, else the tool's policy, else
+the connection's."""
 
 from __future__ import annotations
 
@@ -11,6 +12,10 @@ from .models import Call
 
 def route(call: Call) -> tuple[Any, Any]:
     """``(user, group)`` to assign a new round of ``call`` to; exactly one is set."""
+    if call.route_user_id is not None:
+        return call.route_user, None
+    if call.route_group_id is not None:
+        return None, call.route_group
     policy: Any = call.connection
     if call.method == Call.Method.TOOL:
         override = (
