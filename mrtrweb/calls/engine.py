@@ -5,9 +5,23 @@
                  ▼
               waiting ◄──────────────────────────────┐
    round:     pending ──answer──► submitted ──claim──► delivering ──► delivered
-                 │                    ▲                    │ (next round, or the result)
-                 │                    └── retry ── failed ◄┘ (server unreachable, ...)
-                 └── expired (requestState rejected) / cancelled
+                 │                  ▲  ▲  ▲                │ (next round, or the result)
+                 │                  │  │  └─ backoff task ─┤ not delivered
+                 │                  │  └── retry ── failed ◄┤ (budget or lifetime used up, 4xx)
+                 │                  └── resend ── unknown ◄─┘ (outcome unknown: an admin decides)
+                 └── expired (requestState rejected, or past its lifetime) / cancelled
+
+Delivery failures come in two kinds (see :mod:`mrtrweb.mcp.errors`):
+
+- *not delivered* (refused, connect timeout, 429, 503): nothing ran, so the round goes back to
+  ``submitted`` and a task resends it later, with exponential backoff and jitter (honouring
+  Retry-After), a bounded number of times and never past the round's state lifetime; then it
+  is ``failed`` and a person can retry it.
+- *outcome unknown* (read timeout, broken stream, garbage, or the sending process died): the
+  server may have acted, so the round becomes ``unknown`` and waits for an admin to resend or
+  abandon it; a tool that declares ``idempotentHint`` is resent once automatically first.
+
+The answers stay on the round through all of it.
 
 Every transition is an ``UPDATE ... WHERE status = <expected>`` whose row count
 decides who won, so a round is answered once and resubmitted once even when two
@@ -19,14 +33,17 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import random
 import time
 from collections.abc import Mapping
+from datetime import datetime, timedelta
 from typing import Any
 
 import mcp_types
-from asgiref.sync import async_to_sync
+from asgiref.sync import async_to_sync, sync_to_async
+from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Value
+from django.db.models import F, Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -35,12 +52,16 @@ from mrtrweb.mcp import (
     InvalidRequestState,
     MCPClient,
     MCPError,
+    NotDelivered,
+    OutcomeUnknown,
+    ProtocolError,
+    ResponseTooLarge,
     UnsupportedInputRequest,
 )
 from mrtrweb.servers.models import Connection
 
 from .models import Call, Event, Round
-from .notify import notify_new_round
+from .notify import notify_expired, notify_new_round
 from .routing import route
 from .signals import call_event
 
@@ -49,18 +70,23 @@ __all__ = [
     "EngineError",
     "NotAnswerable",
     "abandon",
+    "abandon_flagged",
     "cancel_round",
+    "check_delivery",
     "claim",
     "deliver",
     "expire",
+    "expire_if_due",
     "note",
     "reassign",
     "release",
+    "resend",
     "restart",
     "retry_delivery",
     "saved_answers_for",
     "start_call",
     "submit_answers",
+    "sweep",
 ]
 
 logger = logging.getLogger(__name__)
@@ -130,8 +156,16 @@ async def _send(
     connection: Connection,
     responses: Mapping[str, Any] | None,
     state: str | None,
+    round: Round | None = None,
 ) -> Any:
-    """The server's answer and the HTTP status it came with (for the audit trail)."""
+    """The server's answer and the HTTP status it came with (for the audit trail).
+
+    Progress the server streams meanwhile goes to the call's live pages, and keeps the
+    delivery watchdog of ``round`` from taking this attempt for a dead one.
+    """
+    from mrtrweb.live.events import progress_callback
+
+    progress = _with_heartbeat(progress_callback(call.pk), round)
     async with MCPClient(connection.client_settings(call.credentials)) as client:
         if call.method == Call.Method.TOOL:
             tool = mcp_types.Tool.model_validate(call.tool) if call.tool else None
@@ -141,16 +175,48 @@ async def _send(
                 input_responses=responses,
                 request_state=state,
                 tool=tool,
+                on_notification=progress,
             )
         elif call.method == Call.Method.PROMPT:
             result = await client.get_prompt(
-                call.target, call.arguments_json, input_responses=responses, request_state=state
+                call.target,
+                call.arguments_json,
+                input_responses=responses,
+                request_state=state,
+                on_notification=progress,
             )
         else:
             result = await client.read_resource(
-                call.target, input_responses=responses, request_state=state
+                call.target,
+                input_responses=responses,
+                request_state=state,
+                on_notification=progress,
             )
         return result, client.last_http_status
+
+
+_HEARTBEAT_EVERY = 5.0
+
+
+def _with_heartbeat(forward: Any, round: Round | None) -> Any:
+    """``forward`` progress, and note (at most every few seconds) that the server is alive."""
+    if round is None:
+        return forward
+    last = [0.0]
+
+    async def on_notification(notification: Any) -> None:
+        await forward(notification)
+        if getattr(notification, "method", None) != "notifications/progress":
+            return
+        if time.monotonic() - last[0] >= _HEARTBEAT_EVERY:
+            last[0] = time.monotonic()
+            await sync_to_async(_heard)(round)
+
+    return on_notification
+
+
+def _heard(round: Round) -> None:
+    _mine(round).update(heard_at=timezone.now())
 
 
 def _run(call: Call, *, round: Round | None, responses: Any, state: str | None) -> None:
@@ -162,19 +228,29 @@ def _run(call: Call, *, round: Round | None, responses: Any, state: str | None) 
     backoff = _FIRST_BACKOFF
     while True:
         try:
-            result, http_status = async_to_sync(_send)(call, connection, responses, state)
+            result, http_status = async_to_sync(_send)(call, connection, responses, state, round)
         except InvalidRequestState as exc:
             _state_rejected(call, round, exc)
             return
         except UnsupportedInputRequest as exc:
-            _close_round(round)
-            _park(call, exc.raw_result, unsupported=str(exc))
+            if _close_round(round):
+                _park(call, exc.raw_result, unsupported=str(exc))
+            return
+        except NotDelivered as exc:
+            _not_delivered(call, round, exc)
+            return
+        except (OutcomeUnknown, ProtocolError, ResponseTooLarge) as exc:
+            # The request left and what came back (if anything) cannot be trusted: the server
+            # may have acted on it.
+            _outcome_unknown(call, round, exc)
             return
         except MCPError as exc:
+            # The server answered and refused (JSON-RPC error, 4xx, credentials): nothing ran.
             _delivery_failed(call, round, exc)
             return
         if round is not None:
-            _close_round(round, http_status=http_status)
+            if not _close_round(round, http_status=http_status):
+                return
             round = None
         if not isinstance(result, mcp_types.InputRequiredResult):
             _complete(call, result)
@@ -203,14 +279,38 @@ def _sha(state: str | None) -> str:
     return hashlib.sha256(state.encode()).hexdigest() if state is not None else ""
 
 
-def _close_round(round: Round | None, *, http_status: int | None = None) -> None:
-    if round is None:
-        return
-    now = timezone.now()
-    Round.objects.filter(pk=round.pk, status=Round.Status.DELIVERING).update(
-        status=Round.Status.DELIVERED, delivered_at=now, delivery_error=""
+def _mine(round: Round, *statuses: str) -> Any:
+    """The round, as long as the delivery attempt this process claimed is still its latest.
+
+    ``delivering_since`` is the claim's token: a sender presumed dead by the watchdog that
+    answers late, after an admin resent the round, must not overwrite the newer attempt.
+    """
+    return Round.objects.filter(
+        pk=round.pk,
+        status__in=statuses or [Round.Status.DELIVERING],
+        delivering_since=round.delivering_since,
     )
-    _record(round.call, "delivered", round=round, http_status=http_status)
+
+
+def _close_round(round: Round | None, *, http_status: int | None = None) -> bool:
+    """Mark the round delivered; False if this attempt is no longer the round's (its answer
+    is then dropped, and the newer attempt's answer counts)."""
+    if round is None:
+        return True
+    now = timezone.now()
+    # A late answer to an attempt already flagged as unknown settles it: now it is known.
+    if not _mine(round, Round.Status.DELIVERING, Round.Status.UNKNOWN).update(
+        status=Round.Status.DELIVERED,
+        delivered_at=now,
+        delivery_error="",
+        next_attempt_at=None,
+        flagged_at=None,
+        last_http_status=http_status,
+    ):
+        _record(round.call, "late_answer_ignored", round=round, attempt=round.attempts)
+        return False
+    _record(round.call, "delivered", round=round, http_status=http_status, attempt=round.attempts)
+    return True
 
 
 def _park(call: Call, raw: Mapping[str, Any], *, unsupported: str = "") -> Round:
@@ -244,6 +344,8 @@ def _park(call: Call, raw: Mapping[str, Any], *, unsupported: str = "") -> Round
             assigned_group=group.name if group else None,
         )
         transaction.on_commit(lambda: notify_new_round(parked))
+        # The round's own expiry, due when its state dies; it does nothing if answered by then.
+        _enqueue("expire_round", parked.pk, at=parked.expires_at, deferred_only=True)
     return parked
 
 
@@ -271,10 +373,10 @@ def _complete(call: Call, result: Any) -> None:
 
 def _state_rejected(call: Call, round: Round | None, exc: InvalidRequestState) -> None:
     with transaction.atomic():
-        if round is not None:
-            Round.objects.filter(pk=round.pk).update(
-                status=Round.Status.EXPIRED, delivery_error=str(exc)
-            )
+        if round is not None and not _mine(round).update(
+            status=Round.Status.EXPIRED, delivery_error=str(exc)
+        ):
+            return
         _set_call(
             call,
             status=Call.Status.EXPIRED,
@@ -286,19 +388,169 @@ def _state_rejected(call: Call, round: Round | None, exc: InvalidRequestState) -
         )
 
 
-def _delivery_failed(call: Call, round: Round | None, exc: MCPError) -> None:
-    message = f"{type(exc).__name__}: {exc}"
+def _describe(exc: MCPError) -> tuple[str, int | None]:
+    """The error as the audit trail and the pages show it, and the HTTP status, if any."""
     # The HTTP status the server answered with, when it answered at all.
     http_status = getattr(exc, "http_status", None) or getattr(exc, "status", None)
+    return f"{type(exc).__name__}: {exc}", http_status
+
+
+def _delivery_failed(call: Call, round: Round | None, exc: MCPError, *, gave_up: str = "") -> None:
+    message, http_status = _describe(exc)
     if round is None:
         # Nothing was parked yet, so there is nothing to keep: the call failed to start.
         _set_call(call, status=Call.Status.FAILED, error=message)
         _record(call, "failed", reason=message)
         return
-    Round.objects.filter(pk=round.pk, status=Round.Status.DELIVERING).update(
-        status=Round.Status.FAILED, delivery_error=message
-    )
-    _record(call, "delivery_failed", round=round, reason=message, http_status=http_status)
+    with transaction.atomic():
+        if not _mine(round).update(
+            status=Round.Status.FAILED,
+            delivery_error=message,
+            next_attempt_at=None,
+            last_http_status=http_status,
+        ):
+            return
+        _record(
+            call,
+            "delivery_failed",
+            round=round,
+            reason=message,
+            http_status=http_status,
+            attempt=round.attempts,
+            gave_up=gave_up,
+        )
+
+
+# -- automatic retries, unknown outcomes and the watchdogs -----------------------------------
+
+
+def _setting(name: str, default: Any) -> Any:
+    return getattr(settings, name, default)
+
+
+def _backoff(attempt: int) -> float:
+    """Seconds before attempt ``attempt + 1``: doubling from the first delay up to the cap,
+    with "equal jitter" (half fixed, half random) so a crowd of rounds does not retry in step.
+    """
+    first = float(_setting("MRTRWEB_DELIVERY_BACKOFF", 2.0))
+    cap = float(_setting("MRTRWEB_DELIVERY_BACKOFF_MAX", 300.0))
+    delay = min(cap, first * 2 ** max(attempt - 1, 0))
+    return delay / 2 + random.uniform(0, delay / 2)  # timing, not secrets
+
+
+def _stuck_after(connection: Connection) -> timedelta:
+    """How long a delivery may take before its sender is presumed dead."""
+    grace = float(_setting("MRTRWEB_DELIVERY_GRACE", 60.0))
+    return timedelta(seconds=connection.connect_timeout + connection.read_timeout + grace)
+
+
+def _enqueue(
+    name: str, *args: Any, at: datetime | None = None, deferred_only: bool = False
+) -> None:
+    """Queue task ``name`` of :mod:`.tasks`, at ``at`` or now.
+
+    With the database queue the task row is written in the current transaction, so a state
+    change and the task that carries it on commit together (no process can die between
+    them). Other backends get it after commit; ``deferred_only`` tasks (watchdogs, expiry)
+    are skipped by a backend that cannot wait, since running them now would do nothing.
+    """
+    from django_tasks_db import DatabaseBackend
+
+    from . import tasks  # imported here: the task module imports this one
+
+    task = getattr(tasks, name)
+    backend = task.get_backend()
+    if at is not None and not backend.supports_defer:
+        if deferred_only:
+            return
+        at = None
+    job = task.using(run_after=at) if at is not None else task
+    if isinstance(backend, DatabaseBackend):
+        job.enqueue(*args)
+    else:
+        transaction.on_commit(lambda: job.enqueue(*args))
+
+
+def _not_delivered(call: Call, round: Round | None, exc: NotDelivered) -> None:
+    """Nothing ran: try again later, within the attempts budget and the state's lifetime."""
+    if round is None:
+        _delivery_failed(call, None, exc)
+        return
+    round.refresh_from_db(fields=["attempts", "expires_at"])
+    message, http_status = _describe(exc)
+    retry_after = getattr(exc, "retry_after", None)
+    wait = max(_backoff(round.attempts), retry_after or 0.0)
+    at = timezone.now() + timedelta(seconds=wait)
+    if round.attempts >= int(_setting("MRTRWEB_DELIVERY_ATTEMPTS", 8)):
+        _delivery_failed(call, round, exc, gave_up=f"{round.attempts} attempts")
+        return
+    if round.expires_at is not None and at >= round.expires_at:
+        _delivery_failed(call, round, exc, gave_up="the round's state lifetime")
+        return
+    with transaction.atomic():
+        if not _mine(round).update(
+            status=Round.Status.SUBMITTED,
+            next_attempt_at=at,
+            delivery_error=message,
+            last_http_status=http_status,
+        ):
+            return
+        _record(
+            call,
+            "delivery_retry_scheduled",
+            round=round,
+            reason=message,
+            http_status=http_status,
+            attempt=round.attempts,
+            retry_after=retry_after,
+            retry_at=at.isoformat(),
+        )
+        _enqueue("deliver_round", round.pk, at=at)
+
+
+def _idempotent(call: Call) -> bool:
+    annotations = (call.tool or {}).get("annotations") if call.method == Call.Method.TOOL else None
+    return isinstance(annotations, dict) and annotations.get("idempotentHint") is True
+
+
+def _outcome_unknown(call: Call, round: Round | None, exc: MCPError) -> None:
+    """The server may have acted: flag the round for an admin, or resend an idempotent tool
+    once."""
+    if round is None:
+        _delivery_failed(call, None, exc)
+        return
+    round.refresh_from_db(fields=["attempts", "auto_resent"])
+    message, http_status = _describe(exc)
+    resend = _idempotent(call) and not round.auto_resent
+    with transaction.atomic():
+        if resend:
+            fields: dict[str, Any] = {"status": Round.Status.SUBMITTED, "auto_resent": True}
+        else:
+            fields = {"status": Round.Status.UNKNOWN, "flagged_at": timezone.now()}
+        if not _mine(round).update(
+            **fields,
+            next_attempt_at=None,
+            delivery_error=message,
+            last_http_status=http_status,
+        ):
+            return
+        _record(
+            call,
+            "outcome_unknown",
+            round=round,
+            reason=message,
+            http_status=http_status,
+            attempt=round.attempts,
+            resent_automatically=resend,
+        )
+        if resend:
+            _enqueue("deliver_round", round.pk)
+        else:
+            logger.warning(
+                "round %s of call %s: delivery outcome unknown, flagged for an admin",
+                round.pk,
+                call.pk,
+            )
 
 
 # -- what people and programs do ------------------------------------------------------------
@@ -377,26 +629,34 @@ def submit_answers(round: Round, responses: Mapping[str, Mapping[str, Any]], use
         if not won:
             raise AlreadyAnswered(f"Round {round.index} was already answered.")
         _record(round.call, "answered", round=round, actor=user, answers=answers)
-        transaction.on_commit(lambda: _queue(round.pk))
+        # In the same transaction as the answers (database queue): both are kept, or neither.
+        _queue(round.pk)
     round.refresh_from_db()
     return round
 
 
 def _queue(round_id: int) -> None:
-    # Imported here: the task module imports this one.
-    from .tasks import deliver_round
-
-    deliver_round.enqueue(round_id)
+    _enqueue("deliver_round", round_id)
 
 
 def deliver(round_id: int) -> None:
     """Resubmit a submitted round. Only the caller that claims the round sends anything."""
-    claimed = Round.objects.filter(pk=round_id, status=Round.Status.SUBMITTED).update(
-        status=Round.Status.DELIVERING
-    )
-    if not claimed:
-        return
-    round = Round.objects.select_related("call__connection").get(pk=round_id)
+    with transaction.atomic():
+        now = timezone.now()
+        claimed = Round.objects.filter(pk=round_id, status=Round.Status.SUBMITTED).update(
+            status=Round.Status.DELIVERING,
+            attempts=F("attempts") + 1,
+            delivering_since=now,
+            heard_at=None,
+            next_attempt_at=None,
+        )
+        if not claimed:
+            return
+        round = Round.objects.select_related("call__connection").get(pk=round_id)
+        # Committed with the claim: if this process dies while sending, the watchdog finds
+        # the round still delivering and flags it (it never resends blindly).
+        deadline = now + _stuck_after(round.call.connection)
+        _enqueue("watch_delivery", round.pk, round.attempts, at=deadline, deferred_only=True)
     call = round.call
     _run(
         call,
@@ -410,11 +670,15 @@ def retry_delivery(round: Round, user: Any) -> None:
     """Queue a failed delivery again; the answers are the ones already stored."""
     with transaction.atomic():
         if not Round.objects.filter(pk=round.pk, status=Round.Status.FAILED).update(
-            status=Round.Status.SUBMITTED, delivery_error=""
+            # A person's retry starts a fresh budget of automatic attempts.
+            status=Round.Status.SUBMITTED,
+            delivery_error="",
+            attempts=0,
+            next_attempt_at=None,
         ):
             raise EngineError("Only a round whose delivery failed can be retried.")
         _record(round.call, "delivery_retried", round=round, actor=user)
-        transaction.on_commit(lambda: _queue(round.pk))
+        _queue(round.pk)
 
 
 def abandon(round: Round, user: Any) -> None:
@@ -524,8 +788,11 @@ def cancel_round(round: Round, actor: Any) -> None:
     submit_answers(round, {key: {"action": "cancel"} for key in round.input_requests}, actor)
 
 
-def expire(round: Round, actor: Any) -> None:
-    """Mark a pending round expired without sending anything (its state is past its life)."""
+def expire(round: Round, actor: Any, *, notify: bool = False) -> None:
+    """Mark a pending round expired without sending anything (its state is past its life).
+
+    ``notify`` emails its assignees (the sweep does; an admin expiring it by hand does not).
+    """
     with transaction.atomic():
         if not Round.objects.filter(
             pk=round.pk, status__in=[Round.Status.PENDING, Round.Status.FAILED]
@@ -538,4 +805,124 @@ def expire(round: Round, actor: Any) -> None:
             error="The round expired before it was answered. Start the call again to answer "
             "afresh.",
         )
-        _record(call, "expired", round=round, actor=actor)
+        _record(
+            call,
+            "expired",
+            round=round,
+            actor=actor,
+            expires_at=round.expires_at.isoformat() if round.expires_at else None,
+            swept=notify,
+        )
+        if notify:
+            transaction.on_commit(lambda: notify_expired(round))
+
+
+def expire_if_due(round_id: int, *, now: datetime | None = None) -> bool:
+    """Expire a round whose state lifetime is over, if it is still open. True if it did."""
+    now = now or timezone.now()
+    round = (
+        Round.objects.select_related("call__connection", "assigned_user", "assigned_group")
+        .filter(
+            pk=round_id,
+            status__in=[Round.Status.PENDING, Round.Status.FAILED],
+            expires_at__lte=now,
+        )
+        .first()
+    )
+    if round is None:
+        return False
+    try:
+        expire(round, None, notify=True)
+    except AlreadyAnswered:  # answered (or expired by another sweep) in the meantime
+        return False
+    return True
+
+
+# -- what admins do with a round whose outcome is unknown ---------------------------------
+
+
+def resend(round: Round, user: Any) -> None:
+    """An admin's choice: send a flagged round's stored answers again."""
+    with transaction.atomic():
+        if not Round.objects.filter(pk=round.pk, status=Round.Status.UNKNOWN).update(
+            status=Round.Status.SUBMITTED, attempts=0, next_attempt_at=None
+        ):
+            raise AlreadyAnswered("The round is no longer waiting for an admin.")
+        _record(round.call, "resent", round=round, actor=user)
+        _queue(round.pk)
+
+
+def abandon_flagged(round: Round, user: Any) -> None:
+    """An admin's choice: stop a flagged round; nothing is sent. The answers stay stored."""
+    with transaction.atomic():
+        if not Round.objects.filter(pk=round.pk, status=Round.Status.UNKNOWN).update(
+            status=Round.Status.CANCELLED
+        ):
+            raise AlreadyAnswered("The round is no longer waiting for an admin.")
+        call = round.call
+        _set_call(
+            call,
+            status=Call.Status.CANCELLED,
+            error="Abandoned by an admin after the outcome of its delivery became unknown "
+            "(the server may or may not have acted on the answers).",
+        )
+        _record(call, "abandoned", round=round, actor=user, outcome_unknown=True)
+
+
+# -- the watchdog and the sweep (tasks.py runs them) -------------------------------------
+
+
+def check_delivery(round_id: int, attempt: int, *, now: datetime | None = None) -> bool:
+    """If delivery attempt ``attempt`` of a round has not ended by its deadline, its sender
+    died (or hangs): the request may have gone out, so its outcome is unknown. True when it
+    was found stuck."""
+    now = now or timezone.now()
+    round = (
+        Round.objects.select_related("call__connection")
+        .filter(pk=round_id, status=Round.Status.DELIVERING, attempts=attempt)
+        .first()
+    )
+    if round is None or round.delivering_since is None:
+        return False
+    alive = max(round.delivering_since, round.heard_at or round.delivering_since)
+    deadline = alive + _stuck_after(round.call.connection)
+    if now < deadline:
+        with transaction.atomic():
+            _enqueue("watch_delivery", round.pk, attempt, at=deadline, deferred_only=True)
+        return False
+    _outcome_unknown(
+        round.call,
+        round,
+        OutcomeUnknown(
+            f"Delivery attempt {attempt} did not finish by {deadline:%Y-%m-%d %H:%M:%S %Z}: "
+            "the process sending it stopped, so the server may or may not have received it."
+        ),
+    )
+    return True
+
+
+def sweep(*, now: datetime | None = None) -> dict[str, int]:
+    """The safety net behind the per-round tasks: expire open rounds past their state
+    lifetime, requeue answered rounds whose delivery task was lost, and flag deliveries whose
+    sender died. Safe to run any time, from any number of processes."""
+    now = now or timezone.now()
+    counts = {"expired": 0, "requeued": 0, "flagged": 0}
+    due = Round.objects.filter(
+        status__in=[Round.Status.PENDING, Round.Status.FAILED], expires_at__lte=now
+    )
+    for round_id in due.values_list("pk", flat=True):
+        counts["expired"] += expire_if_due(round_id, now=now)
+    grace = timedelta(seconds=float(_setting("MRTRWEB_DELIVERY_GRACE", 60.0)))
+    stranded = Round.objects.filter(status=Round.Status.SUBMITTED).filter(
+        Q(next_attempt_at__lte=now - grace)
+        | Q(next_attempt_at__isnull=True, answered_at__lte=now - grace)
+    )
+    for round_id in stranded.values_list("pk", flat=True):
+        # A second delivery task is harmless: only one of them can claim the round.
+        with transaction.atomic():
+            _enqueue("deliver_round", round_id)
+        counts["requeued"] += 1
+    delivering = Round.objects.filter(status=Round.Status.DELIVERING)
+    for round_id, attempt in delivering.values_list("pk", "attempts"):
+        counts["flagged"] += check_delivery(round_id, attempt, now=now)
+    return counts

@@ -100,6 +100,9 @@ class Round(models.Model):
         DELIVERING = "delivering", "being sent"
         DELIVERED = "delivered", "delivered"
         FAILED = "failed", "could not be delivered"
+        # Sent, but no usable answer came back: the server may have acted on it, so it is not
+        # resent blindly; an admin chooses to resend or abandon it.
+        UNKNOWN = "unknown", "sent, outcome unknown: waiting for an admin"
         EXPIRED = "expired", "expired"
         CANCELLED = "cancelled", "cancelled"
 
@@ -150,6 +153,20 @@ class Round(models.Model):
     claimed_at = models.DateTimeField(null=True, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
     delivery_error = models.TextField(blank=True)
+    # Delivery attempts so far (each one claimed submitted -> delivering), when the next
+    # automatic one is due, when the current one started, and the last HTTP status seen.
+    attempts = models.PositiveSmallIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    delivering_since = models.DateTimeField(null=True, blank=True)
+    # When the server last showed it is still working on the current attempt (a progress
+    # notification): the watchdog counts its deadline from here, so a long call that keeps
+    # reporting progress is not taken for a dead one.
+    heard_at = models.DateTimeField(null=True, blank=True)
+    last_http_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    # When the outcome of a delivery became unknown, and whether the one automatic resend an
+    # idempotent tool is allowed was already spent.
+    flagged_at = models.DateTimeField(null=True, blank=True)
+    auto_resent = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
 
@@ -175,6 +192,11 @@ class Round(models.Model):
     @property
     def is_pending(self) -> bool:
         return self.status == self.Status.PENDING
+
+    @property
+    def is_flagged(self) -> bool:
+        """Sent with an unknown outcome: the answers are safe, an admin decides what next."""
+        return self.status == self.Status.UNKNOWN
 
     def set_request_state(self, state: str | None) -> None:
         self.has_request_state = state is not None

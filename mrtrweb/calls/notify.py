@@ -48,3 +48,22 @@ def notify_new_round(round: Any) -> None:
         send_mass_mail([(subject, body, None, [address]) for address in to])
     except Exception:  # an unreachable mail server must not lose the round
         logger.exception("could not email round %s to %s", round.pk, to)
+
+
+def notify_expired(round: Any) -> None:
+    """Email the assignee(s) that a round expired unanswered (or undelivered). Never raises."""
+    to = recipients(round)
+    if not to:
+        return
+    call = round.call
+    link = settings.MRTRWEB_BASE_URL.rstrip("/") + call.get_absolute_url()
+    subject = f"[mrtrweb] Expired: {call.connection} {call.get_method_display()} {call.target}"
+    body = (
+        f"The question from {call.connection} for {call.get_method_display()} {call.target} "
+        "expired: the server no longer keeps its state, so it cannot be answered any more.\n\n"
+        f"Any answers given are kept. Start the call again from: {link}\n"
+    )
+    try:
+        send_mass_mail([(subject[:200], body, None, [address]) for address in to])
+    except Exception:  # an unreachable mail server must not stop the sweep
+        logger.exception("could not email the expiry of round %s to %s", round.pk, to)

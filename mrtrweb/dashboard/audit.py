@@ -23,6 +23,10 @@ TITLES = {
     "delivered": "Resubmitted: the server accepted the answers",
     "delivery_failed": "Resubmission failed",
     "delivery_retried": "Delivery retried",
+    "delivery_retry_scheduled": "Not delivered: retry scheduled",
+    "outcome_unknown": "Sent, outcome unknown",
+    "resent": "Resent by an admin",
+    "late_answer_ignored": "Late answer to an older attempt: ignored",
     "completed": "Completed",
     "failed": "Failed",
     "expired": "Expired",
@@ -122,6 +126,15 @@ def _outcome(kind: str, detail: Mapping[str, Any], actor: str) -> tuple[str, boo
         return f"{http}accepted; what it answered follows", True
     if kind == "delivery_failed":
         return f"{http}{_text(detail.get('reason')) or 'not delivered'}", False
+    if kind == "delivery_retry_scheduled":
+        return f"{http}{_text(detail.get('reason')) or 'not delivered'}; will retry", False
+    if kind == "outcome_unknown":
+        then = (
+            "resent once automatically (the tool is idempotent)"
+            if detail.get("resent_automatically")
+            else "flagged for an admin"
+        )
+        return f"{http}{_text(detail.get('reason')) or 'no usable answer'}; {then}", False
     if kind == "expired":
         message = _text(detail.get("server_message"))
         if message:

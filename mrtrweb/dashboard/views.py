@@ -55,8 +55,19 @@ ACTIONS = {
     "release": "Release the claim",
     "cancel": "Cancel (tell the server)",
     "expire": "Expire",
+    # For rounds whose delivery outcome is unknown (status "unknown") only.
+    "resend": "Resend (outcome unknown)",
+    "abandon": "Abandon (outcome unknown)",
 }
-DONE = {"reassign": "reassigned", "release": "released", "cancel": "cancelled", "expire": "expired"}
+DONE = {
+    "reassign": "reassigned",
+    "release": "released",
+    "cancel": "cancelled",
+    "expire": "expired",
+    "resend": "resent",
+    "abandon": "abandoned",
+}
+FLAGGED_ONLY = {"resend", "abandon"}
 
 
 class SeeOther(HttpResponseRedirect):
@@ -136,6 +147,8 @@ def rounds(request: HttpRequest) -> HttpResponse:
 def _outcome_after_refusal(round_id: int, action: str) -> str:
     """Why the engine refused, said from the round's state now (someone else got there)."""
     status = Round.objects.filter(pk=round_id).values_list("status", flat=True).first()
+    if action in FLAGGED_ONLY:
+        return "not waiting for an admin"
     if status in (Round.Status.SUBMITTED, Round.Status.DELIVERING, Round.Status.DELIVERED):
         return "already answered"
     if status == Round.Status.CANCELLED:
@@ -159,6 +172,10 @@ def _act(action: str, round: Round, actor: Any, target: dict[str, Any]) -> str:
             engine.cancel_round(round, actor)
         elif action == "expire":
             engine.expire(round, actor)
+        elif action == "resend":
+            engine.resend(round, actor)
+        elif action == "abandon":
+            engine.abandon_flagged(round, actor)
     except engine.EngineError:
         return _outcome_after_refusal(round.pk, action)
     return DONE[action]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -33,11 +34,16 @@ DEFAULT_CAPABILITIES = default_capabilities()
 
 
 def default_client_info() -> mcp_types.Implementation:
+    return mcp_types.Implementation(name="mrtrweb", title="mrtrweb", version=_version())
+
+
+@functools.cache
+def _version() -> str:
+    # Read once: the metadata lookup costs about a millisecond, on every request's settings.
     try:
-        version = metadata.version("mrtrweb")
+        return metadata.version("mrtrweb")
     except metadata.PackageNotFoundError:
-        version = "0"
-    return mcp_types.Implementation(name="mrtrweb", title="mrtrweb", version=version)
+        return "0"
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,6 +37,7 @@ __all__ = [
     "ProtocolError",
     "ResourceNotFound",
     "ResponseTooLarge",
+    "ServerBusy",
     "TransportError",
     "UnsupportedInputRequest",
     "UnsupportedProtocolVersion",
@@ -180,20 +181,36 @@ class ResponseTooLarge(MCPError):
 
 
 class TransportError(MCPError):
-    """The HTTP exchange failed."""
+    """The HTTP exchange failed. ``http_status`` is the status, when one arrived."""
+
+    def __init__(self, message: str, *, http_status: int | None = None) -> None:
+        super().__init__(message)
+        self.http_status = http_status
 
 
 class NotDelivered(TransportError):
-    """The request never reached the server (refused connection, DNS, pool timeout).
-
-    Resending is safe.
+    """The request was never handled: refused connection, DNS, connect or pool timeout, or a
+    429/503 answer (see :class:`ServerBusy`). Resending is safe.
     """
 
 
-class OutcomeUnknown(TransportError):
-    """The request left, but no answer came back (timeout, broken stream).
+class ServerBusy(NotDelivered):
+    """429 Too Many Requests or 503 Service Unavailable: the server declined to handle the
+    request (RFC 9110 section 15.6.4, RFC 6585). ``retry_after`` is its Retry-After, in
+    seconds, when it sent one.
+    """
 
-    The server may have acted on it; do not resend blindly.
+    def __init__(self, status: int, retry_after: float | None, body_excerpt: str) -> None:
+        wait = f", retry after {retry_after:g} s" if retry_after is not None else ""
+        super().__init__(f"HTTP {status}{wait}: {body_excerpt!r}", http_status=status)
+        self.status = status
+        self.retry_after = retry_after
+
+
+class OutcomeUnknown(TransportError):
+    """The request left, but no usable answer came back (read timeout, broken stream, or a
+    500/502/504 without a JSON-RPC error). The server may have acted on it; do not resend
+    blindly.
     """
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
@@ -21,6 +23,7 @@ from .errors import (
     OutcomeUnknown,
     ProtocolError,
     ResponseTooLarge,
+    ServerBusy,
 )
 
 __all__ = ["HTTPTransport", "NotificationHandler", "RawResponse"]
@@ -90,6 +93,30 @@ async def _sse_data(response: httpx.Response, limit: int) -> AsyncIterator[str]:
         yield "\n".join(data)
 
 
+# 429 and 503 say the request was not handled, so resending is safe; a 500, 502 or 504 without a
+# JSON-RPC error may come from a server (or its upstream) that failed while acting on it.
+_NOT_HANDLED = frozenset({429, 503})
+_MAYBE_HANDLED = frozenset({500, 502, 504})
+_MAX_RETRY_AFTER = 24 * 3600.0
+
+
+def retry_after_seconds(value: str | None, *, now: datetime | None = None) -> float | None:
+    """Retry-After as seconds from now: delta-seconds or an HTTP-date (RFC 9110 10.2.3)."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return min(float(value), _MAX_RETRY_AFTER)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    delta = (when - (now or datetime.now(UTC))).total_seconds()
+    return min(max(delta, 0.0), _MAX_RETRY_AFTER)
+
+
 def _is_jsonrpc_response(message: Any) -> bool:
     return (
         isinstance(message, dict)
@@ -136,7 +163,8 @@ class HTTPTransport:
             return await self._read(response, request_id, on_notification)
         except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
             raise OutcomeUnknown(
-                f"The answer from {self.url} broke off: {exc or type(exc).__name__}"
+                f"The answer from {self.url} broke off: {exc or type(exc).__name__}",
+                http_status=response.status_code,
             ) from exc
         finally:
             # Closing an SSE stream early is how HTTP cancels; here it just frees the connection.
@@ -151,11 +179,20 @@ class HTTPTransport:
         status = response.status_code
         if status in (401, 403):
             raise AuthenticationRequired(status, response.headers.get("www-authenticate"))
+        if status in _NOT_HANDLED:
+            body = await _read_body(response, self._limit)
+            raise ServerBusy(
+                status,
+                retry_after_seconds(response.headers.get("retry-after")),
+                body[:200].decode("utf-8", errors="replace"),
+            )
         content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
         if content_type == "text/event-stream" and status < 400:
             return await self._read_stream(response, request_id, on_notification)
         body = await _read_body(response, self._limit)
         if content_type != "application/json":
+            if status in _MAYBE_HANDLED:
+                raise self._maybe_handled(status, body)
             if status >= 400:
                 raise HTTPStatusError(status, body[:200].decode("utf-8", errors="replace"))
             if status == 202:
@@ -164,10 +201,14 @@ class HTTPTransport:
         try:
             message = json.loads(body)
         except ValueError as exc:
+            if status in _MAYBE_HANDLED:
+                raise self._maybe_handled(status, body) from exc
             if status >= 400:
                 raise HTTPStatusError(status, body[:200].decode("utf-8", errors="replace")) from exc
             raise ProtocolError(f"The server sent invalid JSON (HTTP {status})") from exc
         if not _is_jsonrpc_response(message):
+            if status in _MAYBE_HANDLED:
+                raise self._maybe_handled(status, body)
             if status >= 400:
                 raise HTTPStatusError(status, body[:200].decode("utf-8", errors="replace"))
             raise ProtocolError("The server's answer is not a JSON-RPC response")
@@ -199,7 +240,17 @@ class HTTPTransport:
                 logger.warning("ignoring a server request on the stream: %s", message.get("method"))
                 continue
             raise ProtocolError("The server sent a message that is not JSON-RPC on the stream")
-        raise OutcomeUnknown(f"The stream from {self.url} ended before the response arrived")
+        raise OutcomeUnknown(
+            f"The stream from {self.url} ended before the response arrived",
+            http_status=response.status_code,
+        )
+
+    def _maybe_handled(self, status: int, body: bytes) -> OutcomeUnknown:
+        excerpt = body[:200].decode("utf-8", errors="replace")
+        return OutcomeUnknown(
+            f"{self.url} answered HTTP {status} without a JSON-RPC error: {excerpt!r}",
+            http_status=status,
+        )
 
     @staticmethod
     def _check_id(message: dict[str, Any], request_id: str | int) -> None:

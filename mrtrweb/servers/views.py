@@ -199,6 +199,11 @@ FAILURES: dict[str, tuple[str, str]] = {
         "The server is not reachable: nothing accepted the connection at this URL "
         "(refused, unknown host or connect timeout).",
     ),
+    "ServerBusy": (
+        "busy",
+        "The server is up but declined the request for now (429 Too Many Requests or 503 "
+        "Service Unavailable). Test again later; calls retry such rounds on their own.",
+    ),
     "OutcomeUnknown": (
         "no_answer",
         "The server took the request but no complete answer came back (read timeout, or "

@@ -661,10 +661,12 @@ def test_while_answers_are_on_their_way_the_page_says_so_and_refreshes(
     page = pages.get(call.get_absolute_url())
     assert "Delivering your answers…" in visible_text(page)
     progress = reverse("calls:progress", kwargs={"pk": call.pk})
-    assert f'hx-get="{progress}"' in text(page)
+    # The page listens on the call's websocket (mrtrweb/live, tests/live) instead of polling.
+    assert f'ws-connect="/ws/calls/{call.pk}/?view=call&amp;state=' in text(page)
+    assert f'id="live-progress-{call.pk}"' in text(page)
     assert "http-equiv" not in text(page)
     assert "Answer round" not in visible_text(page)
-    # The page polls: nothing new while the answers wait, then a reload once they are sent.
+    # The progress endpoint still answers: nothing new while the answers wait, then a reload.
     assert pages.get(progress).status_code == 204
     engine.deliver(round.pk)
     news = pages.get(progress)

@@ -3,10 +3,24 @@
 Run: ``python -m tests.peers.faults --mode MODE --port 8125 [--size N] [--token T]
 [--supported V1,V2]``. The endpoint is ``http://127.0.0.1:<port>/mcp``; see README.md.
 
-Two families:
-- wire faults (``drop``, ``stall``, ``garbage``, ``huge``, ``unsupported-version`` ...) are a
-  raw asyncio HTTP/1.1 server, so each one fails exactly as described, byte for byte;
-- ``legacy*`` and ``auth`` wrap a real official-SDK ``MCPServer`` in a thin ASGI shim.
+Three families:
+- wire faults (``drop``, ``stall``, ``garbage``, ``huge``, ``unsupported-version``,
+  ``http-429`` (Retry-After: 7), ``http-503`` (Retry-After as an HTTP-date in 2099),
+  ``http-500``, ``http-502``, ``http-504`` ...) are a raw asyncio HTTP/1.1 server, so each one
+  fails exactly as described, byte for byte;
+- ``legacy*`` and ``auth`` wrap a real official-SDK ``MCPServer`` in a thin ASGI shim;
+- ``flaky`` is the modern SDK test peer (``tests.peers.sdk_server``, plus the idempotent tool
+  ``set_flag``) behind a shim that makes *resubmissions* (requests carrying
+  ``inputResponses``) fail on demand, so a round parks normally and its delivery fails. Set the
+  fault with ``POST /_peer/fault`` ``{"fault": F, "times": N, "retry_after": S, "delay": S}``
+  (``GET`` shows it and what was served); the next N resubmissions get it, then it passes:
+  - ``503`` / ``429``: refused before the server handles anything (with Retry-After if set);
+  - ``stall``: handled, then the answer never comes (the client's read timeout fires);
+  - ``drop``: handled, then the connection breaks half way through the answer;
+  - ``garbage``: handled, then answered with bytes that are not JSON;
+  - ``slow``: waits ``delay`` seconds before handling; a client that leaves meanwhile is never
+    handled (so a killed sender leaves nothing done on the server).
+  ``/_peer/requests`` records only the requests the server really handled.
 """
 
 from __future__ import annotations
@@ -19,6 +33,7 @@ from typing import Any
 
 from tests.peers._common import (
     MCP_PATH,
+    Message,
     PeerHarness,
     Receive,
     Scope,
@@ -161,7 +176,27 @@ class RawFaults:
             "huge-chunked": self.huge_chunked,
             "huge-sse": self.huge_sse,
             "unsupported-version": self.unsupported_version,
+            # HTTP errors without a JSON-RPC body (what proxies and overloaded servers send).
+            "http-429": self.http_status(429, "Too Many Requests", "7"),
+            "http-503": self.http_status(
+                503, "Service Unavailable", "Wed, 21 Oct 2099 07:28:00 GMT"
+            ),
+            "http-500": self.http_status(500, "Internal Server Error"),
+            "http-502": self.http_status(502, "Bad Gateway"),
+            "http-504": self.http_status(504, "Gateway Timeout"),
         }
+
+    @staticmethod
+    def http_status(code: int, reason: str, retry_after: str | None = None) -> Handler:
+        async def answer(request: RawRequest, reader: Any, writer: asyncio.StreamWriter) -> bool:
+            body = f"{code} {reason}".encode()
+            headers = {"Content-Type": "text/plain", "Content-Length": str(len(body))}
+            if retry_after is not None:
+                headers["Retry-After"] = retry_after
+            writer.write(response_head(f"{code} {reason}", headers) + body)
+            return True
+
+        return answer
 
     async def drop(self, request: RawRequest, reader: Any, writer: asyncio.StreamWriter) -> bool:
         partial = (
@@ -417,7 +452,113 @@ def auth_shim(app: ASGI, token: str, port: int, host: str) -> ASGI:
     return shim
 
 
-SDK_MODES = ("legacy", "legacy-stateless", "legacy-32022", "legacy-sse", "auth")
+SDK_MODES = ("legacy", "legacy-stateless", "legacy-32022", "legacy-sse", "auth", "flaky")
+FAULT_PATH = "/_peer/fault"
+FLAKY_FAULTS = ("503", "429", "stall", "drop", "garbage", "slow")
+
+
+def _is_resubmission(body: bytes) -> bool:
+    try:
+        params = json.loads(body).get("params")
+    except (ValueError, AttributeError):
+        return False
+    return isinstance(params, dict) and "inputResponses" in params
+
+
+class FlakyFront:
+    """Fails resubmissions as told through ``/_peer/fault`` (see the module docstring)."""
+
+    def __init__(self, app: ASGI) -> None:
+        self.app = app
+        self.plan: dict[str, Any] = {"fault": None, "times": 0, "retry_after": None, "delay": 0}
+        self.served: list[str] = []
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if scope["path"] == FAULT_PATH:
+            if scope["method"] == "POST":
+                plan = json.loads(await read_body(receive) or b"{}")
+                if plan.get("fault") not in (None, *FLAKY_FAULTS):
+                    await send_json(send, 400, {"error": f"unknown fault {plan.get('fault')}"})
+                    return
+                self.plan = {"retry_after": None, "delay": 0, "times": 1, **plan}
+                self.served.clear()
+            await send_json(send, 200, {**self.plan, "served": self.served})
+            return
+        if scope["path"].rstrip("/") != MCP_PATH or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        body = await read_body(receive)
+        fault = self.plan["fault"]
+        if not fault or self.plan["times"] <= 0 or not _is_resubmission(body):
+            await self.app(scope, replaying_receive(body, receive), send)
+            return
+        self.plan["times"] -= 1
+        self.served.append(fault)
+        await getattr(self, f"fault_{fault}")(scope, body, receive, send)
+
+    async def _refuse(self, status: int, send: Send) -> None:
+        text = b"busy, try again later"
+        headers = [(b"content-type", b"text/plain"), (b"content-length", b"%d" % len(text))]
+        if self.plan["retry_after"] is not None:
+            headers.append((b"retry-after", str(self.plan["retry_after"]).encode()))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": text})
+
+    async def fault_503(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> None:
+        await self._refuse(503, send)
+
+    async def fault_429(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> None:
+        await self._refuse(429, send)
+
+    async def _handled(self, scope: Scope, body: bytes, receive: Receive) -> tuple[Message, bytes]:
+        """Let the real server handle the request; its response start and whole body."""
+        start: Message = {}
+        chunks: list[bytes] = []
+
+        async def capture(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                start.update(message)
+            elif message["type"] == "http.response.body":
+                chunks.append(message.get("body", b""))
+
+        await self.app(scope, replaying_receive(body, receive), capture)
+        return start, b"".join(chunks)
+
+    async def fault_stall(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> None:
+        await self._handled(scope, body, receive)
+        while (await receive())["type"] != "http.disconnect":
+            pass
+
+    async def fault_drop(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> None:
+        start, answer = await self._handled(scope, body, receive)
+        await send(start)
+        await send(
+            {"type": "http.response.body", "body": answer[: len(answer) // 2], "more_body": True}
+        )
+        # Raising after a partial body makes uvicorn close the connection mid-response.
+        raise ConnectionAbortedError("flaky peer: dropped mid-response")
+
+    async def fault_garbage(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> None:
+        await self._handled(scope, body, receive)
+        await send_json_bytes(send, b"this is {not json")
+
+    async def fault_slow(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> None:
+        waiter = asyncio.ensure_future(receive())
+        done, _ = await asyncio.wait({waiter}, timeout=float(self.plan["delay"]))
+        if done and waiter.result()["type"] == "http.disconnect":
+            self.served.append("slow: client left before it was handled")
+            return
+        waiter.cancel()
+        await self.app(scope, replaying_receive(body, receive), send)
+
+
+async def send_json_bytes(send: Send, body: bytes) -> None:
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 def main() -> None:
@@ -426,6 +567,8 @@ def main() -> None:
     parser.add_argument("--mode", required=True, choices=modes)
     parser.add_argument("--size", type=int, default=HUGE_DEFAULT, help="bytes of text for huge*")
     parser.add_argument("--token", default="secret", help="the bearer token the auth mode accepts")
+    parser.add_argument("--state-key", default=None, help="flaky: shared requestState key")
+    parser.add_argument("--state-ttl", type=float, default=600.0, help="flaky: state lifetime")
     parser.add_argument(
         "--supported",
         default="2027-01-01",
@@ -437,6 +580,15 @@ def main() -> None:
         return
     from tests.peers._fault_sdk import sdk_app, sse_app
 
+    if args.mode == "flaky":
+        from tests.peers._flaky_sdk import flaky_server
+
+        app = flaky_server(args.state_key, args.state_ttl).streamable_http_app(
+            streamable_http_path=MCP_PATH, json_response=True
+        )
+        # The harness inside the front: only requests the server really handled are recorded.
+        serve(FlakyFront(PeerHarness(app)), args.host, args.port)
+        return
     if args.mode == "legacy-sse":
         app = sse_app()
     elif args.mode == "auth":

@@ -526,6 +526,14 @@ def test_authentication_without_and_with_the_token(web: Client, fault_peer: Any)
     assert "Server mrtrweb-fault-peer" in text and "(era: modern)" in text
 
 
+def test_a_busy_server_is_told_apart_from_an_unreachable_one(web: Client, fault_peer: Any) -> None:
+    conn = make(fault_peer("http-503"))
+    text = text_of(web.post(url("test", conn)))
+    assert "ServerBusy:" in text and "HTTP 503" in text
+    assert "Busy" in text and "declined the request for now" in text
+    assert "not reachable" not in text
+
+
 def test_an_unused_port_is_not_reachable(web: Client) -> None:
     conn = make(f"http://127.0.0.1:{free_port()}/mcp", connect_timeout=2)
     text = text_of(web.post(url("test", conn)))

@@ -1,4 +1,4 @@
-"""Links that keep a list's filters: another page, another sort."""
+"""Links that keep a list's filters (another page, another sort), and the flagged count."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ from typing import Any
 
 from django import template
 from django.http import QueryDict
+
+from mrtrweb.calls.models import Round
 
 register = template.Library()
 
@@ -47,3 +49,9 @@ def sort_state(current: str, column: str) -> str:
     if current == f"-{column}":
         return "descending"
     return "none"
+
+
+@register.simple_tag
+def flagged_rounds() -> int:
+    """How many rounds wait for an admin because their delivery's outcome is unknown."""
+    return Round.objects.filter(status=Round.Status.UNKNOWN).count()

@@ -1,0 +1,78 @@
+"""Helpers for the delivery and expiry tests: the flaky peer, parking, answering, the queue."""
+
+from __future__ import annotations
+
+import time
+from io import StringIO
+from typing import Any
+
+import httpx
+from django.core.management import call_command
+from django_tasks_db.models import DBTaskResult
+
+from mrtrweb.calls import engine
+from mrtrweb.calls.models import Call, Round
+from mrtrweb.servers.catalog import refresh_catalog
+from mrtrweb.servers.models import Connection
+
+CONFIRM = {"sure": True}
+
+
+def set_fault(peer: Any, fault: str | None, times: int = 1, **extra: Any) -> None:
+    httpx.post(
+        f"{peer.base_url}/_peer/fault", json={"fault": fault, "times": times, **extra}
+    ).raise_for_status()
+
+
+def resubmissions(peer: Any) -> list[dict[str, Any]]:
+    """Resubmissions the server really handled (refused ones never reach it)."""
+    return [
+        r for r in peer.recorded() if "inputResponses" in ((r["json"] or {}).get("params") or {})
+    ]
+
+
+def park(
+    peer: Any, user: Any, tool: str = "confirm_delete", name: str = "", **fields: Any
+) -> Round:
+    conn = Connection.objects.create(name=name or f"flaky-{tool}", url=peer.url, **fields)
+    refresh_catalog(conn)
+    arguments = {"path": "/srv/data"} if tool == "confirm_delete" else {"name": "maintenance"}
+    call = engine.start_call(
+        connection=conn, method=Call.Method.TOOL, target=tool, arguments=arguments, user=user
+    )
+    assert call.status == Call.Status.WAITING, call.error
+    return call.rounds.get()
+
+
+def answer(round: Round, user: Any) -> dict[str, Any]:
+    (key,) = round.input_requests
+    answers = {key: {"action": "accept", "content": CONFIRM}}
+    engine.submit_answers(round, answers, user)
+    return answers
+
+
+def run_tasks() -> None:
+    """One pass of a real worker over the tasks that are due."""
+    call_command("db_worker", "--batch", "--no-startup-delay", "--no-reload", stdout=StringIO())
+
+
+def run_until(round: Round, *statuses: str, timeout: float = 20.0) -> Round:
+    deadline = time.monotonic() + timeout
+    while True:
+        run_tasks()
+        round.refresh_from_db()
+        if round.status in statuses or time.monotonic() > deadline:
+            return round
+        time.sleep(0.05)
+
+
+def kinds(round: Round) -> list[str]:
+    return list(round.events.order_by("created_at", "id").values_list("kind", flat=True))
+
+
+def queued(task: str, round: Round) -> list[DBTaskResult]:
+    return [
+        t
+        for t in DBTaskResult.objects.filter(task_path__endswith=f".{task}", status="READY")
+        if t.args_kwargs["args"][:1] == [round.pk]
+    ]
