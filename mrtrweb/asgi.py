@@ -14,6 +14,9 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from mrtrweb.live.routing import websocket_urlpatterns  # noqa: E402
+from mrtrweb.live.worker import with_inprocess_worker  # noqa: E402
+
 # WhiteNoise hands Django a file with a synchronous iterator; under ASGI Django reads it in a
 # thread and warns on every static file. Our static files are small, so the warning is noise.
 warnings.filterwarnings(
@@ -22,10 +25,8 @@ warnings.filterwarnings(
     category=Warning,
 )
 
-# Websocket routes are added here as the live-update consumers arrive.
-websocket_urlpatterns: list = []
-
-application = ProtocolTypeRouter(
+# /ws/calls/<id>/ and /ws/inbox/ (mrtrweb/live/routing.py).
+router = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
         # The origin check stops other sites from opening sockets with our users' cookies.
@@ -34,3 +35,7 @@ application = ProtocolTypeRouter(
         ),
     }
 )
+
+# Also answers the lifespan protocol, and runs the task worker inside this process when
+# MRTRWEB_INPROCESS_WORKER is on (the embedded default; mrtrweb/live/worker.py).
+application = with_inprocess_worker(router)

@@ -4,14 +4,17 @@ Package-scoped, so the browser tests share one app and one Chromium and nothing 
 
 - ``live_app``: a fresh SQLite database and ``var/`` in a temp dir, ``migrate`` and
   ``collectstatic`` run there, two accounts, then ``uvicorn mrtrweb.asgi:application`` on a free
-  127.0.0.1 port and ``manage.py db_worker`` beside it, as ``make run`` does (``DJANGO_DEBUG=0``,
-  so WhiteNoise serves the collected, hashed files).
+  127.0.0.1 port, as ``make run`` does (``DJANGO_DEBUG=0``, so WhiteNoise serves the collected,
+  hashed files). As in ``make run`` without Redis, the web process runs the tasks itself
+  (``MRTRWEB_INPROCESS_WORKER``, mrtrweb/live/worker.py), so the events raised while delivering
+  reach the browsers' sockets through the in-memory channel layer.
 - ``peer_connection`` / ``short_ttl_connection``: the ``fastmcp_peer`` / ``short_ttl_peer``
   servers (tests/peers) registered as connections with ``manage.py mcp_server add``.
 - ``browser``: Debian's Chromium driven by Playwright (never a downloaded browser).
 - ``page`` (function): a fresh 1200x800 context; ``signed_in_page``: the same, with the cookies
   of PERSON, who signed in once through the login page (``person_session``).
-- ``live_app.worker_stopped()``: a context manager that holds deliveries back.
+- ``live_app.worker_stopped()``: a context manager that holds deliveries back (it restarts the
+  web process without its task worker, then with it).
 
 Helpers: :func:`assert_accessible` (axe-core), :func:`shoot` (screenshots for the user guide
 when ``MRTRWEB_SCREENSHOTS`` names a folder).
@@ -82,6 +85,7 @@ class LiveApp:
     root: Path
     env: dict[str, str]
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    port: int = 0
 
     def url(self, path: str) -> str:
         return self.base_url + path
@@ -112,13 +116,14 @@ class LiveApp:
     def worker_stopped(self) -> Iterator[None]:
         """No deliveries for a while: answers stay queued until the worker is back.
 
-        The worker is stopped gracefully and started afresh (never frozen: a frozen process
-        could hold SQLite's write lock)."""
-        _stop(self.processes["worker"])
+        The task worker lives in the web process, so the web process is restarted gracefully
+        without it (never frozen: a frozen process could hold SQLite's write lock), and again
+        with it afterwards. Pages open meanwhile reconnect their sockets by themselves."""
+        _restart_web(self, inprocess_worker=False)
         try:
             yield
         finally:
-            _start_worker(self)
+            _restart_web(self, inprocess_worker=True)
 
     def log(self, name: str) -> str:
         path = self.root / f"{name}.log"
@@ -175,19 +180,29 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.wait(timeout=10)
 
 
-def _start_worker(app: LiveApp) -> None:
-    # As `make run` runs it, polling a little faster so the tests wait less.
+def _start_web(app: LiveApp, *, inprocess_worker: bool = True) -> None:
+    # As `make run` serves it: the lifespan starts the in-process task worker (answers queued
+    # in this process wake it at once; it polls for others a little faster than by default).
+    app.env["MRTRWEB_INPROCESS_WORKER"] = "1" if inprocess_worker else "0"
+    app.env["MRTRWEB_INPROCESS_WORKER_INTERVAL"] = "0.2"
     _spawn(
         app,
-        "worker",
-        sys.executable,
-        "manage.py",
-        "db_worker",
-        "--no-reload",
-        "--no-startup-delay",
-        "--interval",
-        "0.2",
+        "web",
+        str(Path(sys.executable).with_name("uvicorn")),
+        "mrtrweb.asgi:application",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(app.port),
+        "--lifespan",
+        "on",
     )
+
+
+def _restart_web(app: LiveApp, *, inprocess_worker: bool) -> None:
+    _stop(app.processes["web"])
+    _start_web(app, inprocess_worker=inprocess_worker)
+    _wait_until_served(app)
 
 
 def _wait_until_served(app: LiveApp) -> None:
@@ -228,21 +243,9 @@ def live_app() -> Iterator[LiveApp]:
                 admin_pw=ADMIN[1],
             )
         )
-        port = free_port()
-        app.base_url = f"http://127.0.0.1:{port}"
-        _spawn(
-            app,
-            "web",
-            str(Path(sys.executable).with_name("uvicorn")),
-            "mrtrweb.asgi:application",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--lifespan",
-            "off",
-        )
-        _start_worker(app)
+        app.port = free_port()
+        app.base_url = f"http://127.0.0.1:{app.port}"
+        _start_web(app)
         _wait_until_served(app)
         yield app
     finally:

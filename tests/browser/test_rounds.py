@@ -265,6 +265,9 @@ def test_the_same_round_answered_in_two_tabs_is_sent_once(
     other.get_by_label("Replicas").fill("9")
     page.get_by_label("Approve the deployment").check()
     person.press("Submit")
+    # The other tab hears that the round was answered, but keeps what was typed in it.
+    expect(other.locator("#live-stale-notice")).to_be_visible()
+    expect(other.get_by_label("Replicas")).to_have_value("9")
     other.get_by_role("button", name="Submit", exact=True).click()
     expect(other.get_by_role("heading", name="Already answered", level=1)).to_be_visible()
     expect(other.get_by_role("alert")).to_contain_text("Your answers were not sent")

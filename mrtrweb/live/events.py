@@ -1,0 +1,209 @@
+"""Publishing what the engine announces to the browsers that watch it.
+
+Subscribed to :data:`mrtrweb.calls.signals.call_event` (``LiveConfig.ready``), so it runs after
+the change committed, in whichever process made it: a web process or a task worker. It sends
+small messages to channel-layer groups; the consumers (``consumers.py``) turn them into HTML
+frames for each socket. Nothing here renders a person's data: the inbox gets "your inbox
+changed" and fetches its own rows through its view, which applies the access rules.
+
+Groups: ``call.<id>`` (every socket watching that call) and ``user.<id>`` (every socket of that
+person). Each message carries ``at``, ``time.time()`` when it was published, which the frames
+carry as ``data-live-at`` so the benchmarks can measure the latency to the browser.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+
+logger = logging.getLogger(__name__)
+
+# Kinds that change nothing a page shows: the call was just created (no page watches it yet),
+# a state-only retry (never shown), and what the webhooks app notes about itself.
+_QUIET_KINDS = frozenset({"started", "state_only_retry"})
+
+
+def call_group(call_id: int) -> str:
+    return f"call.{call_id}"
+
+
+def user_group(user_id: int) -> str:
+    return f"user.{user_id}"
+
+
+def is_quiet(kind: str) -> bool:
+    return kind in _QUIET_KINDS or kind.startswith("webhook")
+
+
+# -- getting a message onto the layer from any thread --------------------------------------------
+
+# The event loop of the ASGI server in this process, once it has served something (set by
+# ``worker.serve_inprocess_worker``). The in-memory channel layer keeps asyncio queues that
+# belong to that loop, so a message raised in another thread (the in-process task worker)
+# must be handed to that loop rather than sent from a loop of its own.
+_web_loop: asyncio.AbstractEventLoop | None = None
+_SEND_TIMEOUT = 10.0
+
+
+def remember_web_loop(loop: asyncio.AbstractEventLoop | None) -> None:
+    global _web_loop
+    _web_loop = loop
+
+
+def _live_web_loop() -> asyncio.AbstractEventLoop | None:
+    loop = _web_loop
+    if loop is None or loop.is_closed() or not loop.is_running():
+        return None
+    return loop
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+async def _send_all(sends: Iterable[tuple[str, dict[str, Any]]]) -> None:
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    for group, message in sends:
+        await layer.group_send(group, message)
+
+
+def publish(sends: list[tuple[str, dict[str, Any]]]) -> None:
+    """Send ``(group, message)`` pairs, in order, from synchronous code in any thread."""
+    if not sends:
+        return
+    loop = _live_web_loop()
+    if loop is None:
+        # No web server in this process (a db_worker, a command), or a test: asgiref finds
+        # the right loop (the outer one when called from sync_to_async).
+        async_to_sync(_send_all)(sends)
+    elif _running_loop() is loop:
+        # Synchronous code on the loop's own thread cannot wait for the loop: queue it.
+        loop.create_task(_send_all(sends))
+    else:
+        asyncio.run_coroutine_threadsafe(_send_all(sends), loop).result(_SEND_TIMEOUT)
+
+
+async def apublish(sends: list[tuple[str, dict[str, Any]]]) -> None:
+    """Send ``(group, message)`` pairs, in order, from a coroutine on any event loop."""
+    loop = _live_web_loop()
+    if loop is None or _running_loop() is loop:
+        await _send_all(sends)
+    else:
+        await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_send_all(sends), loop))
+
+
+# -- the receiver ----------------------------------------------------------------------------------
+
+
+def on_call_event(
+    sender: Any,
+    *,
+    call_id: int,
+    round_id: int | None = None,
+    kind: str,
+    detail: dict[str, Any] | None = None,
+    **_: Any,
+) -> None:
+    """Tell the call's watchers and the people whose inbox it touches."""
+    if is_quiet(kind):
+        return
+    at = time.time()
+    event = {"call_id": call_id, "round_id": round_id, "kind": kind, "at": at}
+    sends: list[tuple[str, dict[str, Any]]] = [
+        (call_group(call_id), {"type": "call.event", **event})
+    ]
+    sends += [
+        (user_group(user_id), {"type": "inbox.changed", "kind": kind, "at": at})
+        for user_id in sorted(concerned_users(call_id, round_id, kind))
+    ]
+    try:
+        publish(sends)
+    except Exception:
+        # A page that misses an event still shows the truth on reload; the engine must go on.
+        logger.exception("could not publish %s of call %s", kind, call_id)
+
+
+def concerned_users(call_id: int, round_id: int | None, kind: str) -> set[int]:
+    """Whose inbox or history may have changed: the caller, and everyone the round is (or
+    was, before a reassignment) routed to, claimed by or answered by."""
+    # Imported here: this module is imported by the engine's callers before apps are ready.
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+
+    from mrtrweb.calls.models import Call, Event, Round
+
+    users: set[int | None] = set(
+        Call.objects.filter(pk=call_id).values_list("started_by_id", flat=True)
+    )
+    groups: set[int | None] = set()
+    if round_id is not None:
+        for row in Round.objects.filter(pk=round_id).values(
+            "assigned_user_id", "assigned_group_id", "claimed_by_id", "answered_by_id"
+        ):
+            users |= {row["assigned_user_id"], row["claimed_by_id"], row["answered_by_id"]}
+            groups.add(row["assigned_group_id"])
+        if kind == "reassigned":
+            # The event names the new route; the one before it names whom the round left.
+            routes = Event.objects.filter(
+                round_id=round_id, kind__in=("round_parked", "reassigned")
+            ).order_by("-id")
+            for previous in routes[1:2]:
+                username = previous.detail.get("assigned_user")
+                group_name = previous.detail.get("assigned_group")
+                User = get_user_model()
+                if username:
+                    users |= set(
+                        User.objects.filter(**{User.USERNAME_FIELD: username}).values_list(
+                            "pk", flat=True
+                        )
+                    )
+                if group_name:
+                    groups |= set(
+                        Group.objects.filter(name=group_name).values_list("pk", flat=True)
+                    )
+    groups.discard(None)
+    if groups:
+        users |= set(
+            get_user_model()
+            .objects.filter(groups__in=groups, is_active=True)
+            .values_list("pk", flat=True)
+        )
+    users.discard(None)
+    return {int(u) for u in users if u is not None}
+
+
+# -- progress of a long call -----------------------------------------------------------------------
+
+
+def progress_callback(call_id: int) -> Callable[[Any], Awaitable[None]]:
+    """An ``on_notification`` callback for the MCP client: progress goes to ``call.<id>``."""
+
+    async def on_notification(notification: Any) -> None:
+        if getattr(notification, "method", None) != "notifications/progress":
+            return
+        params = notification.params
+        message = {
+            "type": "call.progress",
+            "call_id": call_id,
+            "progress": float(params.progress),
+            "total": float(params.total) if params.total is not None else None,
+            "message": params.message if isinstance(params.message, str) else "",
+            "at": time.time(),
+        }
+        try:
+            await apublish([(call_group(call_id), message)])
+        except Exception:
+            logger.exception("could not publish progress of call %s", call_id)
+
+    return on_notification

@@ -1,0 +1,241 @@
+"""The websocket consumers on the real ASGI app, with real sessions and a real MCP peer.
+
+Every engine transition below is the engine's own, against the fastmcp peer on loopback; the
+frames are what a browser receives.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import time
+from typing import Any
+
+import pytest
+from channels.db import database_sync_to_async
+from django.test import Client
+
+from mrtrweb.calls import engine
+from mrtrweb.calls.models import Call, Event
+from mrtrweb.servers.models import Connection, Routing
+
+from .conftest import LIVE_AT, LIVE_KIND, frames_until, kinds_of
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("layer")]
+
+APPROVAL = {
+    "approval": {
+        "action": "accept",
+        "content": {"approve": True, "replicas": 2, "window": "now"},
+    }
+}
+
+
+@database_sync_to_async
+def start_deploy(peer: Any, caller: Any, *, group: Any = None) -> Call:
+    conn = Connection.objects.create(name=f"peer{time.monotonic_ns()}", url=peer.url)
+    if group is not None:
+        conn.routing, conn.route_group = Routing.GROUP, group
+        conn.save()
+    return engine.start_call(
+        connection=conn,
+        method=Call.Method.TOOL,
+        target="approve_deploy",
+        arguments={"service": "api"},
+        user=caller,
+    )
+
+
+@database_sync_to_async
+def answer(call: Call, user: Any) -> None:
+    engine.submit_answers(call.rounds.get(index=1), APPROVAL, user)
+
+
+async def closed_with(communicator: Any) -> int | None:
+    output = await communicator.receive_output(timeout=5)
+    assert output["type"] == "websocket.close", output
+    return output.get("code")
+
+
+# -- who may listen --------------------------------------------------------------------------
+
+
+async def test_anonymous_sockets_are_closed_with_4401(
+    connect: Any, people: dict[str, Any], fastmcp_peer: Any
+) -> None:
+    call = await start_deploy(fastmcp_peer, people["caller"])
+    assert await closed_with(await connect(None, f"/ws/calls/{call.pk}/")) == 4401
+    assert await closed_with(await connect(None, "/ws/inbox/")) == 4401
+
+
+async def test_people_who_may_not_see_the_call_are_closed_with_4403(
+    connect: Any, people: dict[str, Any], fastmcp_peer: Any
+) -> None:
+    call = await start_deploy(fastmcp_peer, people["caller"])
+    assert await closed_with(await connect(people["outsider"], f"/ws/calls/{call.pk}/")) == 4403
+    # A member of a group sees nothing of a call not routed to the group.
+    assert await closed_with(await connect(people["member"], f"/ws/calls/{call.pk}/")) == 4403
+    assert await closed_with(await connect(people["caller"], "/ws/calls/999999/")) == 4403
+
+
+async def test_a_socket_from_another_site_is_refused(
+    people: dict[str, Any], fastmcp_peer: Any
+) -> None:
+    from channels.testing.websocket import WebsocketCommunicator
+
+    from mrtrweb.asgi import application
+
+    from .conftest import session_cookie
+
+    call = await start_deploy(fastmcp_peer, people["caller"])
+    cookie = await database_sync_to_async(session_cookie)(people["caller"])
+    communicator = WebsocketCommunicator(
+        application,
+        f"/ws/calls/{call.pk}/",
+        headers=[(b"origin", b"https://evil.example"), (b"cookie", cookie)],
+    )
+    connected, _ = await communicator.connect(timeout=5)
+    assert not connected
+
+
+# -- what they hear --------------------------------------------------------------------------
+
+
+async def test_the_caller_hears_the_round_answered_delivered_and_the_call_completed(
+    connect: Any, people: dict[str, Any], fastmcp_peer: Any, inline_tasks: None
+) -> None:
+    caller = people["caller"]
+    call = await start_deploy(fastmcp_peer, caller)
+    socket = await connect(caller, f"/ws/calls/{call.pk}/?view=call")
+    published_after = time.time()
+
+    await answer(call, caller)  # delivered inline: the peer completes the call
+
+    frames = await frames_until(socket, "completed")
+    assert kinds_of(frames) == ["answered", "delivered", "completed"]
+    for frame in frames:
+        # One element per frame, swapped out of band into the page's placeholder.
+        assert frame.startswith(f'<div id="live-call-{call.pk}" hidden ')
+        at = float(LIVE_AT.search(frame).group(1))
+        assert published_after <= at <= time.time()
+        # The call page fetches itself again through its view (which checks access).
+        assert f'hx-get="/calls/{call.pk}/"' in frame
+        assert 'hx-select="#live-main"' in frame and 'hx-trigger="load"' in frame
+        assert "hx-replace-url" not in frame
+
+
+async def test_a_round_page_follows_the_call_to_its_next_step(
+    connect: Any, people: dict[str, Any], fastmcp_peer: Any, inline_tasks: None
+) -> None:
+    caller = people["caller"]
+    call = await start_deploy(fastmcp_peer, caller)
+    socket = await connect(caller, f"/ws/calls/{call.pk}/?view=round")
+    await answer(call, caller)
+    frames = await frames_until(socket, "completed")
+    assert all(f'hx-get="/live/calls/{call.pk}/next/"' in f for f in frames)
+    assert all('hx-replace-url="true"' in f for f in frames)
+
+
+def socket_path(user: Any, page: str) -> str:
+    """The websocket address the page at ``page`` connects to, as rendered for ``user``."""
+    client = Client()
+    client.force_login(user)
+    response = client.get(page)
+    assert response.status_code == 200
+    found = re.search(r'id="live-call-socket"[^>]* ws-connect="([^"]+)"', response.text)
+    assert found, "the page holds no call socket"
+    return html.unescape(found.group(1))
+
+
+@pytest.mark.parametrize("page", ["call", "round"])
+async def test_a_page_rendered_before_a_change_catches_up_when_its_socket_opens(
+    connect: Any, people: dict[str, Any], fastmcp_peer: Any, inline_tasks: None, page: str
+) -> None:
+    caller = people["caller"]
+    call = await start_deploy(fastmcp_peer, caller)
+    round = await database_sync_to_async(call.rounds.get)()
+    url = call.get_absolute_url() if page == "call" else round.get_absolute_url()
+    path = await database_sync_to_async(socket_path)(caller, url)
+    assert f"view={page}" in path
+
+    # The round is answered while the page is on its way to the browser.
+    await answer(call, caller)
+    late = await connect(caller, path)
+    assert LIVE_KIND.findall(await late.receive_from(timeout=5)) == ["completed"]
+
+    # A page rendered now shows the truth: nothing to catch up.
+    current = await connect(caller, await database_sync_to_async(socket_path)(caller, url))
+    assert await current.receive_nothing(timeout=0.3)
+
+
+async def test_group_members_hear_the_call_and_their_inboxes_change(
+    connect: Any, people: dict[str, Any], fastmcp_peer: Any, inline_tasks: None
+) -> None:
+    caller, member, outsider = people["caller"], people["member"], people["outsider"]
+    member_inbox = await connect(member, "/ws/inbox/?page=/inbox/%3Fpage%3D2")
+    outsider_inbox = await connect(outsider, "/ws/inbox/")
+    caller_inbox = await connect(caller, "/ws/inbox/")
+
+    call = await start_deploy(fastmcp_peer, caller, group=people["group"])
+    frame = (await frames_until(member_inbox, "round_parked"))[-1]
+    # A trigger that fetches the member's own inbox page (with its paging) through its view.
+    assert 'hx-get="/inbox/?page=2"' in frame
+    assert 'hx-select-oob="#inbox-count,#inbox-pending"' in frame
+    assert "approve_deploy" not in frame and "Deploy api" not in frame
+    await frames_until(caller_inbox, "round_parked")
+
+    member_call = await connect(member, f"/ws/calls/{call.pk}/?view=round")
+    await answer(call, member)
+    assert kinds_of(await frames_until(member_call, "completed")) == [
+        "answered",
+        "delivered",
+        "completed",
+    ]
+    assert "answered" in kinds_of(await frames_until(member_inbox, "answered"))
+    caller_frame = (await frames_until(caller_inbox, "completed"))[-1]
+    # Not on an inbox page: only the count in the header is fetched again.
+    assert 'hx-get="/inbox/"' in caller_frame
+    assert 'hx-select-oob="#inbox-count"' in caller_frame
+    assert await outsider_inbox.receive_nothing(timeout=0.3)
+
+
+async def test_a_reassigned_round_leaves_the_old_assignee_s_inbox_live(
+    connect: Any, people: dict[str, Any], fastmcp_peer: Any
+) -> None:
+    caller, member, outsider = people["caller"], people["member"], people["outsider"]
+    call = await start_deploy(fastmcp_peer, caller, group=people["group"])
+    member_inbox = await connect(member, "/ws/inbox/")
+    outsider_inbox = await connect(outsider, "/ws/inbox/")
+    round = await database_sync_to_async(lambda: call.rounds.get())()
+
+    await database_sync_to_async(engine.reassign)(round, caller, user=outsider)
+
+    # The group's members lose it, the new assignee gains it.
+    assert kinds_of(await frames_until(member_inbox, "reassigned")) == ["reassigned"]
+    assert kinds_of(await frames_until(outsider_inbox, "reassigned")) == ["reassigned"]
+
+
+async def test_someone_who_loses_sight_of_the_call_stops_hearing_it(
+    connect: Any, people: dict[str, Any], fastmcp_peer: Any
+) -> None:
+    caller, member, outsider = people["caller"], people["member"], people["outsider"]
+    call = await start_deploy(fastmcp_peer, caller, group=people["group"])
+    socket = await connect(member, f"/ws/calls/{call.pk}/?view=call")
+    round = await database_sync_to_async(lambda: call.rounds.get())()
+    await database_sync_to_async(engine.reassign)(round, caller, user=outsider)
+    assert await socket.receive_output(timeout=5) == {"type": "websocket.close", "code": 4403}
+
+
+async def test_quiet_events_send_nothing(
+    connect: Any, people: dict[str, Any], fastmcp_peer: Any
+) -> None:
+    caller = people["caller"]
+    call = await start_deploy(fastmcp_peer, caller)
+    socket = await connect(caller, f"/ws/calls/{call.pk}/?view=call")
+    inbox = await connect(caller, "/ws/inbox/")
+    await database_sync_to_async(engine.note)(call, "webhook_delivered", status=200)
+    assert await socket.receive_nothing(timeout=0.3)
+    assert await inbox.receive_nothing(timeout=0.1)
+    assert await database_sync_to_async(
+        Event.objects.filter(call=call, kind="webhook_delivered").exists
+    )()

@@ -1,0 +1,120 @@
+"""With Redis, an event raised in another process reaches a socket held by this one.
+
+The other process is ``manage.py shell -c`` on the same database, making a real engine
+transition (a claim); this process holds the sockets, as a web process does.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from channels.db import database_sync_to_async
+from channels.layers import channel_layers
+from django.db import connection
+
+from mrtrweb.calls import engine
+from mrtrweb.calls.models import Call
+from mrtrweb.servers.models import Connection, Routing
+
+from .conftest import frames_until, kinds_of
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+REDIS_URL = "redis://127.0.0.1:6379/0"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def redis_layer(settings: Any) -> Any:
+    try:
+        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=5).ping()
+    except redis.RedisError as error:
+        message = f"Redis is not reachable: {error}"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    # A prefix of its own, so no other test (or run) hears this one's messages.
+    prefix = f"mrtrweb-live-{uuid.uuid4().hex[:12]}"
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL], "prefix": prefix},
+        }
+    }
+    channel_layers.backends.clear()
+    yield prefix
+    channel_layers.backends.clear()
+
+
+def database_url() -> str:
+    """This test database, as a URL another process can open."""
+    params = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{params['NAME']}"
+    user, password = params.get("USER") or "", params.get("PASSWORD") or ""
+    auth = f"{user}:{password}@" if password else f"{user}@" if user else ""
+    host, port = params.get("HOST") or "127.0.0.1", params.get("PORT") or 5432
+    return f"postgres://{auth}{host}:{port}/{params['NAME']}"
+
+
+def in_another_process(code: str, prefix: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")}
+    env.update(
+        DJANGO_SETTINGS_MODULE="mrtrweb.settings",
+        DATABASE_URL=database_url(),
+        REDIS_URL=REDIS_URL,
+        MRTRWEB_CHANNEL_PREFIX=prefix,
+    )
+    done = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", code],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+async def test_an_event_raised_in_another_process_reaches_this_one_s_sockets(
+    connect: Any, people: dict[str, Any], fastmcp_peer: Any, redis_layer: str
+) -> None:
+    caller, member = people["caller"], people["member"]
+
+    @database_sync_to_async
+    def start() -> Call:
+        conn = Connection.objects.create(
+            name="peer", url=fastmcp_peer.url, routing=Routing.GROUP, route_group=people["group"]
+        )
+        return engine.start_call(
+            connection=conn,
+            method=Call.Method.TOOL,
+            target="approve_deploy",
+            arguments={"service": "api"},
+            user=caller,
+        )
+
+    call = await start()
+    round = await database_sync_to_async(call.rounds.get)()
+    watching = await connect(caller, f"/ws/calls/{call.pk}/?view=call")
+    inbox = await connect(member, "/ws/inbox/")
+
+    await database_sync_to_async(in_another_process)(
+        "from django.contrib.auth import get_user_model\n"
+        "from mrtrweb.calls import engine\n"
+        "from mrtrweb.calls.models import Round\n"
+        f"engine.claim(Round.objects.get(pk={round.pk}), "
+        f"get_user_model().objects.get(pk={member.pk}))\n",
+        redis_layer,
+    )
+
+    assert kinds_of(await frames_until(watching, "claimed")) == ["claimed"]
+    assert kinds_of(await frames_until(inbox, "claimed")) == ["claimed"]
