@@ -24,6 +24,8 @@ PRODUCTION_WORDS = frozenset({"production", "prod"})
 DEFAULT_ALLOWED_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 REDIS_CHANNEL_LAYER = "channels_redis.core.RedisChannelLayer"
 IN_MEMORY_CHANNEL_LAYER = "channels.layers.InMemoryChannelLayer"
+LOG_FORMATS = ("json", "plain")
+POSTGRES_CONNECT_TIMEOUT = 5  # seconds
 
 
 class EnvError(ValueError):
@@ -70,7 +72,13 @@ def database_config(database_url: str | None, sqlite_path: Path) -> dict[str, An
     if database_url:
         # Persistent connections are per thread, and under ASGI every sync_to_async call may
         # land on another thread, so they would pile up; connect per request instead.
-        return dict(dj_database_url.parse(database_url, conn_max_age=0, conn_health_checks=True))
+        config = dict(dj_database_url.parse(database_url, conn_max_age=0, conn_health_checks=True))
+        if config["ENGINE"] == "django.db.backends.postgresql":
+            # libpq waits forever for an unanswering host by default; a bounded wait lets
+            # /readyz report the database as down instead of hanging with it.
+            options = config.setdefault("OPTIONS", {})
+            options.setdefault("connect_timeout", POSTGRES_CONNECT_TIMEOUT)
+        return config
     return {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": sqlite_path,
@@ -85,16 +93,56 @@ def database_config(database_url: str | None, sqlite_path: Path) -> dict[str, An
     }
 
 
-def channel_layers(redis_url: str | None) -> dict[str, Any]:
-    """``CHANNEL_LAYERS``: Redis when several processes must reach each other's browsers."""
+def env_float(environ: Mapping[str, str], name: str, default: float) -> float:
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise EnvError(f"{name}={raw!r} is not a number") from None
+    if not value > 0:
+        raise EnvError(f"{name}={raw!r} must be a positive number")
+    return value
+
+
+def inprocess_worker(environ: Mapping[str, str]) -> bool:
+    """``MRTRWEB_INPROCESS_WORKER``: run tasks in a thread of the web process.
+
+    On by default without ``REDIS_URL`` (the in-memory channel layer only reaches browsers of
+    the process that raised an event), off with it (run ``manage.py db_worker`` processes).
+    """
+    return env_bool(
+        environ, "MRTRWEB_INPROCESS_WORKER", default=not environ.get("REDIS_URL", "").strip()
+    )
+
+
+def channel_layers(redis_url: str | None, prefix: str = "") -> dict[str, Any]:
+    """``CHANNEL_LAYERS``: Redis when several processes must reach each other's browsers.
+
+    ``prefix`` (``MRTRWEB_CHANNEL_PREFIX``) namespaces the layer's keys, so that several
+    deployments (or test runs) can share one Redis database without hearing each other.
+    """
     if redis_url:
-        return {
-            "default": {
-                "BACKEND": REDIS_CHANNEL_LAYER,
-                "CONFIG": {"hosts": [redis_url]},
-            }
-        }
+        config: dict[str, Any] = {"hosts": [redis_url]}
+        if prefix:
+            config["prefix"] = prefix
+        return {"default": {"BACKEND": REDIS_CHANNEL_LAYER, "CONFIG": config}}
     return {"default": {"BACKEND": IN_MEMORY_CHANNEL_LAYER}}
+
+
+def log_format(environ: Mapping[str, str]) -> str:
+    """``DJANGO_LOG_FORMAT``: ``json`` (one object per line) or ``plain``.
+
+    JSON by default in production, where logs go to a collector; plain text otherwise,
+    for people reading a terminal.
+    """
+    raw = environ.get("DJANGO_LOG_FORMAT", "").strip().lower()
+    if not raw:
+        return "json" if is_production(environ) else "plain"
+    if raw not in LOG_FORMATS:
+        raise EnvError(f"DJANGO_LOG_FORMAT={raw!r} is not one of {', '.join(LOG_FORMATS)}")
+    return raw
 
 
 def secret_key(environ: Mapping[str, str], key_file: Path) -> str:

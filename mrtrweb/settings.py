@@ -100,10 +100,25 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-CHANNEL_LAYERS = env.channel_layers(ENV.get("REDIS_URL"))
+CHANNEL_LAYERS = env.channel_layers(
+    ENV.get("REDIS_URL"), ENV.get("MRTRWEB_CHANNEL_PREFIX", "").strip()
+)
 
-# Tasks are rows in the database; `manage.py db_worker` (started by `make run`) runs them.
+# Tasks are rows in the database, run by `manage.py db_worker` processes or, in the embedded
+# default, by a worker thread inside the web process (mrtrweb/live/worker.py): without Redis,
+# live events must be raised in the process that holds the browsers' sockets.
 TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+MRTRWEB_INPROCESS_WORKER = env.inprocess_worker(ENV)
+# Seconds between looks for tasks enqueued by other processes (this process's wake it at once).
+MRTRWEB_INPROCESS_WORKER_INTERVAL = env.env_float(ENV, "MRTRWEB_INPROCESS_WORKER_INTERVAL", 0.5)
+# Undelivered answers (refused, 429, 503) are retried by tasks: at most this many attempts,
+# waiting BACKOFF seconds doubling up to BACKOFF_MAX (with jitter), never past the round's
+# state lifetime. A delivery still running GRACE seconds after its connection's connect and
+# read timeouts is presumed dead (its sender was killed) and flagged (mrtrweb/calls/engine.py).
+MRTRWEB_DELIVERY_ATTEMPTS = env.env_int(ENV, "MRTRWEB_DELIVERY_ATTEMPTS", default=8)
+MRTRWEB_DELIVERY_BACKOFF = env.env_float(ENV, "MRTRWEB_DELIVERY_BACKOFF", 2.0)
+MRTRWEB_DELIVERY_BACKOFF_MAX = env.env_float(ENV, "MRTRWEB_DELIVERY_BACKOFF_MAX", 300.0)
+MRTRWEB_DELIVERY_GRACE = env.env_float(ENV, "MRTRWEB_DELIVERY_GRACE", 60.0)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -150,7 +165,7 @@ if PRODUCTION:
     # request.is_secure() sees the original scheme (docs/deployment.md).
     SECURE_SSL_REDIRECT = env.env_bool(ENV, "DJANGO_SECURE_SSL_REDIRECT", default=True)
     # Load balancers probe over plain HTTP.
-    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
     SECURE_HSTS_SECONDS = env.env_int(ENV, "DJANGO_SECURE_HSTS_SECONDS", default=31_536_000)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = env.env_bool(
         ENV, "DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True
@@ -159,11 +174,30 @@ if PRODUCTION:
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
 
+# Logs go to stderr: one JSON object per line (DJANGO_LOG_FORMAT=json, the production default)
+# or plain text. mrtrweb.events gets one line per engine event (mrtrweb/core/event_log.py).
+LOG_FORMAT = env.log_format(ENV)
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+        "json": {"()": "mrtrweb.core.logging_json.JsonFormatter"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
     # Without this, errors inside requests reach no handler when DEBUG is off.
     "root": {"handlers": ["console"], "level": ENV.get("DJANGO_LOG_LEVEL", "INFO").upper()},
+    "loggers": {
+        "mrtrweb.events": {"level": ENV.get("MRTRWEB_EVENT_LOG_LEVEL", "INFO").upper()},
+        # uvicorn installs its own plain handlers before the app loads; in JSON mode its
+        # access and error lines go through ours, so a collector gets one format.
+        **(
+            {
+                name: {"handlers": ["console"], "propagate": False}
+                for name in ("uvicorn", "uvicorn.access")
+            }
+            if LOG_FORMAT == "json"
+            else {}
+        ),
+    },
 }

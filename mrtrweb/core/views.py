@@ -1,6 +1,9 @@
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
+
+from mrtrweb.core.readiness import run_checks
 
 
 @require_safe
@@ -13,3 +16,20 @@ def healthz(request: HttpRequest) -> HttpResponse:
     # Liveness only: answers without touching the database, so a slow database does not get
     # healthy web processes restarted.
     return HttpResponse("ok", content_type="text/plain")
+
+
+@never_cache
+@require_safe
+async def readyz(request: HttpRequest) -> HttpResponse:
+    # Readiness: take this process out of the load balancer while a service it needs is down.
+    outcomes = await run_checks()
+    ready = all(outcome.ok for outcome in outcomes)
+    body = {
+        "status": "ready" if ready else "unavailable",
+        "checks": {outcome.name: outcome.as_json() for outcome in outcomes},
+    }
+    response = JsonResponse(body, status=200 if ready else 503)
+    # readiness logged why it is not ready; Django's "Service Unavailable" ERROR line on
+    # every probe would only bury it.
+    response._has_been_logged = True  # type: ignore[attr-defined]
+    return response

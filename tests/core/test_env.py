@@ -118,3 +118,40 @@ def test_a_local_fernet_key_is_generated_once_and_usable(tmp_path: Path):
     assert first == second and len(first) == 1
     assert Fernet(first[0]).decrypt(Fernet(first[0]).encrypt(b"x")) == b"x"
     assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+
+
+def test_postgresql_connects_with_a_bounded_timeout(tmp_path: Path):
+    config = env.database_config("postgres://app@db.internal/mrtr", tmp_path / "x")
+
+    assert config["OPTIONS"]["connect_timeout"] == env.POSTGRES_CONNECT_TIMEOUT
+
+
+def test_a_connect_timeout_in_the_url_wins(tmp_path: Path):
+    config = env.database_config("postgres://app@db.internal/mrtr?connect_timeout=2", tmp_path)
+
+    assert int(config["OPTIONS"]["connect_timeout"]) == 2
+
+
+def test_the_channel_prefix_namespaces_the_redis_layer():
+    layers = env.channel_layers("redis://127.0.0.1:6379/3", prefix="blue:")
+
+    assert layers["default"]["CONFIG"] == {"hosts": ["redis://127.0.0.1:6379/3"], "prefix": "blue:"}
+    assert "prefix" not in env.channel_layers("redis://127.0.0.1:6379/3")["default"]["CONFIG"]
+
+
+@pytest.mark.parametrize(
+    ("environ", "expected"),
+    [
+        ({}, "plain"),
+        ({"DJANGO_ENV": "production"}, "json"),
+        ({"DJANGO_LOG_FORMAT": "JSON"}, "json"),
+        ({"DJANGO_ENV": "production", "DJANGO_LOG_FORMAT": "plain"}, "plain"),
+    ],
+)
+def test_log_format_is_json_in_production_and_plain_otherwise(environ, expected):
+    assert env.log_format(environ) == expected
+
+
+def test_an_unknown_log_format_is_refused():
+    with pytest.raises(env.EnvError, match="DJANGO_LOG_FORMAT"):
+        env.log_format({"DJANGO_LOG_FORMAT": "xml"})
