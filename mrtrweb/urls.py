@@ -6,8 +6,10 @@ urlpatterns = [
     path("", include("mrtrweb.calls.urls")),
     path("dashboard/", include("mrtrweb.dashboard.urls")),
     path("inbox/", include("mrtrweb.inbox.urls")),
+    path("live/", include("mrtrweb.live.urls")),
     path("accounts/", include("django.contrib.auth.urls")),
     path("operators/", include("mrtrweb.servers.urls")),
     path("api/v1/", include("mrtrweb.api.urls")),
+    path("account/tokens/", include("mrtrweb.api.page_urls")),
     path("admin/", admin.site.urls),
 ]

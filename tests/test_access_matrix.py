@@ -155,6 +155,7 @@ MATRIX = """
                          anonymous outsider caller assignee member after_claim admin operator
 user  calls:call GET        302      404     200     200     404      404      200    404
 user  calls:progress GET    302      404     200     200     404      404      200    404
+user  live:next GET         302      404     303     303     404      404      303    404
 user  calls:restart POST    302      404     404     404     404      404      409    404
 user  calls:round GET       302      404     200     200     404      404      200    404
 user  calls:round POST      302      404     404     303     404      404      303    404
@@ -163,6 +164,7 @@ user  calls:claim POST      302      404     404     409     404      404      4
 user  calls:release POST    302      404     404     404     404      404      409    404
 group calls:call GET        302      404     200     404     200      404      200    404
 group calls:progress GET    302      404     200     404     200      404      200    404
+group live:next GET         302      404     303     404     303      404      303    404
 group calls:restart POST    302      404     409     404     409      404      409    404
 group calls:round GET       302      404     200     404     200      404      200    404
 group calls:round POST      302      404     404     404     303      404      303    404
@@ -178,7 +180,7 @@ group calls:list GET        302      200-    200+    200-    200+     200-     2
 """
 
 # Which object each view is about, how to reach it, and what a listing should show of it.
-ON_CALL = ("calls:call", "calls:progress", "calls:restart")
+ON_CALL = ("calls:call", "calls:progress", "calls:restart", "live:next")
 ON_ROUND = ("calls:round", "calls:retry", "calls:claim", "calls:release")
 LISTS_ROUNDS = ("inbox:index",)
 LISTS_CALLS = ("inbox:history", "calls:list")
@@ -477,8 +479,11 @@ def test_every_form_on_these_pages_carries_the_csrf_token(world: World) -> None:
 # -- the matrix covers the URLconf -----------------------------------------------------------
 
 # Pages outside this matrix on purpose: sign-in and password pages, the home page and the
-# health check (public), Django's admin (its own permission system).
-NOT_IN_MATRIX_NAMESPACES = ("admin", "core")
+# health check (public), Django's admin (its own permission system). The JSON API ("api":
+# bearer tokens, no sessions) and a person's API token pages ("tokens") have their own access
+# tests in tests/api/ (test_auth.py, test_calls.py, test_rounds.py, test_servers.py,
+# test_token_pages.py).
+NOT_IN_MATRIX_NAMESPACES = ("admin", "core", "api", "tokens")
 NOT_IN_MATRIX_NAMES = frozenset(
     {
         "login",

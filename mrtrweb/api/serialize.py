@@ -1,0 +1,145 @@
+"""Calls, rounds and connections as the API's response models.
+
+A round's ``requestState`` is never part of anything built here: only the stored
+``inputRequests``, its status and the page a person answers it on.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.http import HttpRequest
+
+from mrtrweb.calls.models import Call, Round
+from mrtrweb.servers.exposure import sees_whole_catalog, startable_tools
+from mrtrweb.servers.forms import _minutes
+from mrtrweb.servers.models import Connection
+
+from .schemas import (
+    CallOut,
+    PromptOut,
+    ResourceOut,
+    RoundOut,
+    ServerOut,
+    ServerSettingsOut,
+    ToolOut,
+)
+
+
+def _username(user: Any) -> str | None:
+    return user.get_username() if user is not None else None
+
+
+def round_out(request: HttpRequest, round: Round) -> RoundOut:
+    return RoundOut(
+        id=round.pk,
+        call_id=round.call_id,
+        index=round.index,
+        status=round.status,
+        url=request.build_absolute_uri(round.get_absolute_url()),
+        input_requests=dict(round.input_requests or {}),
+        unsupported_reason=round.unsupported_reason,
+        assigned_user=_username(round.assigned_user),
+        assigned_group=round.assigned_group.name if round.assigned_group else None,
+        claimed_by=_username(round.claimed_by),
+        answered_by=_username(round.answered_by),
+        answered_at=round.answered_at,
+        created_at=round.created_at,
+        expires_at=round.expires_at,
+        delivery_error=round.delivery_error,
+    )
+
+
+def _arguments(call: Call) -> Any:
+    try:
+        return json.loads(call.arguments_json)
+    except ValueError:
+        return call.arguments_json
+
+
+def call_out(request: HttpRequest, call: Call) -> CallOut:
+    rounds = call.rounds.select_related(
+        "assigned_user", "assigned_group", "claimed_by", "answered_by"
+    ).order_by("index")
+    resource = call.method == Call.Method.RESOURCE
+    return CallOut(
+        id=call.pk,
+        url=request.build_absolute_uri(call.get_absolute_url()),
+        server=call.connection.name,
+        method=call.method,
+        name=None if resource else call.target,
+        uri=call.target if resource else None,
+        arguments=None if resource else _arguments(call),
+        status=call.status,
+        finished=call.is_finished,
+        started_by=call.started_by.get_username(),
+        created_at=call.created_at,
+        finished_at=call.finished_at,
+        rounds=[round_out(request, r) for r in rounds],
+        result=call.result if isinstance(call.result, dict) else None,
+        error=call.error,
+    )
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def server_out(user: Any, connection: Connection) -> ServerOut:
+    everything = sees_whole_catalog(user)
+    catalog = connection.catalog or {}
+    tools = [
+        ToolOut(
+            name=tool.name,
+            title=tool.title,
+            description=tool.description,
+            input_schema=tool.input_schema,
+        )
+        for tool in startable_tools(user, connection)
+    ]
+    prompts = [
+        PromptOut(
+            name=p["name"],
+            title=_text(p.get("title")),
+            description=_text(p.get("description")),
+            arguments=[a for a in p.get("arguments") or [] if isinstance(a, dict)],
+        )
+        for p in (catalog.get("prompts") or [] if everything else [])
+        if isinstance(p, dict) and isinstance(p.get("name"), str)
+    ]
+    resources = [
+        ResourceOut(
+            uri=r["uri"], name=_text(r.get("name")), description=_text(r.get("description"))
+        )
+        for r in (catalog.get("resources") or [] if everything else [])
+        if isinstance(r, dict) and isinstance(r.get("uri"), str)
+    ]
+    return ServerOut(
+        name=connection.name,
+        title=connection.title or connection.name,
+        enabled=connection.enabled,
+        tools=tools,
+        prompts=prompts,
+        resources=resources,
+        catalog_fetched_at=connection.catalog_fetched_at,
+    )
+
+
+def server_settings_out(connection: Connection) -> ServerSettingsOut:
+    return ServerSettingsOut(
+        name=connection.name,
+        title=connection.title,
+        url=connection.url,
+        enabled=connection.enabled,
+        token_set=bool(connection.bearer_token),
+        header_names=sorted((connection.headers or {}).keys()),
+        connect_timeout=connection.connect_timeout,
+        read_timeout=connection.read_timeout,
+        max_response_bytes=connection.max_response_bytes,
+        state_lifetime_minutes=float(_minutes(connection.state_lifetime)),
+        max_rounds=connection.max_rounds,
+        routing=connection.routing,
+        route_user=_username(connection.route_user),
+        route_group=connection.route_group.name if connection.route_group else None,
+    )

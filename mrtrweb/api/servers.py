@@ -1,0 +1,197 @@
+"""Operators' connection create/update/test over the API, through the console's own code.
+
+The JSON body becomes the data the console's form would post, and
+:class:`mrtrweb.servers.forms.ConnectionForm` validates and saves it, so the rules (URL
+schemes, no credentials in the URL, header syntax, routing targets) are the console's.
+Secrets are write-only: nothing here returns or logs the token or a header value.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.contrib.auth.models import Group
+from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
+
+from mrtrweb.calls.roles import is_operator
+from mrtrweb.servers.catalog import refresh_catalog
+from mrtrweb.servers.forms import ConnectionForm, _minutes
+from mrtrweb.servers.models import Connection
+from mrtrweb.servers.views import probe_summary
+
+from .auth import json_response
+from .problems import ApiError, not_found, parse_body, pointer
+from .schemas import CreateServer, ProblemField, ServerFields, ServerTestOut, UpdateServer
+from .serialize import server_settings_out
+
+logger = logging.getLogger(__name__)
+
+# Form field -> the body field it came from, for pointing at the culprit.
+FORM_TO_BODY = {
+    "name": "name",
+    "title": "title",
+    "url": "url",
+    "bearer_token": "bearerToken",
+    "clear_token": "bearerToken",
+    "headers": "headers",
+    "clear_headers": "headers",
+    "connect_timeout": "connectTimeout",
+    "read_timeout": "readTimeout",
+    "max_response_bytes": "maxResponseBytes",
+    "state_lifetime": "stateLifetimeMinutes",
+    "max_rounds": "maxRounds",
+    "routing": "routing",
+    "route_user": "routeUser",
+    "route_group": "routeGroup",
+}
+
+
+def _operator(user: Any) -> None:
+    if not is_operator(user):
+        raise ApiError(403, "Only operators manage connections.", kind="forbidden")
+
+
+def _base_data(connection: Connection) -> dict[str, Any]:
+    """What the console's form would post for ``connection`` as it stands (no secrets)."""
+    return {
+        "name": connection.name,
+        "title": connection.title,
+        "url": connection.url,
+        "connect_timeout": str(connection.connect_timeout),
+        "read_timeout": str(connection.read_timeout),
+        "max_response_bytes": str(connection.max_response_bytes),
+        "state_lifetime": str(_minutes(connection.state_lifetime)),
+        "max_rounds": str(connection.max_rounds),
+        "routing": connection.routing,
+        "route_user": connection.route_user.get_username() if connection.route_user else "",
+        "route_group": str(connection.route_group_id or ""),
+    }
+
+
+def _form_data(body: ServerFields, connection: Connection) -> dict[str, Any]:
+    data = _base_data(connection)
+    given = body.model_dump(exclude_unset=True)
+    problems: list[ProblemField] = []
+    for field, value in given.items():
+        if field == "bearer_token":
+            if value:
+                data["bearer_token"] = value
+            else:
+                data["clear_token"] = "on"
+        elif field == "headers":
+            if value:
+                for name, header in value.items():
+                    if any(c in name + header for c in "\r\n"):
+                        problems.append(
+                            ProblemField(
+                                detail="Header names and values are one line each.",
+                                pointer=pointer("headers", name),
+                            )
+                        )
+                data["headers"] = "\n".join(f"{n}: {v}" for n, v in value.items())
+            else:
+                data["clear_headers"] = "on"
+        elif field == "state_lifetime_minutes":
+            data["state_lifetime"] = "" if value is None else repr(value)
+        elif field == "route_group":
+            group = Group.objects.filter(name=value).first() if value else None
+            if value and group is None:
+                problems.append(
+                    ProblemField(detail="No group has this name.", pointer="/routeGroup")
+                )
+            data["route_group"] = str(group.pk) if group else ""
+        else:
+            data[field] = "" if value is None else str(value)
+    if problems:
+        raise ApiError(422, "Some fields are not valid.", kind="invalid-body", errors=problems)
+    return data
+
+
+def _save(form: ConnectionForm) -> Connection:
+    if not form.is_valid():
+        problems = []
+        for field, messages in form.errors.items():
+            where = "/" + FORM_TO_BODY[field] if field in FORM_TO_BODY else ""
+            problems += [ProblemField(detail=str(m), pointer=where or None) for m in messages]
+        raise ApiError(422, "Some fields are not valid.", kind="invalid-body", errors=problems)
+    return form.save()
+
+
+def _log(user: Any, connection: Connection, form: ConnectionForm, verb: str) -> None:
+    # Names of what changed, never values: the values may be secrets.
+    changed = [f for f in form.changed_data if f not in ("bearer_token", "headers")]
+    logger.info(
+        "operator %s %s connection %s through the API (fields: %s; secrets: %s)",
+        user.get_username(),
+        verb,
+        connection.name,
+        ", ".join(f for f in changed if not f.startswith("clear_")) or "none",
+        ", ".join(form.secret_changes()) or "unchanged",
+    )
+
+
+def create(request: HttpRequest, user: Any) -> HttpResponse:
+    _operator(user)
+    body = parse_body(request, CreateServer)
+    form = ConnectionForm(_form_data(body, Connection()))
+    connection = _save(form)
+    _log(user, connection, form, "created")
+    response = json_response(server_settings_out(connection), status=201)
+    location = reverse("api:server", args=[connection.name])
+    response["Location"] = request.build_absolute_uri(location)
+    return response
+
+
+def _connection(name: str) -> Connection:
+    connection = (
+        Connection.objects.select_related("route_user", "route_group").filter(name=name).first()
+    )
+    if connection is None:
+        raise not_found("No server")
+    return connection
+
+
+def show(request: HttpRequest, user: Any, name: str) -> HttpResponse:
+    _operator(user)
+    return json_response(server_settings_out(_connection(name)))
+
+
+def update(request: HttpRequest, user: Any, name: str) -> HttpResponse:
+    _operator(user)
+    connection = _connection(name)
+    body = parse_body(request, UpdateServer)
+    form = ConnectionForm(_form_data(body, connection), instance=connection)
+    connection = _save(form)
+    _log(user, connection, form, "changed")
+    return json_response(server_settings_out(_connection(name)))
+
+
+def test(request: HttpRequest, user: Any, name: str) -> HttpResponse:
+    _operator(user)
+    connection = _connection(name)
+    report = refresh_catalog(connection)
+    summary = probe_summary(report, connection)
+    logger.info(
+        "operator %s tested connection %s through the API: %s",
+        user.get_username(),
+        name,
+        "ok" if summary["ok"] else summary["kind"],
+    )
+    if not summary["ok"]:
+        out = ServerTestOut(
+            ok=False,
+            kind=summary["kind"],
+            explanation=summary["explanation"],
+            error=summary["error"],
+        )
+    else:
+        out = ServerTestOut(
+            ok=True,
+            server_name=summary["name"],
+            server_version=summary["version"],
+            protocol_version=summary["protocol_version"],
+            counts=summary["counts"],
+        )
+    return json_response(out)

@@ -1,0 +1,116 @@
+"""Servers through the API: what a person may use, and operators' create/update/test, with
+secrets write-only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mrtrweb.servers.models import Connection
+from tests.api.support import Api, pointers, problem
+
+pytestmark = pytest.mark.django_db
+
+SECRET = "s3cret-token-value"
+HEADER_SECRET = "header-secret-value"
+
+
+def test_end_users_see_only_exposed_tools(peer_conn: Any, ann_api: Api, op_api: Api) -> None:
+    from mrtrweb.servers.catalog import refresh_catalog
+
+    refresh_catalog(peer_conn)
+    (server,) = ann_api.get("/servers").json()["servers"]
+    assert server["name"] == "peer"
+    assert sorted(t["name"] for t in server["tools"]) == ["approve_deploy", "echo", "url_login"]
+    assert server["tools"][0]["inputSchema"]["type"] == "object"
+    assert server["prompts"] == [] and server["resources"] == []
+    everything = op_api.get("/servers").json()["servers"][0]
+    assert "add" in {t["name"] for t in everything["tools"]}
+    assert everything["prompts"] and everything["resources"]
+
+
+def test_a_disabled_server_is_not_listed(peer_conn: Any, ann_api: Api) -> None:
+    Connection.objects.filter(pk=peer_conn.pk).update(enabled=False)
+    assert ann_api.get("/servers").json()["servers"] == []
+
+
+def test_an_operator_creates_updates_and_tests_a_server_and_never_sees_its_secrets(
+    op_api: Api, fastmcp_peer: Any
+) -> None:
+    created = op_api.post(
+        "/servers",
+        {
+            "name": "made",
+            "url": fastmcp_peer.url,
+            "bearerToken": SECRET,
+            "headers": {"X-Api-Key": HEADER_SECRET},
+            "stateLifetimeMinutes": 5,
+        },
+    )
+    assert created.status_code == 201, created.content
+    body = created.content.decode()
+    assert SECRET not in body and HEADER_SECRET not in body
+    made = created.json()
+    assert made["tokenSet"] is True and made["headerNames"] == ["X-Api-Key"]
+    assert made["stateLifetimeMinutes"] == 5 and made["routing"] == "caller"
+    stored = Connection.objects.get(name="made")
+    assert stored.bearer_token == SECRET and stored.headers == {"X-Api-Key": HEADER_SECRET}
+
+    changed = op_api.patch("/servers/made", {"title": "Made", "bearerToken": None})
+    assert changed.status_code == 200, changed.content
+    assert changed.json()["title"] == "Made" and changed.json()["tokenSet"] is False
+    stored.refresh_from_db()
+    assert stored.bearer_token == "" and stored.headers == {"X-Api-Key": HEADER_SECRET}
+    assert stored.url == fastmcp_peer.url
+
+    shown = op_api.get("/servers/made")
+    assert shown.status_code == 200 and HEADER_SECRET not in shown.content.decode()
+
+    tested = op_api.post("/servers/made/test")
+    assert tested.status_code == 200, tested.content
+    assert tested.json()["ok"] is True
+    assert tested.json()["serverName"] == "mrtrweb-fastmcp-peer"
+    assert tested.json()["counts"]["tools"] > 0
+
+
+def test_a_failing_test_says_why(op_api: Api) -> None:
+    op_api.post("/servers", {"name": "down", "url": "http://127.0.0.1:9/mcp"})
+    tested = op_api.post("/servers/down/test").json()
+    assert tested["ok"] is False and tested["kind"] == "unreachable" and tested["explanation"]
+
+
+@pytest.mark.parametrize(
+    ("body", "where"),
+    [
+        ({"name": "x", "url": "ftp://example.test/"}, "/url"),
+        ({"name": "x", "url": "https://user:pw@example.test/"}, "/url"),
+        ({"name": "bad name", "url": "https://example.test/"}, "/name"),
+        ({"name": "x", "url": "https://example.test/", "routing": "group"}, "/routeGroup"),
+        ({"name": "x", "url": "https://example.test/", "routeGroup": "nobody"}, "/routeGroup"),
+        ({"name": "x", "url": "https://example.test/", "maxRounds": 0}, "/maxRounds"),
+        ({"name": "x", "url": "https://example.test/", "headers": {"A": "b\nC: d"}}, "/headers/A"),
+        ({"name": "x", "url": "https://example.test/", "token": "x"}, "/token"),
+    ],
+)
+def test_invalid_server_settings_are_a_422_naming_the_field(
+    op_api: Api, body: dict[str, Any], where: str
+) -> None:
+    response = op_api.post("/servers", body)
+    assert response.status_code == 422, response.content
+    assert where in pointers(response)
+    assert not Connection.objects.exists()
+
+
+def test_only_operators_manage_servers(peer_conn: Any, ann_api: Api, op_api: Api) -> None:
+    for response in (
+        ann_api.post("/servers", {"name": "x", "url": "https://example.test/"}),
+        ann_api.patch("/servers/peer", {"title": "mine"}),
+        ann_api.get("/servers/peer"),
+        ann_api.post("/servers/peer/test"),
+    ):
+        assert response.status_code == 403
+        problem(response)
+    assert Connection.objects.get().title == "peer server"
+    assert op_api.get("/servers/nope").status_code == 404
+    assert op_api.patch("/servers/nope", {"title": "x"}).status_code == 404

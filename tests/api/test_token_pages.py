@@ -1,0 +1,109 @@
+"""The API tokens page (its own access tests: the tokens namespace is not in the matrix) and
+``manage.py api_token``."""
+
+from __future__ import annotations
+
+import re
+from io import StringIO
+from typing import Any
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.test import Client
+
+from mrtrweb.api.models import ApiToken
+from tests.api.support import Api, person
+
+pytestmark = pytest.mark.django_db
+
+
+def _csrf(client: Client, path: str = "/account/tokens/") -> str:
+    page = client.get(path)
+    return re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.content.decode())[1]
+
+
+def _signed_in(user: Any) -> Client:
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(user)
+    return client
+
+
+def test_a_token_is_shown_once_then_listed_by_prefix_and_revoked() -> None:
+    ann = person("ann")
+    client = _signed_in(ann)
+    assert "API tokens" in client.get("/").content.decode()  # linked from the header
+    made = client.post("/account/tokens/", {"name": "ci", "csrfmiddlewaretoken": _csrf(client)})
+    assert made.status_code == 201
+    plain = re.search(r'value="(mrtr_[^"]+)"', made.content.decode())[1]
+    assert made["Cache-Control"].startswith("max-age=0")
+    token = ApiToken.objects.get()
+    assert token.user == ann and token.name == "ci" and ApiToken.authenticate(plain) == token
+    assert token.webhook_secret in made.content.decode()
+    listed = client.get("/account/tokens/").content.decode()
+    assert plain not in listed and f"mrtr_{token.prefix}_" in listed
+    assert Api(plain).get("/rounds").status_code == 200
+    revoked = client.post(
+        f"/account/tokens/{token.pk}/revoke/", {"csrfmiddlewaretoken": _csrf(client)}
+    )
+    assert revoked.status_code == 303
+    assert Api(plain).get("/rounds").status_code == 401
+
+
+def test_the_pages_need_a_session_csrf_and_ones_own_token() -> None:
+    ann, bob = person("ann"), person("bob")
+    token, _ = ApiToken.issue(ann, "ci")
+    anonymous = Client()
+    assert anonymous.get("/account/tokens/").status_code == 302
+    assert anonymous.post(f"/account/tokens/{token.pk}/revoke/").status_code == 302
+    client = _signed_in(bob)
+    assert client.post("/account/tokens/", {"name": "x"}).status_code == 403  # no CSRF token
+    assert "ci" not in client.get("/account/tokens/").content.decode()
+    stolen = client.post(
+        f"/account/tokens/{token.pk}/revoke/", {"csrfmiddlewaretoken": _csrf(client)}
+    )
+    assert stolen.status_code == 404
+    token.refresh_from_db()
+    assert token.is_active and not ApiToken.objects.filter(user=bob).exists()
+
+
+def test_the_webhook_secret_is_shown_to_its_owner_only_on_a_post() -> None:
+    ann, bob = person("ann"), person("bob")
+    token, _ = ApiToken.issue(ann, "ci")
+    client = _signed_in(ann)
+    path = f"/account/tokens/{token.pk}/webhook-secret/"
+    assert token.webhook_secret not in client.get("/account/tokens/").content.decode()
+    assert client.get(path).status_code == 405
+    assert client.post(path).status_code == 403  # no CSRF token
+    shown = client.post(path, {"csrfmiddlewaretoken": _csrf(client)})
+    assert shown.status_code == 200 and token.webhook_secret in shown.content.decode()
+    assert shown["Cache-Control"].startswith("max-age=0")
+    other = _signed_in(bob)
+    refused = other.post(path, {"csrfmiddlewaretoken": _csrf(other)})
+    assert refused.status_code == 404 and token.webhook_secret not in refused.content.decode()
+    assert Client().post(path).status_code == 302
+
+
+def test_a_nameless_token_is_refused() -> None:
+    client = _signed_in(person("ann"))
+    response = client.post("/account/tokens/", {"name": "", "csrfmiddlewaretoken": _csrf(client)})
+    assert response.status_code == 422 and not ApiToken.objects.exists()
+
+
+def test_the_command_issues_lists_and_revokes() -> None:
+    person("ann")
+    out = StringIO()
+    err = StringIO()
+    call_command("api_token", "ann", "--name", "deploy", stdout=out, stderr=err)
+    plain = out.getvalue().strip()
+    token = ApiToken.authenticate(plain)
+    assert token is not None and token.name == "deploy"
+    assert token.webhook_secret in err.getvalue()
+    listing = StringIO()
+    call_command("api_token", "ann", "--list", stdout=listing)
+    assert f"mrtr_{token.prefix}_" in listing.getvalue() and plain not in listing.getvalue()
+    call_command("api_token", "ann", "--revoke", f"mrtr_{token.prefix}", stdout=StringIO())
+    assert ApiToken.authenticate(plain) is None
+    with pytest.raises(CommandError):
+        call_command("api_token", "ann", "--revoke", token.prefix, stdout=StringIO())
+    with pytest.raises(CommandError):
+        call_command("api_token", "ghost", stdout=StringIO())
