@@ -68,7 +68,10 @@ def _schemathesis(live: ApiApp, token: str, *extra: str, tmp_path: Path) -> None
         str(tmp_path),
         *extra,
     ]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=85, check=False)
+    # Run from the temporary directory: schemathesis keeps a cache in its working directory.
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=85, check=False, cwd=tmp_path
+    )
     live.check_alive()
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
 
