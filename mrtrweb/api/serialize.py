@@ -13,7 +13,7 @@ from django.http import HttpRequest
 
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.servers.exposure import sees_whole_catalog, startable_tools
-from mrtrweb.servers.forms import _minutes
+from mrtrweb.servers.forms import lifetime_minutes
 from mrtrweb.servers.models import Connection
 
 from .schemas import (
@@ -137,7 +137,7 @@ def server_settings_out(connection: Connection) -> ServerSettingsOut:
         connect_timeout=connection.connect_timeout,
         read_timeout=connection.read_timeout,
         max_response_bytes=connection.max_response_bytes,
-        state_lifetime_minutes=float(_minutes(connection.state_lifetime)),
+        state_lifetime_minutes=float(lifetime_minutes(connection.state_lifetime)),
         max_rounds=connection.max_rounds,
         routing=connection.routing,
         route_user=_username(connection.route_user),

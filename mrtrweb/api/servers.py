@@ -17,9 +17,9 @@ from django.urls import reverse
 
 from mrtrweb.calls.roles import is_operator
 from mrtrweb.servers.catalog import refresh_catalog
-from mrtrweb.servers.forms import ConnectionForm, _minutes
+from mrtrweb.servers.forms import ConnectionForm, lifetime_minutes
 from mrtrweb.servers.models import Connection
-from mrtrweb.servers.views import probe_summary
+from mrtrweb.servers.probe import probe_summary
 
 from .auth import json_response
 from .problems import ApiError, not_found, parse_body, pointer
@@ -62,7 +62,7 @@ def _base_data(connection: Connection) -> dict[str, Any]:
         "connect_timeout": str(connection.connect_timeout),
         "read_timeout": str(connection.read_timeout),
         "max_response_bytes": str(connection.max_response_bytes),
-        "state_lifetime": str(_minutes(connection.state_lifetime)),
+        "state_lifetime": str(lifetime_minutes(connection.state_lifetime)),
         "max_rounds": str(connection.max_rounds),
         "routing": connection.routing,
         "route_user": connection.route_user.get_username() if connection.route_user else "",

@@ -171,7 +171,7 @@ class ConnectionForm(forms.ModelForm):
         self.fields["max_response_bytes"].widget.attrs["min"] = 1024
         self.fields["route_group"].queryset = Group.objects.order_by("name")
         self.fields["route_group"].required = False
-        self.initial.setdefault("state_lifetime", _minutes(instance.state_lifetime))
+        self.initial.setdefault("state_lifetime", lifetime_minutes(instance.state_lifetime))
         self.initial.setdefault("route_user", instance.route_user)
         if not (self.editing and instance.bearer_token):
             del self.fields["clear_token"]
@@ -270,7 +270,7 @@ class ConnectionForm(forms.ModelForm):
         return connection
 
 
-def _minutes(lifetime: timedelta) -> Decimal:
+def lifetime_minutes(lifetime: timedelta) -> Decimal:
     minutes = (Decimal(lifetime.total_seconds()) / 60).quantize(Decimal("0.01"), ROUND_HALF_UP)
     # 10, 1.5 and 0.25, never 10.00 nor normalize()'s 1E+1.
     if minutes == minutes.to_integral_value():

@@ -802,7 +802,7 @@ def test_error_reports_hide_the_secret_fields(web: Client) -> None:
 
 def test_a_server_echoing_a_secret_in_its_error_is_redacted() -> None:
     from mrtrweb.servers.catalog import ProbeReport
-    from mrtrweb.servers.views import probe_summary
+    from mrtrweb.servers.probe import probe_summary
 
     conn = Connection(bearer_token=TOKEN, headers={"X-Api-Key": HEADER_VALUE, "X-Short": "ab"})
     report = ProbeReport(

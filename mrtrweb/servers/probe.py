@@ -1,0 +1,98 @@
+"""What a connection test found, in words an operator can act on (the console and the API
+show the same summary)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .catalog import ProbeReport
+from .models import Connection
+
+
+def failure_kind(report: ProbeReport) -> str:
+    return report.error.split(":", 1)[0] if report.error else "error"
+
+
+# What each failure means for the operator; keyed by the client's exception class name, which
+# refresh_catalog() puts in front of the message.
+FAILURES: dict[str, tuple[str, str]] = {
+    "LegacyServer": (
+        "legacy",
+        "This server speaks a handshake-era MCP (2025-11-25 or older). mrtrweb speaks "
+        "2026-07-28 only, where a call that needs input can wait for a person.",
+    ),
+    "AuthenticationRequired": (
+        "auth",
+        "The server did not accept the credentials. Set or replace the bearer token "
+        "(or the header the server expects) and test again.",
+    ),
+    "NotDelivered": (
+        "unreachable",
+        "The server is not reachable: nothing accepted the connection at this URL "
+        "(refused, unknown host or connect timeout).",
+    ),
+    "ServerBusy": (
+        "busy",
+        "The server is up but declined the request for now (429 Too Many Requests or 503 "
+        "Service Unavailable). Test again later; calls retry such rounds on their own.",
+    ),
+    "OutcomeUnknown": (
+        "no_answer",
+        "The server took the request but no complete answer came back (read timeout, or "
+        "the connection broke).",
+    ),
+    "ResponseTooLarge": (
+        "too_large",
+        "The server's answer is larger than this connection's max response size.",
+    ),
+    "UnsupportedProtocolVersion": (
+        "version",
+        "The server does not speak MCP 2026-07-28.",
+    ),
+}
+GENERIC_FAILURE = ("protocol", "The server answered something mrtrweb cannot use.")
+
+
+def probe_summary(report: ProbeReport, connection: Connection) -> dict[str, Any]:
+    """What the result panel shows, from the probe report and the stored catalog."""
+    if not report.ok:
+        kind, explanation = FAILURES.get(failure_kind(report), GENERIC_FAILURE)
+        if kind == "auth" and "(403)" in report.error:
+            explanation = (
+                "The server refused access (403): the credentials are valid but lack "
+                "permission (scope) for MCP. Use a token with more rights."
+            )
+        error = redact(report.error, connection)
+        return {"ok": False, "kind": kind, "explanation": explanation, "error": error}
+    server = report.server
+    info = server.get("info") or {}
+    capabilities = server.get("capabilities") or {}
+    return {
+        "ok": True,
+        "name": info.get("name", ""),
+        "title": info.get("title", ""),
+        "version": info.get("version", ""),
+        "era": report.era,
+        "protocol_version": server.get("protocol_version", ""),
+        "supported_versions": server.get("supported_versions") or [],
+        "capabilities": [
+            {"name": key, "options": sorted(value) if isinstance(value, dict) else []}
+            for key, value in sorted(capabilities.items())
+        ],
+        "instructions": server.get("instructions", ""),
+        "counts": report.counts,
+        "templates": len(connection.catalog.get("resource_templates") or []),
+        "dropped_tools": report.dropped_tools,
+    }
+
+
+def redact(text: str, connection: Connection) -> str:
+    """``text`` with the connection's secrets blanked out, in case a server echoes them back.
+
+    Values shorter than 4 characters are left alone: blanking every "1" would garble the text
+    and such values protect nothing.
+    """
+    secrets = [connection.bearer_token, *(connection.headers or {}).values()]
+    for secret in sorted((s for s in secrets if s and len(s) >= 4), key=len, reverse=True):
+        text = text.replace(secret, "[secret]")
+    return text
