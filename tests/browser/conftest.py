@@ -16,6 +16,8 @@ Package-scoped, so the browser tests share one app and one Chromium and nothing 
 - ``live_app.worker_stopped()``: a context manager that holds deliveries back (it restarts the
   web process without its task worker, then with it).
 
+The processes are started, awaited and stopped with tests/support/processes.py.
+
 Helpers: :func:`assert_accessible` (axe-core), :func:`shoot` (screenshots for the user guide
 when ``MRTRWEB_SCREENSHOTS`` names a folder).
 """
@@ -25,20 +27,21 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
-from tests.peers.fixtures import Peer, free_port
+from tests.peers.fixtures import Peer
+from tests.support.processes import (
+    ServedApp,
+    app_environment,
+    start_uvicorn,
+    stop,
+    wait_until_served,
+)
 
 try:
     from playwright.sync_api import expect
@@ -60,14 +63,10 @@ CHROMIUM_ARGS = [
 ]
 AXE_JS = REPO_ROOT / "var" / "node" / "node_modules" / "axe-core" / "axe.min.js"
 VIEWPORT = {"width": 1200, "height": 800}
-START_TIMEOUT = 30.0
 
 # The person who starts and answers calls: an ordinary account, not staff.
 PERSON = ("alice", "alice-browser-pw-1")
 ADMIN = ("admin", "admin-browser-pw-1")
-
-# Variables that would point the app somewhere other than its fresh temp dir.
-_FOREIGN_VARIABLES = ("DATABASE_URL", "REDIS_URL", "MRTRWEB_FERNET_KEYS", "DJANGO_SECRET_KEY")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -79,39 +78,7 @@ def pytest_configure(config: pytest.Config) -> None:
 # -- the app under test ------------------------------------------------------------------------
 
 
-@dataclass
-class LiveApp:
-    base_url: str
-    root: Path
-    env: dict[str, str]
-    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
-    port: int = 0
-
-    def url(self, path: str) -> str:
-        return self.base_url + path
-
-    def manage(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-        """``manage.py ARGS`` against this app's database; raises with the output on failure."""
-        done = subprocess.run(
-            [sys.executable, "manage.py", *args],
-            cwd=REPO_ROOT,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise AssertionError(
-                f"manage.py {' '.join(args)} exited with {done.returncode}\n"
-                f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
-            )
-        return done
-
-    def shell(self, code: str) -> str:
-        """Run Python inside the app (``manage.py shell -c``); returns what it printed."""
-        return self.manage("shell", "-c", code).stdout
-
+class LiveApp(ServedApp):
     @contextlib.contextmanager
     def worker_stopped(self) -> Iterator[None]:
         """No deliveries for a while: answers stay queued until the worker is back.
@@ -125,95 +92,19 @@ class LiveApp:
         finally:
             _restart_web(self, inprocess_worker=True)
 
-    def log(self, name: str) -> str:
-        path = self.root / f"{name}.log"
-        return path.read_text(errors="replace") if path.exists() else ""
-
-    def check_alive(self) -> None:
-        for name, process in self.processes.items():
-            if process.poll() is not None:
-                raise AssertionError(
-                    f"{name} exited with {process.returncode}; its log:\n{self.log(name)[-4000:]}"
-                )
-
-
-def _environment(root: Path) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("DJANGO_") and k not in _FOREIGN_VARIABLES
-    }
-    env.update(
-        DJANGO_SETTINGS_MODULE="mrtrweb.settings",
-        MRTRWEB_VAR_DIR=str(root / "var"),
-        DJANGO_STATIC_ROOT=str(root / "staticfiles"),
-        DJANGO_DEBUG="0",
-        PYTHONUNBUFFERED="1",
-        PYTHONPATH=os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p),
-    )
-    return env
-
-
-def _spawn(app: LiveApp, name: str, *command: str) -> None:
-    with open(app.root / f"{name}.log", "ab") as log:
-        # A session of its own, so stopping it takes any child it forked along.
-        app.processes[name] = subprocess.Popen(
-            command,
-            cwd=REPO_ROOT,
-            env=app.env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
-
 
 def _start_web(app: LiveApp, *, inprocess_worker: bool = True) -> None:
     # As `make run` serves it: the lifespan starts the in-process task worker (answers queued
     # in this process wake it at once; it polls for others a little faster than by default).
     app.env["MRTRWEB_INPROCESS_WORKER"] = "1" if inprocess_worker else "0"
     app.env["MRTRWEB_INPROCESS_WORKER_INTERVAL"] = "0.2"
-    _spawn(
-        app,
-        "web",
-        str(Path(sys.executable).with_name("uvicorn")),
-        "mrtrweb.asgi:application",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(app.port),
-        "--lifespan",
-        "on",
-    )
+    start_uvicorn(app, port=app.port, lifespan=True)
 
 
 def _restart_web(app: LiveApp, *, inprocess_worker: bool) -> None:
-    _stop(app.processes["web"])
+    stop(app.processes["web"])
     _start_web(app, inprocess_worker=inprocess_worker)
-    _wait_until_served(app)
-
-
-def _wait_until_served(app: LiveApp) -> None:
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
-        app.check_alive()
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(app.url("/healthz"), timeout=1.0).status_code == 200:
-                return
-        time.sleep(0.1)
-    raise AssertionError(f"the app did not answer within {START_TIMEOUT:.0f}s:\n{app.log('web')}")
+    wait_until_served(app)
 
 
 _CREATE_USERS = """
@@ -231,10 +122,9 @@ User.objects.create_superuser({admin!r}, email="", password={admin_pw!r})
 @pytest.fixture(scope="package")
 def live_app() -> Iterator[LiveApp]:
     root = Path(tempfile.mkdtemp(prefix="mrtrweb-browser-"))
-    app = LiveApp(base_url="", root=root, env=_environment(root))
+    app = LiveApp(root=root, env=app_environment(root))
     try:
-        app.manage("migrate", "--noinput", "-v0", timeout=120)
-        app.manage("collectstatic", "--noinput", "-v0", timeout=120)
+        app.migrate()
         app.shell(
             _CREATE_USERS.format(
                 person=PERSON[0],
@@ -243,14 +133,12 @@ def live_app() -> Iterator[LiveApp]:
                 admin_pw=ADMIN[1],
             )
         )
-        app.port = free_port()
-        app.base_url = f"http://127.0.0.1:{app.port}"
+        app.pick_port()
         _start_web(app)
-        _wait_until_served(app)
+        wait_until_served(app)
         yield app
     finally:
-        for process in app.processes.values():
-            _stop(process)
+        app.stop()
         shutil.rmtree(root, ignore_errors=True)
 
 

@@ -1,49 +1,26 @@
 """Smoke tests of the scale-out setup against the real PostgreSQL and Redis on this machine.
 
-.ci/run starts both; elsewhere a missing service skips its test instead of failing it.
+.ci/run starts both; elsewhere a missing service skips its test instead of failing it
+(tests/support/services.py).
 """
 
-import os
 import secrets
-import uuid
 from collections.abc import Iterator
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
 import redis
 from channels_redis.core import RedisChannelLayer
-from psycopg import sql
 
 from tests.core.support import RunPython
-
-POSTGRES_URL = os.environ.get(
-    "MRTRWEB_TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres"
-)
-REDIS_URL = os.environ.get("MRTRWEB_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
-
-
-def unavailable(service: str, error: Exception) -> None:
-    message = f"{service} is not reachable: {error}"
-    if os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
+from tests.support.services import REDIS_URL, scratch_postgres, unavailable
 
 
 @pytest.fixture
 def scratch_postgres_url() -> Iterator[str]:
     """A new, empty database on the server, dropped afterwards."""
-    name = f"mrtrweb_smoke_{uuid.uuid4().hex[:12]}"
-    try:
-        admin = psycopg.connect(POSTGRES_URL, autocommit=True, connect_timeout=5)
-    except psycopg.OperationalError as error:
-        unavailable("PostgreSQL", error)
-    with admin:
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-        try:
-            yield urlunsplit(urlsplit(POSTGRES_URL)._replace(path=f"/{name}"))
-        finally:
-            admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+    with scratch_postgres("mrtrweb_smoke") as url:
+        yield url
 
 
 def test_migrations_and_admin_bootstrap_run_on_postgresql(

@@ -4,7 +4,7 @@
   when 127.0.0.1:5432 answers), the web process (uvicorn, without the in-process worker) and
   one ``manage.py db_worker --interval 0.1`` process, as the scale-out setup runs them, plus
   ``tests.peers.faults --mode flaky`` on a fixed port so it can be killed and started again.
-  Started with the browser harness's helpers (tests/browser/conftest.py).
+  Started, awaited and stopped with tests/support/processes.py.
 - ``FAULT_REPORT``: what the scenarios add up; printed at the end of the run (terminal
   summary): rounds attempted, answers lost, duplicate resubmissions, rounds recovered.
 """
@@ -16,8 +16,7 @@ import hashlib
 import json
 import os
 import re
-import signal
-import socket
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -33,16 +32,23 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.browser.conftest import (
-    LiveApp,
-    _environment,
-    _spawn,
-    _stop,
-    _wait_until_served,
+from tests.peers.fixtures import Peer
+from tests.support.processes import (
+    REPO_ROOT,
+    ServedApp,
+    accepts,
+    app_environment,
+    free_port,
+    kill,
+    spawn,
+    start_db_worker,
+    start_uvicorn,
+    stop,
+    wait_until_served,
 )
-from tests.peers.fixtures import Peer, free_port
+from tests.support.services import scratch_postgres
+from tests.support.web import csrf_token, signed_in_client
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 PERSON = ("alice", "alice-faults-pw-1")
 ADMIN = ("admin", "admin-faults-pw-1")
 STATE_KEY = "fault-tests"
@@ -81,14 +87,6 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 # -- the flaky MCP server, on a port of its own ---------------------------------------------
 
 
-def _accepts(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-            return True
-    except OSError:
-        return False
-
-
 @dataclass
 class FlakyServer:
     """``tests.peers.faults --mode flaky`` that keeps its port (and state key) across restarts.
@@ -114,17 +112,9 @@ class FlakyServer:
         env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), PYTHONUNBUFFERED="1")
         command = [sys.executable, "-m", "tests.peers.faults", "--mode", "flaky"]
         command += ["--port", str(self.port), "--state-key", STATE_KEY]
-        with open(self.root / "flaky.log", "ab") as log:
-            self.process = subprocess.Popen(
-                command,
-                cwd=REPO_ROOT,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        self.process = spawn(command, env=env, log=self.root / "flaky.log")
         deadline = time.monotonic() + 30
-        while not _accepts(self.port):
+        while not accepts(self.port):
             assert self.process.poll() is None, (self.root / "flaky.log").read_text()
             assert time.monotonic() < deadline, "the flaky server did not start"
             time.sleep(0.05)
@@ -139,7 +129,7 @@ class FlakyServer:
     def stop(self) -> None:
         self.collect()
         if self.process is not None:
-            _stop(self.process)
+            stop(self.process)
             self.process = None
 
     def fault(self, fault: str | None, times: int = 1, **extra: Any) -> None:
@@ -165,45 +155,21 @@ class FlakyServer:
 
 @dataclass
 class Stack:
-    app: LiveApp
+    app: ServedApp
     flaky: FlakyServer
     web_client: httpx.Client | None = None
 
     # processes
     def start_web(self) -> None:
-        _spawn(
-            self.app,
-            "web",
-            str(Path(sys.executable).with_name("uvicorn")),
-            "mrtrweb.asgi:application",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.app.port),
-            "--lifespan",
-            "on",
-        )
-        _wait_until_served(self.app)
+        start_uvicorn(self.app, port=self.app.port, lifespan=True)
+        wait_until_served(self.app)
 
     def start_worker(self) -> None:
-        _spawn(
-            self.app,
-            "worker",
-            sys.executable,
-            "manage.py",
-            "db_worker",
-            "--no-reload",
-            "--no-startup-delay",
-            "--interval",
-            "0.1",
-        )
+        start_db_worker(self.app, interval=0.1)
 
     def kill(self, name: str) -> None:
         """SIGKILL: no cleanup, no graceful shutdown, exactly a crash."""
-        process = self.app.processes.pop(name)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
+        kill(self.app.processes.pop(name))
 
     # the database, read directly (a manage.py process per look would be too slow to catch
     # a delivery in flight); the columns read hold nothing encrypted.
@@ -277,15 +243,7 @@ class Stack:
 
     # the web, as a person and as an admin
     def client(self, who: tuple[str, str]) -> httpx.Client:
-        client = httpx.Client(base_url=self.app.base_url, timeout=30, follow_redirects=False)
-        page = client.get("/accounts/login/")
-        token = csrf_token(page.text)
-        done = client.post(
-            "/accounts/login/",
-            data={"username": who[0], "password": who[1], "csrfmiddlewaretoken": token},
-        )
-        assert done.status_code == 302, done.text[:500]
-        return client
+        return signed_in_client(self.app.base_url, *who)
 
     def answer_form(self, client: httpx.Client, round_id: int) -> dict[str, str]:
         """What the round's form posts for "sure: yes", as the browser would fill it."""
@@ -310,12 +268,6 @@ class Stack:
         )
 
 
-def csrf_token(html: str) -> str:
-    match = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html)
-    assert match, html[:1000]
-    return match.group(1)
-
-
 _SETUP = """
 from django.contrib.auth import get_user_model
 from mrtrweb.servers.catalog import refresh_catalog
@@ -328,53 +280,32 @@ refresh_catalog(conn)
 """
 
 
-def _postgres_url() -> str | None:
-    """A fresh database on the local PostgreSQL, if it answers (dropped afterwards)."""
-    if not _accepts(5432):
-        return None
-    import psycopg
-
-    name = f"mrtrweb_faults_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres", autocommit=True) as db:
-        db.execute(f'CREATE DATABASE "{name}"')
-    return f"postgres://postgres@127.0.0.1:5432/{name}"
-
-
-def _drop_postgres(url: str) -> None:
-    import psycopg
-
-    name = url.rsplit("/", 1)[1]
-    with psycopg.connect("host=127.0.0.1 user=postgres dbname=postgres", autocommit=True) as db:
-        db.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def stack(request: pytest.FixtureRequest) -> Iterator[Stack]:
     root = Path(tempfile.mkdtemp(prefix="mrtrweb-faults-"))
-    app = LiveApp(base_url="", root=root, env=_environment(root))
-    database_url = None
-    if request.param == "postgresql":
-        database_url = _postgres_url()
-        if database_url is None:
-            if os.environ.get("CI"):
-                pytest.fail("PostgreSQL is not answering on 127.0.0.1:5432")
-            pytest.skip("PostgreSQL is not answering on 127.0.0.1:5432")
-        app.env["DATABASE_URL"] = database_url
-    app.env.update(
-        MRTRWEB_INPROCESS_WORKER="0",
-        MRTRWEB_DELIVERY_BACKOFF="0.3",
-        MRTRWEB_DELIVERY_BACKOFF_MAX="2",
-        MRTRWEB_DELIVERY_GRACE="1",
-        DJANGO_EMAIL_BACKEND="django.core.mail.backends.console.EmailBackend",
+    app = ServedApp(
+        root=root,
+        env=app_environment(
+            root,
+            MRTRWEB_INPROCESS_WORKER="0",
+            MRTRWEB_DELIVERY_BACKOFF="0.3",
+            MRTRWEB_DELIVERY_BACKOFF_MAX="2",
+            MRTRWEB_DELIVERY_GRACE="1",
+            DJANGO_EMAIL_BACKEND="django.core.mail.backends.console.EmailBackend",
+        ),
     )
     flaky = FlakyServer(port=free_port(), root=root)
     stack = Stack(app=app, flaky=flaky)
-    REPORT_LINES.append(f"-- database: {request.param}")
-    try:
+    # Undone in reverse: processes, the flaky server, the database, the temp dir.
+    with contextlib.ExitStack() as cleanup:
+        cleanup.callback(shutil.rmtree, root, ignore_errors=True)
+        if request.param == "postgresql":
+            app.env["DATABASE_URL"] = cleanup.enter_context(scratch_postgres("mrtrweb_faults"))
+        cleanup.callback(flaky.stop)
+        cleanup.callback(app.stop)
+        REPORT_LINES.append(f"-- database: {request.param}")
         flaky.start()
-        app.manage("migrate", "--noinput", "-v0", timeout=180)
-        # DJANGO_DEBUG=0, as deployed: pages link to the collected, hashed static files.
-        app.manage("collectstatic", "--noinput", "-v0", timeout=180)
+        app.migrate(timeout=180)
         app.shell(
             _SETUP.format(
                 person=PERSON[0],
@@ -384,18 +315,7 @@ def stack(request: pytest.FixtureRequest) -> Iterator[Stack]:
                 url=flaky.url,
             )
         )
-        app.port = free_port()
-        app.base_url = f"http://127.0.0.1:{app.port}"
+        app.pick_port()
         stack.start_web()
         stack.start_worker()
         yield stack
-    finally:
-        for process in app.processes.values():
-            _stop(process)
-        flaky.stop()
-        if database_url:
-            with contextlib.suppress(Exception):
-                _drop_postgres(database_url)
-        import shutil
-
-        shutil.rmtree(root, ignore_errors=True)

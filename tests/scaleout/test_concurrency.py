@@ -12,7 +12,8 @@ import pytest
 
 from mrtrweb.elicitation import field_name_for, prefix_for_key
 from tests.peers.fixtures import Peer
-from tests.scaleout.conftest import Topology, csrf_token, start_call
+from tests.scaleout.conftest import Topology, start_call
+from tests.support.web import csrf_token
 
 POSTS = 50
 

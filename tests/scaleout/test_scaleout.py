@@ -12,7 +12,8 @@ import httpx
 import pytest
 
 from mrtrweb.elicitation import field_name_for, prefix_for_key
-from tests.scaleout.conftest import CALLER, Topology, csrf_token, start_call
+from tests.scaleout.conftest import CALLER, Topology, start_call
+from tests.support.web import csrf_token
 
 try:
     from playwright.sync_api import expect
