@@ -67,8 +67,13 @@ def is_production(environ: Mapping[str, str]) -> bool:
     return environ.get("DJANGO_ENV", "").strip().lower() in PRODUCTION_WORDS
 
 
-def database_config(database_url: str | None, sqlite_path: Path) -> dict[str, Any]:
-    """``DATABASES["default"]``: the URL's database, or the embedded SQLite file."""
+def database_config(
+    database_url: str | None, sqlite_path: Path, *, pool_size: int = 10
+) -> dict[str, Any]:
+    """``DATABASES["default"]``: the URL's database, or the embedded SQLite file.
+
+    PostgreSQL connections come from a pool of up to ``pool_size`` per process (0: none).
+    """
     if database_url:
         # Persistent connections are per thread, and under ASGI every sync_to_async call may
         # land on another thread, so they would pile up; connect per request instead.
@@ -78,6 +83,13 @@ def database_config(database_url: str | None, sqlite_path: Path) -> dict[str, An
             # /readyz report the database as down instead of hanging with it.
             options = config.setdefault("OPTIONS", {})
             options.setdefault("connect_timeout", POSTGRES_CONNECT_TIMEOUT)
+            if pool_size > 0:
+                # Opening a connection costs ~10 ms, more than the rest of a request; the pool
+                # keeps them open across requests and threads, which CONN_MAX_AGE cannot do
+                # under ASGI. A process's sync code runs in one or two threads, so a free
+                # connection is almost always there: a wait means the database is down, and
+                # a short one lets /readyz say so in time.
+                options["pool"] = {"min_size": 1, "max_size": pool_size, "timeout": 3}
         return config
     return {
         "ENGINE": "django.db.backends.sqlite3",

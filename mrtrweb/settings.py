@@ -90,7 +90,13 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {"default": env.database_config(ENV.get("DATABASE_URL"), VAR_DIR / "db.sqlite3")}
+DATABASES = {
+    "default": env.database_config(
+        ENV.get("DATABASE_URL"),
+        VAR_DIR / "db.sqlite3",
+        pool_size=env.env_int(ENV, "MRTRWEB_DB_POOL_SIZE", 10),
+    )
+}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     # Tests race real threads and processes against one database; an in-memory SQLite

@@ -49,15 +49,21 @@ class Outcome:
 
 
 def _database() -> None:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 1")
-        cursor.fetchone()
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+    finally:
+        connection.close()  # this thread's connection, back to the pool
 
 
 def _task_queue() -> None:
     if isinstance(task_backends["default"], DatabaseBackend):
-        # The table the workers poll; reading one id proves it is there and reachable.
-        list(DBTaskResult.objects.order_by().values_list("pk", flat=True)[:1])
+        try:
+            # The table the workers poll; reading one id proves it is there and reachable.
+            list(DBTaskResult.objects.order_by().values_list("pk", flat=True)[:1])
+        finally:
+            connection.close()
 
 
 async def _channel_layer() -> None:
@@ -87,13 +93,14 @@ async def _timed(name: str, check: Callable[[], Awaitable[None]]) -> Outcome:
 async def run_checks() -> list[Outcome]:
     """Every check, concurrently; the whole run takes at most about CHECK_TIMEOUT.
 
-    The two database checks share the request's thread (thread-sensitive), whose
-    connection Django closes when the response is done.
+    The database checks run in threads of their own, not the request's: a check stuck
+    waiting for an unreachable database (its connect timeout, or the pool's) must not hold
+    the request's thread, which Django needs again to finish the response.
     """
     return list(
         await asyncio.gather(
-            _timed("database", sync_to_async(_database)),
+            _timed("database", sync_to_async(_database, thread_sensitive=False)),
             _timed("channel_layer", _channel_layer),
-            _timed("task_queue", sync_to_async(_task_queue)),
+            _timed("task_queue", sync_to_async(_task_queue, thread_sensitive=False)),
         )
     )

@@ -126,6 +126,14 @@ def test_postgresql_connects_with_a_bounded_timeout(tmp_path: Path):
     assert config["OPTIONS"]["connect_timeout"] == env.POSTGRES_CONNECT_TIMEOUT
 
 
+def test_postgresql_connections_come_from_a_pool_unless_its_size_is_zero(tmp_path: Path):
+    pooled = env.database_config("postgres://app@db.internal/mrtr", tmp_path, pool_size=4)
+    assert pooled["OPTIONS"]["pool"]["max_size"] == 4
+    assert pooled["CONN_MAX_AGE"] == 0  # Django refuses persistent connections with a pool
+    unpooled = env.database_config("postgres://app@db.internal/mrtr", tmp_path, pool_size=0)
+    assert "pool" not in unpooled["OPTIONS"]
+
+
 def test_a_connect_timeout_in_the_url_wins(tmp_path: Path):
     config = env.database_config("postgres://app@db.internal/mrtr?connect_timeout=2", tmp_path)
 
