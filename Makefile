@@ -22,13 +22,15 @@ NODE_BIN := $(CURDIR)/$(NODE_DIR)/node_modules/node/bin
 # Tests find `node` (22, not the system's) and `conformance` on PATH.
 TEST_PATH := $(NODE_BIN):$(CURDIR)/$(NODE_DIR)/node_modules/.bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help run test setup lint fmt clean
+.PHONY: help run test setup lint fmt clean bench
 
 help:
 	@echo "make run    set up (venv, migrations, admin user, static files) and serve on $(HOST):$(PORT)"
 	@echo "make test   set up, install the Node tools, lint, then run pytest"
 	@echo "make lint   ruff check + ruff format --check"
 	@echo "make fmt    ruff format + ruff check --fix"
+	@echo "make bench  set up, then measure latency, throughput, scale, storage and memory"
+	@echo "            (BENCH_ARGS=--quick for a short run; figures in var/bench/last.json)"
 	@echo "make clean  remove the venv, Node tools, collected static files and caches"
 	@echo "            (keeps var/db.sqlite3 and var/secret_key; delete var/ to start afresh)"
 
@@ -62,7 +64,10 @@ setup: $(VENV_STAMP)
 DEMO ?= 1
 DEMO_PORT ?= 8765
 
-# The task worker and the demo server run beside the web server and stop with it.
+# The demo server (and, when tasks do not run inside the web process, a task worker) run beside
+# the web server and stop with it. With no REDIS_URL the web process runs the tasks itself
+# (MRTRWEB_INPROCESS_WORKER, docs/architecture.md); with REDIS_URL (or
+# MRTRWEB_INPROCESS_WORKER=0) `manage.py db_worker` runs them, and more can be started anywhere.
 run: setup
 	@if [ "$(DEMO)" != 0 ]; then \
 	  $(PY) manage.py mcp_server add --update --name demo --title "Demo server" \
@@ -72,11 +77,18 @@ run: setup
 	if [ "$(DEMO)" != 0 ]; then \
 	  $(PY) -m mrtrweb.demo.server --host 127.0.0.1 --port $(DEMO_PORT) & pids="$$pids $$!"; \
 	fi; \
-	$(PY) manage.py db_worker --no-reload & pids="$$pids $$!"; \
-	$(VENV)/bin/uvicorn mrtrweb.asgi:application --host $(HOST) --port $(PORT) --lifespan off
+	if ! $(PY) -c 'import os, sys; from mrtrweb.env import inprocess_worker; sys.exit(0 if inprocess_worker(os.environ) else 1)'; then \
+	  $(PY) manage.py db_worker --no-reload --interval 0.2 & pids="$$pids $$!"; \
+	fi; \
+	$(VENV)/bin/uvicorn mrtrweb.asgi:application --host $(HOST) --port $(PORT) --lifespan on
 
 test: setup $(NODE_STAMP) lint
 	PATH="$(TEST_PATH)" $(VENV)/bin/pytest $(PYTEST_ARGS)
+
+# Benchmarks (bench/, docs/performance.md): SQLite, and PostgreSQL when 127.0.0.1:5432 answers.
+BENCH_ARGS ?=
+bench: setup
+	$(PY) -m bench $(BENCH_ARGS)
 
 lint: $(VENV_STAMP)
 	$(VENV)/bin/ruff check .

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import Q
 from django.http import HttpRequest
 
-from mrtrweb.calls.access import routed_to
 from mrtrweb.calls.models import Round
 from mrtrweb.calls.roles import is_admin, is_operator
 
@@ -19,10 +19,31 @@ def people(request: HttpRequest) -> dict[str, Any]:
         "is_admin_role": is_admin(user),
         "is_operator_role": is_operator(user),
         # Lazy: evaluated only where the template shows it.
-        "inbox_count": lambda: (
-            Round.objects.filter(status=Round.Status.PENDING)
-            .filter(routed_to(user))
-            .exclude(unsupported_reason__gt="")
-            .count()
-        ),
+        "inbox_count": lambda: _waiting(user),
     }
+
+
+# The header says "99+" beyond this: an exact count reads every waiting row, on every page
+# (docs/performance.md, P3).
+INBOX_COUNT_CAP = 99
+
+
+def _waiting(user: Any) -> int | str:
+    """How many rounds wait for ``user`` (``calls.access.routed_to``), up to the cap.
+
+    Counted as two capped counts, theirs and their groups', because each is a short range of
+    one index ((assigned_user, status), (assigned_group, status)); routed_to's OR of the two
+    reads every pending round of everyone instead.
+    """
+    waiting = Round.objects.filter(status=Round.Status.PENDING).exclude(unsupported_reason__gt="")
+    theirs = waiting.filter(assigned_user=user)
+    groups = waiting.filter(assigned_group__in=user.groups.all()).filter(
+        Q(claimed_by__isnull=True) | Q(claimed_by=user)
+    )
+    # Both counted every time, so every page costs the same queries; a round routed to both
+    # the user and one of their groups is counted once.
+    count = sum(
+        rounds.order_by().values("pk")[: INBOX_COUNT_CAP + 1].count()
+        for rounds in (theirs, groups.exclude(assigned_user=user))
+    )
+    return f"{INBOX_COUNT_CAP}+" if count > INBOX_COUNT_CAP else count

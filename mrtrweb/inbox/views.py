@@ -20,6 +20,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 from django.utils.cache import patch_vary_headers
+from django.utils.functional import cached_property
 from django.views.decorators.http import require_safe
 
 from mrtrweb.calls.access import routed_to
@@ -27,6 +28,9 @@ from mrtrweb.calls.models import Call, Round
 
 PAGE_SIZE = 25
 SNIPPET_CHARS = 200
+# Lists count their rows only this far (or to the page after the one shown): an exact count
+# reads every matching row, so a hundred thousand waiting rounds made every page slow.
+COUNT_CAP = 1000
 
 # Lists never show these, and they are big (catalogs, results) or encrypted (requestState,
 # secrets, which would otherwise be decrypted for every row).
@@ -146,6 +150,26 @@ def _pending_row(round: Round, user: Any, now: Any) -> PendingRow:
 # -- paging ----------------------------------------------------------------------------------
 
 
+class CappedPaginator(Paginator):
+    """A paginator whose count stops a little past the page asked for (``COUNT_CAP`` at
+    least), so a page costs the same however many rows match. ``capped`` says there are more.
+    """
+
+    def __init__(self, object_list: QuerySet[Any], per_page: int, number: Any = None) -> None:
+        super().__init__(object_list, per_page)
+        number = int(number) if isinstance(number, str) and number.isdigit() else 1
+        self.cap = max(COUNT_CAP, (min(number, 100_000) + 1) * per_page)
+
+    @cached_property
+    def count(self) -> int:
+        queryset = self.object_list.order_by().values("pk")  # type: ignore[union-attr]
+        return min(queryset[: self.cap + 1].count(), self.cap + 1)
+
+    @property
+    def capped(self) -> bool:
+        return self.count > self.cap
+
+
 @dataclass(frozen=True)
 class Pager:
     """Links to the neighbouring pages, keeping every other query parameter."""
@@ -191,7 +215,8 @@ def _vary(response: HttpResponse) -> HttpResponse:
 @require_safe
 def index(request: HttpRequest) -> HttpResponse:
     user = request.user
-    page = Paginator(pending_rounds(user), PAGE_SIZE).get_page(request.GET.get("page"))
+    number = request.GET.get("page")
+    page = CappedPaginator(pending_rounds(user), PAGE_SIZE, number).get_page(number)
     now = timezone.now()
     context = {
         "tab": "pending",
@@ -210,14 +235,16 @@ def history(request: HttpRequest) -> HttpResponse:
     wanted = _partial_for(request)
     context: dict[str, Any] = {"tab": "history"}
     if wanted in (None, "history-answered"):
-        answered = Paginator(answered_rounds(user), PAGE_SIZE).get_page(request.GET.get("answered"))
+        number = request.GET.get("answered")
+        answered = CappedPaginator(answered_rounds(user), PAGE_SIZE, number).get_page(number)
         context["answered"] = [
             AnsweredRow(r, first_question(r.input_requests), answer_action(r.answers))
             for r in answered
         ]
         context["answered_pager"] = _pager(request, answered, "answered", "history-answered")
     if wanted in (None, "history-started"):
-        started = Paginator(started_calls(user), PAGE_SIZE).get_page(request.GET.get("started"))
+        number = request.GET.get("started")
+        started = CappedPaginator(started_calls(user), PAGE_SIZE, number).get_page(number)
         context["started"] = list(started)
         context["started_pager"] = _pager(request, started, "started", "history-started")
     if wanted == "history-answered":

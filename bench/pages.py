@@ -1,0 +1,221 @@
+"""P3 (pages with 100 and 100,000 parked rounds) and P5 (database bytes per parked round).
+
+Both run in the bench process, which has Django set up against the bench database: pages are
+timed over HTTP against the running app (what a browser waits for) and their SQL queries are
+counted by rendering the same URL in-process under ``CaptureQueriesContext``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import httpx
+
+from .stack import ADMIN, PASSWORD, PERSON, TOOL, Stack
+from .stats import summary
+
+# -- P5 ------------------------------------------------------------------------------------
+
+
+def _sqlite_sizes() -> dict[str, int]:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        try:
+            cursor.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name")
+            return {name: int(size) for name, size in cursor.fetchall()}
+        except Exception:
+            cursor.execute("PRAGMA page_size")
+            page = cursor.fetchone()[0]
+            cursor.execute("PRAGMA page_count")
+            count = cursor.fetchone()[0]
+            cursor.execute("PRAGMA freelist_count")
+            free = cursor.fetchone()[0]
+            return {"(whole file)": (count - free) * page}
+
+
+def _postgres_sizes() -> dict[str, int]:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = 'public' AND c.relkind = 'r'"
+        )
+        return {name: int(size) for name, size in cursor.fetchall()}
+
+
+def _sizes() -> dict[str, int]:
+    from django.db import connection
+
+    return _sqlite_sizes() if connection.vendor == "sqlite" else _postgres_sizes()
+
+
+def storage(rounds: int, context: dict[str, Any]) -> dict[str, Any]:
+    """Park ``rounds`` rounds through the engine (a real call to the bench server each) and
+    divide the growth of the database by their number."""
+    from django.db import connection
+
+    from mrtrweb.calls import engine
+    from mrtrweb.calls.models import Call, Round
+
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("CHECKPOINT")
+    before = _sizes()
+    started = time.perf_counter()
+    ids = []
+    for _ in range(rounds):
+        call = engine.start_call(
+            connection=context["connection"],
+            method=Call.Method.TOOL,
+            target=TOOL,
+            arguments={},
+            user=context["person"],
+        )
+        if call.status != Call.Status.WAITING:
+            raise RuntimeError(f"the storage call did not park: {call.status} {call.error}")
+        ids.append(call.pk)
+    elapsed = time.perf_counter() - started
+    after = _sizes()
+    growth = {
+        name: after.get(name, 0) - before.get(name, 0)
+        for name in sorted(set(after) | set(before))
+        if after.get(name, 0) != before.get(name, 0)
+    }
+    total = sum(growth.values())
+    request_json = [
+        len(json.dumps(r, separators=(",", ":"), ensure_ascii=False).encode())
+        for r in Round.objects.filter(call_id__in=ids).values_list("input_requests", flat=True)
+    ]
+    per_round = total / rounds
+    own = sum(request_json) / len(request_json)
+    # Out of the way of P3, which counts pending rounds from 100 up (bench rows only).
+    Round.objects.filter(call_id__in=ids).update(status=Round.Status.CANCELLED)
+    Call.objects.filter(pk__in=ids).update(status=Call.Status.CANCELLED)
+    return {
+        "rounds": rounds,
+        "bytes_per_round": per_round,
+        "request_json_bytes": own,
+        "beyond_request_json_bytes": per_round - own,
+        "target_bytes": 1024,
+        "by_table_bytes_per_round": {name: size / rounds for name, size in growth.items()},
+        "park_ms": summary([elapsed * 1000 / rounds], "ms"),
+    }
+
+
+# -- P3 ------------------------------------------------------------------------------------
+
+PAGES = ("inbox", "dashboard", "round_page")
+
+
+def _urls() -> dict[str, tuple[str, str]]:
+    """Page -> (who looks, URL). The round page is the newest pending round's."""
+    from mrtrweb.calls.models import Round
+
+    newest = (
+        Round.objects.filter(status=Round.Status.PENDING).order_by("-created_at", "-id").first()
+    )
+    assert newest is not None
+    return {
+        "inbox": (PERSON, "/inbox/"),
+        "dashboard": (ADMIN, "/dashboard/rounds/"),
+        "round_page": (PERSON, f"/rounds/{newest.pk}/"),
+    }
+
+
+def _login(base_url: str, username: str) -> httpx.Client:
+    client = httpx.Client(base_url=base_url, timeout=120.0)
+    client.get("/accounts/login/").raise_for_status()
+    response = client.post(
+        "/accounts/login/",
+        data={
+            "username": username,
+            "password": PASSWORD,
+            "csrfmiddlewaretoken": client.cookies.get("csrftoken", ""),
+        },
+        headers={"Referer": f"{base_url}/accounts/login/"},
+        follow_redirects=False,
+    )
+    if response.status_code != 302:
+        raise RuntimeError(f"login failed for {username}")
+    return client
+
+
+def _queries(username: str, url: str) -> int:
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    client = Client()
+    client.force_login(get_user_model().objects.get(username=username))
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(url)
+    if response.status_code != 200:
+        raise RuntimeError(f"{url} answered {response.status_code}")
+    return len(captured)
+
+
+def _measure(base_url: str, repeats: int) -> dict[str, Any]:
+    figures: dict[str, Any] = {}
+    clients = {name: _login(base_url, name) for name in (PERSON, ADMIN)}
+    try:
+        for page, (who, url) in _urls().items():
+            client = clients[who]
+            client.get(url).raise_for_status()  # warm
+            times = []
+            for _ in range(repeats):
+                started = time.perf_counter()
+                response = client.get(url)
+                times.append((time.perf_counter() - started) * 1000)
+                response.raise_for_status()
+            figures[page] = {"time": summary(times, "ms"), "queries": _queries(who, url)}
+    finally:
+        for client in clients.values():
+            client.close()
+    return figures
+
+
+def scale(run: Stack, plan: Any, context: dict[str, Any]) -> dict[str, Any]:
+    from . import seed
+
+    small, large = plan.scale_counts
+    seeded: dict[str, float] = {}
+    seeded[str(small)] = seed.seed_pending(
+        small, person=context["person"], connection=context["connection"]
+    )
+    at_small = _measure(run.app_url, plan.page_repeats)
+    seeded[str(large)] = seed.seed_pending(
+        large, person=context["person"], connection=context["connection"]
+    )
+    _analyze()
+    at_large = _measure(run.app_url, plan.page_repeats)
+    figures: dict[str, Any] = {
+        "counts": [small, large],
+        "seed_seconds": seeded,
+        "target_ratio": 1.5,
+    }
+    for page in PAGES:
+        a, b = at_small[page], at_large[page]
+        figures[page] = {
+            str(small): a,
+            str(large): b,
+            "ratio": b["time"]["median"] / a["time"]["median"],
+            "queries_fixed": a["queries"] == b["queries"],
+        }
+    return figures
+
+
+def _analyze() -> None:
+    """PostgreSQL: fresh planner statistics after the bulk load, as autovacuum would have
+    after a while. (SQLite is left as the embedded setup runs it: nobody runs ANALYZE.)"""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")

@@ -1,0 +1,305 @@
+"""``make bench``: every figure, for SQLite and (when it answers) PostgreSQL, as a table and JSON.
+
+    python -m bench                 # full run (what docs/performance.md shows)
+    python -m bench --quick         # CI-sized
+    python -m bench --smoke         # seconds; what tests/bench runs
+    python -m bench --json PATH     # where the figures go (default var/bench/last.json)
+
+Each backend runs in a child process (``python -m bench.suite``) with its own stack. The
+figures are printed, never judged: a benchmark does not fail on speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from .stack import REPO_ROOT, reachable
+
+DEFAULT_JSON = REPO_ROOT / "var" / "bench" / "last.json"
+
+
+def _run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="mrtrweb-bench-") as tmp:
+        out = Path(tmp) / f"{backend}.json"
+        command = [
+            sys.executable,
+            "-m",
+            "bench.suite",
+            "--backend",
+            backend,
+            "--mode",
+            args.mode,
+            "--worker",
+            args.worker,
+            "--worker-interval",
+            str(args.worker_interval),
+            "--json",
+            str(out),
+        ]
+        if args.profile:
+            command += ["--profile", str(args.json.parent)]
+        if args.memory_rounds:
+            command += ["--memory-rounds", str(args.memory_rounds)]
+        started = time.perf_counter()
+        done = subprocess.run(command, cwd=REPO_ROOT, check=False)
+        if done.returncode != 0 or not out.exists():
+            return {
+                "backend": backend,
+                "error": f"bench.suite exited with {done.returncode}",
+                "seconds": time.perf_counter() - started,
+            }
+        return json.loads(out.read_text())
+
+
+def _git_commit() -> str:
+    try:
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+
+
+# -- the table -----------------------------------------------------------------------------
+
+
+def _num(value: Any, digits: int = 1) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}"
+    return f"{value:,}"
+
+
+def _spread(figure: dict[str, Any] | None, digits: int = 1) -> str:
+    if not figure or figure.get("median") is None:
+        return "-"
+    return (
+        f"{_num(figure['median'], digits)} "
+        f"[{_num(figure['p25'], digits)}-{_num(figure['p75'], digits)}]"
+    )
+
+
+def _ratio(value: Any, target: str) -> str:
+    return "-" if value is None else f"{value:.2f}x ({target})"
+
+
+def rows(figures: dict[str, Any]) -> list[tuple[str, str]]:
+    """(label, value) lines for one backend."""
+    if "error" in figures:
+        return [("error", figures["error"])]
+    out: list[tuple[str, str]] = []
+    for phase in ("p1", "p2", "p3", "p4", "p5", "memory"):
+        if "error" in (figures.get(phase) or {}):
+            out.append((f"{phase} error", figures[phase]["error"]))
+    worker = figures.get("worker")
+    if worker == "process":
+        setup = f"db_worker process, --interval {figures.get('worker_interval_s')} s"
+    else:
+        setup = "tasks in the web process"
+    out.append(("setup", setup))
+    p1 = figures.get("p1", {})
+    out += [
+        ("P1 app round: answer POST -> result stored, ms", _spread(p1.get("app"))),
+        ("P1   of which the answer POST itself, ms", _spread(p1.get("app_post"))),
+        ("P1 raw httpx retry (floor), ms", _spread(p1.get("raw"))),
+        ("P1 fastmcp client round, ms", _spread(p1.get("fastmcp"))),
+        ("P1 app / raw", _ratio(p1.get("ratio_raw"), "target <= 1.5x")),
+        ("P1 app / fastmcp", _ratio(p1.get("ratio_fastmcp"), "info")),
+    ]
+    p2 = figures.get("p2", {})
+    c = p2.get("concurrency")
+    out += [
+        (f"P2 app throughput, {c} people, rounds/s", _spread(p2.get("app"))),
+        (f"P2 direct client, {c} concurrent, rounds/s", _spread(p2.get("direct"))),
+        ("P2 app / direct", _ratio(p2.get("ratio"), "target >= 0.7x")),
+    ]
+    p3 = figures.get("p3", {})
+    small, large = p3.get("counts", [None, None])
+    for page in ("inbox", "dashboard", "round_page"):
+        entry = p3.get(page)
+        if not entry:
+            continue
+        a, b = entry[str(small)], entry[str(large)]
+        out.append(
+            (
+                f"P3 {page}: {small:,} -> {large:,} pending, ms",
+                f"{_spread(a['time'])} -> {_spread(b['time'])}",
+            )
+        )
+        out.append(
+            (
+                f"P3 {page}: ratio; SQL queries",
+                f"{_ratio(entry['ratio'], 'target <= 1.5x')}; "
+                f"{a['queries']} -> {b['queries']}"
+                f"{'' if entry['queries_fixed'] else ' (NOT fixed)'}",
+            )
+        )
+    p4 = figures.get("p4", {})
+    if p4.get("status") == "ok":
+        stored = p4["stored_to_received"]
+        out.append(
+            (
+                "P4 live: result stored -> websocket frame, ms",
+                f"p50 {_num(stored['median'])}, p95 {_num(stored['p95'])} (target p50 <= 50)",
+            )
+        )
+        pub = p4["published_to_received"]
+        out.append(
+            (
+                "P4 live: published -> websocket frame, ms",
+                f"p50 {_num(pub['median'])}, p95 {_num(pub['p95'])}",
+            )
+        )
+    else:
+        out.append(("P4 live latency", p4.get("status", "-")))
+    p5 = figures.get("p5", {})
+    out += [
+        ("P5 bytes per parked round (all tables)", _num(p5.get("bytes_per_round"), 0)),
+        (
+            "P5   beyond its request JSON",
+            f"{_num(p5.get('beyond_request_json_bytes'), 0)} (target <= 1,024)",
+        ),
+    ]
+    mem = figures.get("memory", {})
+    for name in ("web", "worker"):
+        entry = mem.get(name) or {}
+        label = f"Memory {name}: peak RSS, MB; growth after warm-up"
+        if entry.get("peak_rss_mb") is None:
+            out.append((label, entry.get("note", "-")))
+            continue
+        out.append(
+            (
+                label,
+                f"{_num(entry['peak_rss_mb'])} after {mem.get('rounds', 0):,} rounds; "
+                f"{_num(entry['growth_bytes_per_round'], 0)} B/round",
+            )
+        )
+    out.append(("run time, s", _num(figures.get("seconds"), 0)))
+    return out
+
+
+def table(result: dict[str, Any]) -> str:
+    backends = result["backends"]
+    names = list(backends)
+    labelled = {name: rows(backends[name]) for name in names}
+    labels: list[str] = []
+    for name in names:
+        for label, _ in labelled[name]:
+            if label not in labels:
+                labels.append(label)
+    columns = [{label: value for label, value in labelled[name]} for name in names]
+    width0 = max(len(label) for label in labels)
+    widths = [
+        max(len(name), *(len(col.get(label, "")) for label in labels))
+        for name, col in zip(names, columns, strict=True)
+    ]
+    meta = result["meta"]
+    lines = [
+        f"mrtrweb bench ({meta['mode']}) {meta['date']}  nproc={meta['nproc']}  "
+        f"commit={meta['commit'] or '?'}; medians [p25-p75]",
+        "  ".join(
+            ["figure".ljust(width0), *(n.ljust(w) for n, w in zip(names, widths, strict=True))]
+        ),
+        "  ".join(["-" * width0, *("-" * w for w in widths)]),
+    ]
+    for label in labels:
+        cells = [col.get(label, "") for col in columns]
+        lines.append(
+            "  ".join(
+                [label.ljust(width0), *(c.ljust(w) for c, w in zip(cells, widths, strict=True))]
+            ).rstrip()
+        )
+    for name, reason in result.get("skipped", {}).items():
+        lines.append(f"{name}: skipped ({reason})")
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--quick", dest="mode", action="store_const", const="quick")
+    size.add_argument("--smoke", dest="mode", action="store_const", const="smoke")
+    parser.set_defaults(mode="full")
+    parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help="where to write figures")
+    parser.add_argument(
+        "--backend",
+        choices=("sqlite", "postgresql", "all"),
+        default="all",
+        help="all: SQLite, and PostgreSQL when 127.0.0.1:5432 answers",
+    )
+    parser.add_argument(
+        "--worker",
+        choices=("auto", "process", "inprocess"),
+        default="auto",
+        help="inprocess: the web process runs tasks (MRTRWEB_INPROCESS_WORKER, the embedded "
+        "default); process: manage.py db_worker beside uvicorn (the scale-out shape); "
+        "auto: inprocess on SQLite, process on PostgreSQL",
+    )
+    parser.add_argument(
+        "--worker-interval",
+        type=float,
+        default=0.05,
+        help="db_worker --interval in seconds (its own default, 1, adds up to 1 s per round)",
+    )
+    parser.add_argument(
+        "--memory-rounds",
+        type=int,
+        default=None,
+        help="rounds through the app before the memory figures (full: 2,000; the issue's "
+        "10,000 takes about 20 minutes per backend on 2 cores)",
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="also profile the answer path and the pages with pyinstrument (text reports "
+        "beside the JSON)",
+    )
+    args = parser.parse_args(argv)
+
+    backends = ["sqlite", "postgresql"] if args.backend == "all" else [args.backend]
+    result: dict[str, Any] = {
+        "meta": {
+            "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            "mode": args.mode,
+            "nproc": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "commit": _git_commit(),
+        },
+        "backends": {},
+        "skipped": {},
+    }
+    for backend in backends:
+        if backend == "postgresql" and not reachable(5432):
+            result["skipped"][backend] = "nothing answers on 127.0.0.1:5432"
+            continue
+        result["backends"][backend] = _run_backend(backend, args)
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(result, indent=2, default=str) + "\n")
+    print(table(result))
+    print(f"\nfigures written to {args.json}")
+    failed = any(
+        "error" in figures
+        or any("error" in (v or {}) for v in figures.values() if isinstance(v, dict))
+        for figures in result["backends"].values()
+    )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,368 @@
+"""Every figure for one database backend, measured in one process against one stack.
+
+Run by :mod:`bench.run` as ``python -m bench.suite --backend sqlite --json OUT [...]``: each
+backend gets a process of its own, because Django's settings (the database) are fixed once
+set up. The order matters: storage (P5) is measured first, on a fresh database whose pages
+hold no free space from earlier updates; the 100,000 seeded rounds (P3) come last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+import time
+import traceback
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from . import pages
+from .floor import RawClient, fastmcp_rounds
+from .people import Person
+from .stack import PASSWORD, PERSON, TOOL, Stack, inprocess_worker_supported, stack
+from .stats import ratio, summary
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How much of everything to do: ``smoke`` (seconds), ``quick`` (CI) or ``full``."""
+
+    latency_repeats: int
+    fastmcp_repeats: int
+    concurrency: int
+    throughput_flows: int  # per simulated person, per repetition
+    throughput_repeats: int
+    memory_rounds: int
+    storage_rounds: int
+    scale_counts: tuple[int, int]
+    page_repeats: int
+    live_repeats: int
+
+
+PLANS = {
+    "smoke": Plan(3, 3, 2, 3, 1, 20, 10, (10, 60), 3, 3),
+    "quick": Plan(20, 20, 4, 10, 3, 300, 100, (100, 5_000), 10, 20),
+    # 10,000 rounds for the memory figure would take about 20 minutes on 2 cores; the full run
+    # stays under 15 (both backends) with 2,000. `--memory-rounds 10000` runs the long one.
+    "full": Plan(60, 60, 8, 20, 3, 2_000, 1_000, (100, 100_000), 20, 60),
+}
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+
+class Completions:
+    """Learns when calls finish by reading their status (one query for all outstanding ones),
+    and reports the ``finished_at`` the engine stored: the moment the result was stored."""
+
+    def __init__(self, interval: float = 0.005) -> None:
+        self.interval = interval
+        self.waiting: dict[int, asyncio.Future[float]] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> Completions:
+        self._task = asyncio.create_task(self._poll())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+
+    async def wait(self, call_id: int, limit: float = 60.0) -> float:
+        future = self.waiting[call_id] = asyncio.get_running_loop().create_future()
+        try:
+            return await asyncio.wait_for(future, limit)
+        finally:
+            self.waiting.pop(call_id, None)
+
+    async def _poll(self) -> None:
+        from asgiref.sync import sync_to_async
+
+        finished = sync_to_async(_finished, thread_sensitive=True)
+        while True:
+            if self.waiting:
+                for call_id, (status, at) in (await finished(list(self.waiting))).items():
+                    future = self.waiting.get(call_id)
+                    if future is None or future.done():
+                        continue
+                    if status == "completed":
+                        future.set_result(at)
+                    else:
+                        future.set_exception(RuntimeError(f"call {call_id} ended {status}"))
+            await asyncio.sleep(self.interval)
+
+
+def _finished(ids: list[int]) -> dict[int, tuple[str, float]]:
+    from mrtrweb.calls.models import Call
+
+    rows = Call.objects.filter(pk__in=ids, status__in=Call.FINISHED).values_list(
+        "pk", "status", "finished_at"
+    )
+    return {pk: (status, at.timestamp()) for pk, status, at in rows}
+
+
+def rss_kb(pid: int | None) -> dict[str, int | None]:
+    """Resident and peak resident memory (kB) of a process, from /proc."""
+    figures: dict[str, int | None] = {"rss_kb": None, "peak_rss_kb": None}
+    if pid is None:
+        return figures
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return figures
+    for line in text.splitlines():
+        if line.startswith("VmRSS:"):
+            figures["rss_kb"] = int(line.split()[1])
+        elif line.startswith("VmHWM:"):
+            figures["peak_rss_kb"] = int(line.split()[1])
+    return figures
+
+
+def _ms(seconds: list[float]) -> list[float]:
+    return [s * 1000.0 for s in seconds]
+
+
+# -- P1 ------------------------------------------------------------------------------------
+
+
+async def p1_latency(run: Stack, plan: Plan, person: Person) -> dict[str, Any]:
+    app, posts = [], []
+    async with Completions(interval=0.005) as done:
+        for _ in range(plan.latency_repeats):
+            call_id, round_id = await person.start()
+            started = time.time()
+            await person.answer(round_id)
+            posts.append(time.time() - started)
+            app.append(await done.wait(call_id) - started)
+    raw_client = RawClient(run.mcp_url, connections=1)
+    raw = []
+    try:
+        for _ in range(plan.latency_repeats):
+            state, _requests = await raw_client.park(TOOL)
+            started = time.perf_counter()
+            await raw_client.retry(TOOL, state)
+            raw.append(time.perf_counter() - started)
+    finally:
+        await raw_client.close()
+    fast = await fastmcp_rounds(run.mcp_url, TOOL, plan.fastmcp_repeats)
+    figures = {
+        "app": summary(_ms(app), "ms"),
+        "app_post": summary(_ms(posts), "ms"),
+        "raw": summary(_ms(raw), "ms"),
+        "fastmcp": summary(_ms(fast), "ms"),
+    }
+    figures["ratio_raw"] = ratio(figures["app"], figures["raw"])
+    figures["ratio_fastmcp"] = ratio(figures["app"], figures["fastmcp"])
+    figures["target_ratio_raw"] = 1.5
+    return figures
+
+
+# -- P2 ------------------------------------------------------------------------------------
+
+
+async def _app_flows(people: list[Person], flows: int, done: Completions) -> float:
+    async def one(person: Person) -> None:
+        for _ in range(flows):
+            call_id, round_id = await person.start()
+            await person.answer(round_id)
+            await done.wait(call_id)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(one(p) for p in people))
+    return len(people) * flows / (time.perf_counter() - started)
+
+
+async def _direct_flows(url: str, concurrency: int, flows: int) -> float:
+    client = RawClient(url, connections=concurrency)
+
+    async def one() -> None:
+        for _ in range(flows):
+            await client.flow(TOOL)
+
+    try:
+        started = time.perf_counter()
+        await asyncio.gather(*(one() for _ in range(concurrency)))
+        return concurrency * flows / (time.perf_counter() - started)
+    finally:
+        await client.close()
+
+
+async def p2_throughput(run: Stack, plan: Plan, people: list[Person]) -> dict[str, Any]:
+    app, direct = [], []
+    async with Completions(interval=0.01) as done:
+        for _ in range(plan.throughput_repeats):
+            app.append(await _app_flows(people, plan.throughput_flows, done))
+            direct.append(await _direct_flows(run.mcp_url, plan.concurrency, plan.throughput_flows))
+    figures: dict[str, Any] = {
+        "concurrency": plan.concurrency,
+        "flows_per_person": plan.throughput_flows,
+        "app": summary(app, "rounds/s"),
+        "direct": summary(direct, "rounds/s"),
+    }
+    figures["ratio"] = ratio(figures["app"], figures["direct"])
+    figures["target_ratio"] = 0.7
+    return figures
+
+
+# -- memory --------------------------------------------------------------------------------
+
+
+async def memory(run: Stack, plan: Plan, people: list[Person], rounds_so_far: int) -> dict:
+    """Drive rounds until ``plan.memory_rounds`` went through the app; RSS after warm-up and
+    at the end gives the growth per round."""
+    total = max(plan.memory_rounds - rounds_so_far, 0)
+    per_person = max(total // len(people), 1)
+    warm = max(per_person // 10, 1)
+    async with Completions(interval=0.01) as done:
+        await _app_flows(people, warm, done)
+        after_warmup = {"web": rss_kb(run.web_pid), "worker": rss_kb(run.worker_pid)}
+        rest = max(per_person - warm, 1)
+        await _app_flows(people, rest, done)
+    end = {"web": rss_kb(run.web_pid), "worker": rss_kb(run.worker_pid)}
+    measured = rest * len(people)
+    figures: dict[str, Any] = {
+        "rounds": rounds_so_far + (warm + rest) * len(people),
+        "rounds_after_warmup": measured,
+    }
+    for name in ("web", "worker"):
+        a, b = after_warmup[name], end[name]
+        growth = (
+            (b["rss_kb"] - a["rss_kb"]) * 1024 / measured
+            if a["rss_kb"] is not None and b["rss_kb"] is not None
+            else None
+        )
+        figures[name] = {
+            "peak_rss_mb": b["peak_rss_kb"] / 1024 if b["peak_rss_kb"] is not None else None,
+            "rss_after_warmup_mb": a["rss_kb"] / 1024 if a["rss_kb"] is not None else None,
+            "rss_end_mb": b["rss_kb"] / 1024 if b["rss_kb"] is not None else None,
+            "growth_bytes_per_round": growth,
+        }
+    if run.worker_pid is None:
+        figures["worker"]["note"] = "the worker runs inside the web process"
+    return figures
+
+
+# -- P4 ------------------------------------------------------------------------------------
+
+
+async def p4_live(run: Stack, plan: Plan, person: Person) -> dict[str, Any]:
+    from . import live
+
+    return await live.measure(run, plan.live_repeats, person)
+
+
+# -- the run -------------------------------------------------------------------------------
+
+
+def _failed(name: str, exc: BaseException) -> dict[str, Any]:
+    # One phase failing (a server error, a timeout) must not lose the others' figures.
+    traceback.print_exception(exc, file=sys.stderr)
+    return {"error": f"{name} failed: {type(exc).__name__}: {exc}"[:500]}
+
+
+def _phase(name: str, function: Any, *args: Any) -> dict[str, Any]:
+    try:
+        return function(*args)
+    except Exception as exc:
+        return _failed(name, exc)
+
+
+async def _guarded(name: str, work: Any) -> dict[str, Any]:
+    try:
+        return await work
+    except Exception as exc:
+        return _failed(name, exc)
+
+
+async def _signed_in(run: Stack, count: int) -> list[Person]:
+    people = [Person(run.app_url, PERSON, PASSWORD) for _ in range(count)]
+    await asyncio.gather(*(p.login() for p in people))
+    return people
+
+
+async def _web_phases(run: Stack, plan: Plan, figures: dict[str, Any]) -> None:
+    people = await _signed_in(run, plan.concurrency)
+    try:
+        # Warm both sides up (imports, connections, template caches) before measuring.
+        async with Completions() as done:
+            await _app_flows(people[:1], 3, done)
+        await _direct_flows(run.mcp_url, 1, 3)
+        figures["p1"] = await _guarded("p1", p1_latency(run, plan, people[0]))
+        figures["p4"] = await _guarded("p4", p4_live(run, plan, people[0]))
+        figures["p2"] = await _guarded("p2", p2_throughput(run, plan, people))
+        app_rounds = (
+            3
+            + plan.latency_repeats
+            + plan.live_repeats
+            + plan.throughput_repeats * plan.concurrency * plan.throughput_flows
+        )
+        figures["memory"] = await _guarded("memory", memory(run, plan, people, app_rounds))
+    finally:
+        await asyncio.gather(*(p.close() for p in people))
+
+
+def run_suite(
+    backend: str,
+    mode: str,
+    worker_mode: str,
+    worker_interval: float,
+    profile_dir: Path | None = None,
+    memory_rounds: int | None = None,
+) -> dict:
+    plan = PLANS[mode]
+    if memory_rounds:
+        plan = replace(plan, memory_rounds=memory_rounds)
+    if worker_mode == "auto":
+        # SQLite: the embedded default (tasks in a thread of the web process). PostgreSQL: the
+        # scale-out shape (a db_worker process; Redis carries live events when it answers).
+        worker_mode = (
+            "inprocess" if backend == "sqlite" and inprocess_worker_supported() else "process"
+        )
+    figures: dict[str, Any] = {"backend": backend, "plan": asdict(plan), "worker": worker_mode}
+    if worker_mode == "process":
+        figures["worker_interval_s"] = worker_interval
+    started = time.perf_counter()
+    with stack(backend, worker_mode=worker_mode, worker_interval=worker_interval) as run:
+        from . import seed
+
+        seed.setup_django()
+        context = seed.prepare(run.mcp_url)
+        figures["p5"] = _phase("p5", pages.storage, plan.storage_rounds, context)
+        asyncio.run(_web_phases(run, plan, figures))
+        figures["p3"] = _phase("p3", pages.scale, run, plan, context)
+        if profile_dir is not None:
+            from .profile import profile
+
+            figures["profiles"] = profile(profile_dir, backend, context)
+    figures["seconds"] = time.perf_counter() - started
+    return figures
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="One backend's benchmark figures, as JSON.")
+    parser.add_argument("--backend", choices=("sqlite", "postgresql"), required=True)
+    parser.add_argument("--mode", choices=tuple(PLANS), default="full")
+    parser.add_argument("--worker", choices=("auto", "process", "inprocess"), default="auto")
+    parser.add_argument("--worker-interval", type=float, default=0.05)
+    parser.add_argument("--json", type=Path, required=True)
+    parser.add_argument("--profile", type=Path, default=None, help="write profiles here")
+    parser.add_argument("--memory-rounds", type=int, default=None)
+    args = parser.parse_args(argv)
+    figures = run_suite(
+        args.backend,
+        args.mode,
+        args.worker,
+        args.worker_interval,
+        profile_dir=args.profile,
+        memory_rounds=args.memory_rounds,
+    )
+    args.json.write_text(json.dumps(figures, indent=2, default=str))
+
+
+if __name__ == "__main__":
+    main()

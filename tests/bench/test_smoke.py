@@ -1,0 +1,109 @@
+"""`make bench` cannot rot: its smoke run must start everything, print the table and write
+every figure. Speed is never judged here (benchmarks print figures; they do not fail CI)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.run import rows, table
+from bench.stack import REPO_ROOT, reachable
+from bench.stats import quantile, ratio, summary
+
+SUMMARY_KEYS = {"unit", "n", "median", "p25", "p75", "p95", "min", "max"}
+
+
+def _figure(value: dict) -> None:
+    assert set(value) >= SUMMARY_KEYS, value
+    assert value["n"] >= 1, value
+    assert value["min"] <= value["median"] <= value["max"], value
+
+
+def _backend(figures: dict) -> None:
+    assert "error" not in figures, figures
+    p1 = figures["p1"]
+    for name in ("app", "app_post", "raw", "fastmcp"):
+        _figure(p1[name])
+    assert p1["ratio_raw"] > 0 and p1["ratio_fastmcp"] > 0
+
+    p2 = figures["p2"]
+    _figure(p2["app"])
+    _figure(p2["direct"])
+    assert p2["ratio"] > 0
+
+    p3 = figures["p3"]
+    small, large = p3["counts"]
+    assert small < large
+    for page in ("inbox", "dashboard", "round_page"):
+        for count in (small, large):
+            _figure(p3[page][str(count)]["time"])
+            assert p3[page][str(count)]["queries"] > 0
+        assert p3[page]["ratio"] > 0
+        assert isinstance(p3[page]["queries_fixed"], bool)
+
+    p4 = figures["p4"]
+    if p4["status"] == "ok":
+        _figure(p4["stored_to_received"])
+    else:
+        assert p4["status"] == "n/a (no live consumer)"
+
+    p5 = figures["p5"]
+    assert p5["bytes_per_round"] > p5["request_json_bytes"] > 0
+    assert p5["by_table_bytes_per_round"]
+
+    memory = figures["memory"]
+    assert memory["rounds"] > 0
+    assert memory["web"]["peak_rss_mb"] > 0
+    assert memory["web"]["growth_bytes_per_round"] is not None
+    if figures["worker"] == "process":
+        assert memory["worker"]["peak_rss_mb"] > 0
+
+
+@pytest.mark.timeout(600)
+def test_smoke_run_prints_the_table_and_writes_every_figure(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", "--smoke", "--json", str(out)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=540,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert result["meta"]["mode"] == "smoke"
+    assert result["meta"]["nproc"] >= 1
+    expected = {"sqlite"} | ({"postgresql"} if reachable(5432) else set())
+    assert set(result["backends"]) == expected
+    for figures in result["backends"].values():
+        _backend(figures)
+    for label in ("P1 app / raw", "P2 app / direct", "P3 inbox", "P4 live", "P5 bytes"):
+        assert label in done.stdout, done.stdout
+    assert str(out) in done.stdout
+
+
+def test_summary_and_ratio() -> None:
+    figure = summary([3.0, 1.0, 2.0, 4.0], "ms")
+    assert figure["median"] == 2.5
+    assert (figure["min"], figure["max"]) == (1.0, 4.0)
+    assert figure["p25"] == quantile([1, 2, 3, 4], 0.25) == 1.75
+    assert summary([], "ms")["median"] is None
+    assert ratio({"median": 3.0}, {"median": 1.5}) == 2.0
+    assert ratio({"median": 3.0}, {"median": None}) is None
+
+
+def test_table_says_when_a_backend_failed() -> None:
+    result = {
+        "meta": {"mode": "smoke", "date": "d", "nproc": 2, "commit": ""},
+        "backends": {"sqlite": {"backend": "sqlite", "error": "bench.suite exited with 1"}},
+        "skipped": {"postgresql": "nothing answers on 127.0.0.1:5432"},
+    }
+    text = table(result)
+    assert "bench.suite exited with 1" in text
+    assert "postgresql: skipped" in text
+    assert rows({"error": "x"}) == [("error", "x")]
