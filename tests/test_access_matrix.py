@@ -154,7 +154,6 @@ def is_login_redirect(response: Any) -> bool:
 MATRIX = """
                          anonymous outsider caller assignee member after_claim admin operator
 user  calls:call GET        302      404     200     200     404      404      200    404
-user  calls:progress GET    302      404     200     200     404      404      200    404
 user  live:next GET         302      404     303     303     404      404      303    404
 user  calls:restart POST    302      404     404     404     404      404      409    404
 user  calls:round GET       302      404     200     200     404      404      200    404
@@ -163,7 +162,6 @@ user  calls:retry POST      302      404     404     409     404      404      4
 user  calls:claim POST      302      404     404     409     404      404      409    404
 user  calls:release POST    302      404     404     404     404      404      409    404
 group calls:call GET        302      404     200     404     200      404      200    404
-group calls:progress GET    302      404     200     404     200      404      200    404
 group live:next GET         302      404     303     404     303      404      303    404
 group calls:restart POST    302      404     409     404     409      404      409    404
 group calls:round GET       302      404     200     404     200      404      200    404
@@ -180,7 +178,7 @@ group calls:list GET        302      200-    200+    200-    200+     200-     2
 """
 
 # Which object each view is about, how to reach it, and what a listing should show of it.
-ON_CALL = ("calls:call", "calls:progress", "calls:restart", "live:next")
+ON_CALL = ("calls:call", "calls:restart", "live:next")
 ON_ROUND = ("calls:round", "calls:retry", "calls:claim", "calls:release")
 LISTS_ROUNDS = ("inbox:index",)
 LISTS_CALLS = ("inbox:history", "calls:list")

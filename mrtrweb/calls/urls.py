@@ -10,7 +10,6 @@ urlpatterns = [
     path("calls/start/<slug:connection>/", views.start_on, name="start"),
     path("calls/<int:pk>/", views.call_page, name="call"),
     path("calls/<int:pk>/restart/", views.restart, name="restart"),
-    path("calls/<int:pk>/progress/", views.call_progress, name="progress"),
     path("rounds/<int:pk>/", views.round_page, name="round"),
     path("rounds/<int:pk>/retry/", views.retry_delivery, name="retry"),
     path("rounds/<int:pk>/claim/", views.claim, name="claim"),

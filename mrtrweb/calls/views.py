@@ -410,21 +410,6 @@ def call_page(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "calls/call.html", context)
 
 
-@login_required
-@require_safe
-def call_progress(request: HttpRequest, pk: int) -> HttpResponse:
-    """Polled by the call page while answers are delivered: 204 until there is news.
-
-    Then htmx reloads the page. A meta refresh would do the same without JavaScript, but
-    it throws screen-reader users back to the top every second (WCAG 2.2.1), so pages
-    without JavaScript offer a Refresh link instead.
-    """
-    call = get_object_or_404(visible_calls(request.user), pk=pk)
-    if _in_flight(call, list(call.rounds.only("status"))):
-        return HttpResponse(status=204)
-    return HttpResponseClientRefresh()
-
-
 def _pretty_arguments(text: str) -> str:
     try:
         return pretty_json(json.loads(text))
