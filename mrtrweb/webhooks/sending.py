@@ -23,6 +23,7 @@ import httpx
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from mrtrweb.calls import engine
 
@@ -213,3 +214,36 @@ def _finish(
         delivery.attempts,
         kind,
     )
+
+
+def sweep(*, now: Any = None) -> int:
+    """Queue again the pending deliveries whose task was lost (a queue that was down, a worker
+    killed mid-attempt); returns how many. Safe to run any time, from any number of processes:
+    an attempt claims its delivery, so a second task for it sends nothing.
+
+    An attempt in flight when its worker died cannot be told from one still running except by
+    its age, so it is only taken for lost once even the longest wait plus its timeout has
+    passed; receivers drop the rare duplicate by ``X-Mrtr-Delivery``, which never changes.
+    """
+    now = now or timezone.now()
+    grace = timedelta(seconds=60)
+    longest = timedelta(seconds=conf.backoff_max() + conf.timeout()) + grace
+    count = 0
+    pending = Delivery.objects.filter(status=Delivery.Status.PENDING)
+    for delivery in pending.only("pk", "attempts", "next_attempt_at", "created_at", "history"):
+        if delivery.next_attempt_at is not None:
+            lost = delivery.next_attempt_at <= now - grace
+        elif delivery.attempts == 0:
+            lost = delivery.created_at <= now - grace
+        else:
+            last = _last_attempt_at(delivery) or delivery.created_at
+            lost = last <= now - longest
+        if lost:
+            schedule(delivery.pk, 0)
+            count += 1
+    return count
+
+
+def _last_attempt_at(delivery: Delivery) -> Any:
+    stamps = [entry.get("at") for entry in delivery.history or [] if entry.get("at")]
+    return parse_datetime(max(stamps)) if stamps else None
