@@ -147,6 +147,11 @@ def _drop_pg_database(name: str) -> None:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+# Settings a run may vary to compare (e.g. MRTRWEB_DB_POOL_SIZE=0 python -m bench ...); every
+# other setting of the calling shell is left out, so a run measures the defaults.
+PASSED_THROUGH = frozenset({"MRTRWEB_DB_POOL_SIZE"})
+
+
 @contextlib.contextmanager
 def stack(backend: str, *, worker_mode: str, worker_interval: float) -> Iterator[Stack]:
     """Start everything for one backend ("sqlite" or "postgresql"); stop and remove it after."""
@@ -154,7 +159,8 @@ def stack(backend: str, *, worker_mode: str, worker_interval: float) -> Iterator
     env = {
         key: value
         for key, value in os.environ.items()
-        if not key.startswith(("DJANGO_", "MRTRWEB_", "DATABASE_URL", "REDIS_URL"))
+        if key in PASSED_THROUGH
+        or not key.startswith(("DJANGO_", "MRTRWEB_", "DATABASE_URL", "REDIS_URL"))
     }
     env.update(
         DJANGO_SETTINGS_MODULE="mrtrweb.settings",
