@@ -10,33 +10,16 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.contrib import admin
-from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
-from mrtrweb.calls.roles import is_admin
+from mrtrweb.calls.admin import ReadOnlyAdmin
 
 from .models import Delivery, Subscription
 
 
-class _ReadOnly(admin.ModelAdmin):
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return is_admin(request.user) or super().has_view_permission(request, obj)
-
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return is_admin(request.user) or super().has_module_permission(request)
-
-    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        return self.get_fields(request, obj)
+class _CallRecordAdmin(ReadOnlyAdmin):
+    """Read-only, linking to the call the record belongs to."""
 
     @admin.display(description="call", ordering="call_id")
     def call_link(self, obj: Any) -> str:
@@ -48,7 +31,7 @@ class _ReadOnly(admin.ModelAdmin):
 
 
 @admin.register(Subscription)
-class SubscriptionAdmin(_ReadOnly):
+class SubscriptionAdmin(_CallRecordAdmin):
     list_display = ("id", "call_link", "url", "token", "created_at")
     search_fields = ("=call__id", "url", "token__user__username")
     list_select_related = ("token",)
@@ -57,7 +40,7 @@ class SubscriptionAdmin(_ReadOnly):
 
 
 @admin.register(Delivery)
-class DeliveryAdmin(_ReadOnly):
+class DeliveryAdmin(_CallRecordAdmin):
     list_display = (
         "id",
         "call_link",
