@@ -143,15 +143,25 @@ def concerned_users(call_id: int, round_id: int | None, kind: str) -> set[int]:
 
     from mrtrweb.calls.models import Call, Event, Round
 
-    users: set[int | None] = set(
-        Call.objects.filter(pk=call_id).values_list("started_by_id", flat=True)
-    )
+    users: set[int | None] = set()
     groups: set[int | None] = set()
-    if round_id is not None:
+    if round_id is None:
+        users |= set(Call.objects.filter(pk=call_id).values_list("started_by_id", flat=True))
+    else:
+        # The caller comes with the round: one query per event, on every event of a round.
         for row in Round.objects.filter(pk=round_id).values(
-            "assigned_user_id", "assigned_group_id", "claimed_by_id", "answered_by_id"
+            "call__started_by_id",
+            "assigned_user_id",
+            "assigned_group_id",
+            "claimed_by_id",
+            "answered_by_id",
         ):
-            users |= {row["assigned_user_id"], row["claimed_by_id"], row["answered_by_id"]}
+            users |= {
+                row["call__started_by_id"],
+                row["assigned_user_id"],
+                row["claimed_by_id"],
+                row["answered_by_id"],
+            }
             groups.add(row["assigned_group_id"])
         if kind == "reassigned":
             # The event names the new route; the one before it names whom the round left.

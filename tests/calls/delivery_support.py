@@ -18,6 +18,17 @@ from mrtrweb.servers.models import Connection
 CONFIRM = {"sure": True}
 
 
+DATABASE_QUEUE = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+
+
+def flaky_peer(fault_peer: Any, state_key: str) -> Any:
+    """The shared flaky server of one test module, with no fault set and its record cleared."""
+    peer = fault_peer("flaky", "--state-key", state_key)
+    set_fault(peer, None)
+    peer.clear_recorded()
+    return peer
+
+
 def set_fault(peer: Any, fault: str | None, times: int = 1, **extra: Any) -> None:
     httpx.post(
         f"{peer.base_url}/_peer/fault", json={"fault": fault, "times": times, **extra}

@@ -21,7 +21,9 @@ from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.servers.models import Connection
 from tests.calls.delivery_support import (
+    DATABASE_QUEUE,
     answer,
+    flaky_peer,
     kinds,
     park,
     queued,
@@ -36,7 +38,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture(autouse=True)
 def _fast_backoff(settings: Any) -> None:
-    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    settings.TASKS = DATABASE_QUEUE
     settings.MRTRWEB_DELIVERY_BACKOFF = 0.2
     settings.MRTRWEB_DELIVERY_BACKOFF_MAX = 1.0
     settings.MRTRWEB_DELIVERY_ATTEMPTS = 8
@@ -55,10 +57,7 @@ def admin() -> Any:
 @pytest.fixture
 def flaky(fault_peer: Any) -> Any:
     """The shared flaky server, with no fault set and its record cleared."""
-    peer = fault_peer("flaky", "--state-key", "delivery-tests")
-    set_fault(peer, None)
-    peer.clear_recorded()
-    return peer
+    return flaky_peer(fault_peer, "delivery-tests")
 
 
 @pytest.mark.parametrize("status", ["503", "429"])

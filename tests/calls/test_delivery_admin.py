@@ -19,6 +19,7 @@ from django.urls import reverse
 from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.servers.models import Connection
+from tests.calls.delivery_support import DATABASE_QUEUE, flaky_peer
 from tests.dashboard.support import client_for, make_admin, make_user, visible_text
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -29,14 +30,12 @@ BULK = reverse("dashboard:bulk")
 
 @pytest.fixture(autouse=True)
 def _database_queue(settings: Any) -> None:
-    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    settings.TASKS = DATABASE_QUEUE
 
 
 @pytest.fixture
 def flaky(fault_peer: Any) -> Any:
-    peer = fault_peer("flaky", "--state-key", "delivery-admin-tests")
-    peer.clear_recorded()
-    return peer
+    return flaky_peer(fault_peer, "delivery-admin-tests")
 
 
 def set_fault(peer: Any, fault: str | None, times: int = 1) -> None:

@@ -19,13 +19,14 @@ from django_tasks_db.models import DBTaskResult
 from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Round
 from tests.calls.delivery_support import (
+    DATABASE_QUEUE,
     answer,
+    flaky_peer,
     park,
     queued,
     resubmissions,
     run_tasks,
     run_until,
-    set_fault,
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -33,7 +34,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture(autouse=True)
 def _database_queue(settings: Any) -> None:
-    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    settings.TASKS = DATABASE_QUEUE
 
 
 @pytest.fixture
@@ -43,10 +44,7 @@ def user() -> Any:
 
 @pytest.fixture
 def flaky(fault_peer: Any) -> Any:
-    peer = fault_peer("flaky", "--state-key", "expiry-tests")
-    set_fault(peer, None)
-    peer.clear_recorded()
-    return peer
+    return flaky_peer(fault_peer, "expiry-tests")
 
 
 def test_the_sweep_expires_overdue_rounds_and_tells_their_assignees(
