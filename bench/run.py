@@ -103,7 +103,7 @@ def rows(figures: dict[str, Any]) -> list[tuple[str, str]]:
     if "error" in figures:
         return [("error", figures["error"])]
     out: list[tuple[str, str]] = []
-    for phase in ("p1", "p2", "p3", "p4", "p5", "memory"):
+    for phase in ("p1", "p1_floor", "p2", "p2_floor", "p3", "p4", "p5", "memory"):
         if "error" in (figures.get(phase) or {}):
             out.append((f"{phase} error", figures[phase]["error"]))
     worker = figures.get("worker")
@@ -121,12 +121,32 @@ def rows(figures: dict[str, Any]) -> list[tuple[str, str]]:
         ("P1 app / raw", _ratio(p1.get("ratio_raw"), "target <= 1.5x")),
         ("P1 app / fastmcp", _ratio(p1.get("ratio_fastmcp"), "info")),
     ]
+    # What Django itself costs (bench/django_floor.py): the best P1 and P2 could reach.
+    f1 = figures.get("p1_floor", {})
+    out += [
+        ("P1 Django floor: trivial view POST, ms", _spread(f1.get("django"))),
+        ("P1 bare ASGI POST (uvicorn, no Django), ms", _spread(f1.get("bare"))),
+        ("P1 raw retry, sampled beside them, ms", _spread(f1.get("raw"))),
+        ("P1 Django floor / raw", _ratio(f1.get("django_over_raw"), "info")),
+        ("P1 best reachable: (floor + raw) / raw", _ratio(f1.get("best_ratio_raw"), "vs 1.5x")),
+        ("P1 without Django: (bare + raw) / raw", _ratio(f1.get("best_ratio_raw_bare"), "info")),
+    ]
     p2 = figures.get("p2", {})
     c = p2.get("concurrency")
     out += [
         (f"P2 app throughput, {c} people, rounds/s", _spread(p2.get("app"))),
         (f"P2 direct client, {c} concurrent, rounds/s", _spread(p2.get("direct"))),
         ("P2 app / direct", _ratio(p2.get("ratio"), "target >= 0.7x")),
+    ]
+    f2 = figures.get("p2_floor", {})
+    c = f2.get("concurrency")
+    out += [
+        (f"P2 Django floor flows + 2 MCP, {c} people, /s", _spread(f2.get("django"))),
+        (f"P2 bare ASGI flows + 2 MCP, {c} people, /s", _spread(f2.get("bare"))),
+        (f"P2 Django floor flows alone, {c} people, /s", _spread(f2.get("django_http_only"))),
+        (f"P2 direct client, {c} concurrent, sampled beside, /s", _spread(f2.get("direct"))),
+        ("P2 best reachable: floor flows / direct", _ratio(f2.get("best_ratio"), "vs 0.7x")),
+        ("P2 without Django: bare flows / direct", _ratio(f2.get("best_ratio_bare"), "info")),
     ]
     p3 = figures.get("p3", {})
     small, large = p3.get("counts", [None, None])

@@ -163,7 +163,8 @@ def stack(backend: str, *, worker_mode: str, worker_interval: float) -> Iterator
         or not key.startswith(("DJANGO_", "MRTRWEB_", "DATABASE_URL", "REDIS_URL"))
     }
     env.update(
-        DJANGO_SETTINGS_MODULE="mrtrweb.settings",
+        # The app's settings plus the Django floor's view (bench/settings.py, bench/urls.py).
+        DJANGO_SETTINGS_MODULE="bench.settings",
         MRTRWEB_VAR_DIR=str(workdir / "var"),
         DJANGO_STATIC_ROOT=str(workdir / "static"),
         DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost,testserver",
@@ -205,7 +206,8 @@ def stack(backend: str, *, worker_mode: str, worker_interval: float) -> Iterator
             sys.executable,
             "-m",
             "uvicorn",
-            "mrtrweb.asgi:application",
+            # mrtrweb.asgi:application with /bench-bare/ (no Django) in front of it.
+            "bench.django_floor:application",
             "--host",
             HOST,
             "--port",

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from . import pages
+from . import django_floor, pages
 from .floor import RawClient, fastmcp_rounds
 from .people import Person
 from .stack import PASSWORD, PERSON, TOOL, Stack, inprocess_worker_supported, stack
@@ -293,8 +293,12 @@ async def _web_phases(run: Stack, plan: Plan, figures: dict[str, Any]) -> None:
             await _app_flows(people[:1], 3, done)
         await _direct_flows(run.mcp_url, 1, 3)
         figures["p1"] = await _guarded("p1", p1_latency(run, plan, people[0]))
+        figures["p1_floor"] = await _guarded(
+            "p1_floor", django_floor.p1_floor(run, plan, people[0])
+        )
         figures["p4"] = await _guarded("p4", p4_live(run, plan, people[0]))
         figures["p2"] = await _guarded("p2", p2_throughput(run, plan, people))
+        figures["p2_floor"] = await _guarded("p2_floor", django_floor.p2_floor(run, plan, people))
         app_rounds = (
             3
             + plan.latency_repeats

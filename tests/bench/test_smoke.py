@@ -30,10 +30,24 @@ def _backend(figures: dict) -> None:
         _figure(p1[name])
     assert p1["ratio_raw"] > 0 and p1["ratio_fastmcp"] > 0
 
+    # The Django floor (bench/django_floor.py): trivial view, bare ASGI, raw beside them.
+    p1_floor = figures["p1_floor"]
+    for name in ("django", "bare", "raw"):
+        _figure(p1_floor[name])
+    for name in ("django_over_raw", "best_ratio_raw", "best_ratio_raw_bare"):
+        assert p1_floor[name] > 0, p1_floor
+    assert p1_floor["best_ratio_raw"] > 1 and p1_floor["best_ratio_raw_bare"] > 1
+
     p2 = figures["p2"]
     _figure(p2["app"])
     _figure(p2["direct"])
     assert p2["ratio"] > 0
+
+    p2_floor = figures["p2_floor"]
+    assert p2_floor["concurrency"] == p2["concurrency"]
+    for name in ("django", "bare", "django_http_only", "direct"):
+        _figure(p2_floor[name])
+    assert p2_floor["best_ratio"] > 0 and p2_floor["best_ratio_bare"] > 0
 
     p3 = figures["p3"]
     small, large = p3["counts"]
@@ -82,7 +96,17 @@ def test_smoke_run_prints_the_table_and_writes_every_figure(tmp_path: Path) -> N
     assert set(result["backends"]) == expected
     for figures in result["backends"].values():
         _backend(figures)
-    for label in ("P1 app / raw", "P2 app / direct", "P3 inbox", "P4 live", "P5 bytes"):
+    for label in (
+        "P1 app / raw",
+        "P1 Django floor",
+        "P1 best reachable",
+        "P2 app / direct",
+        "P2 Django floor",
+        "P2 best reachable",
+        "P3 inbox",
+        "P4 live",
+        "P5 bytes",
+    ):
         assert label in done.stdout, done.stdout
     assert str(out) in done.stdout
 
