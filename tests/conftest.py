@@ -27,6 +27,10 @@ def _test_settings(settings):
     }
     # The production hasher is slow on purpose; tests create users by the dozen.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    # In-process tests drive delivery through the task queue, step by step; the delivery
+    # threads an answer's own process uses are tested on their own (tests/calls/test_handoff.py)
+    # and by every test that runs the app as a server.
+    settings.MRTRWEB_DELIVER_ON_ANSWER = False
 
 
 @pytest.fixture

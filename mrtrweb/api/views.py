@@ -294,7 +294,8 @@ def round_responses(request: HttpRequest, token: ApiToken, pk: str) -> HttpRespo
         raise _already_answered(round)
     responses = validated_responses(round, body.responses)
     try:
-        engine.submit_answers(round, responses, user)
+        # Sent at once by this process; the caller follows the outcome with GET ...?wait=.
+        engine.submit_answers(round, responses, user, deliver_within=0)
     except engine.AlreadyAnswered:
         round.refresh_from_db()
         raise _already_answered(round) from None

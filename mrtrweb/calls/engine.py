@@ -57,6 +57,7 @@ from mrtrweb.mcp import (
     ProtocolError,
     ResponseTooLarge,
     UnsupportedInputRequest,
+    io_loop,
 )
 from mrtrweb.servers.models import Connection
 
@@ -121,8 +122,15 @@ def _record(
 ) -> None:
     Event.objects.create(call=call, round=round, kind=kind, actor=actor, detail=detail)
     call_id, round_id = call.pk, round.pk if round is not None else None
+    started_by_id = call.started_by_id
     transaction.on_commit(
-        lambda: _announce(call_id=call_id, round_id=round_id, kind=kind, detail=detail)
+        lambda: _announce(
+            call_id=call_id,
+            round_id=round_id,
+            kind=kind,
+            detail=detail,
+            started_by_id=started_by_id,
+        )
     )
 
 
@@ -248,28 +256,31 @@ def _run(call: Call, *, round: Round | None, responses: Any, state: str | None) 
             # The server answered and refused (JSON-RPC error, 4xx, credentials): nothing ran.
             _delivery_failed(call, round, exc)
             return
-        if round is not None:
-            if not _close_round(round, http_status=http_status):
+        # The round closed and what came back stored in one transaction: one commit, and the
+        # events' receivers run after the result is stored, not before.
+        with transaction.atomic():
+            if round is not None:
+                if not _close_round(round, http_status=http_status):
+                    return
+                round = None
+            if not isinstance(result, mcp_types.InputRequiredResult):
+                _complete(call, result)
                 return
-            round = None
-        if not isinstance(result, mcp_types.InputRequiredResult):
-            _complete(call, result)
-            return
-        Call.objects.filter(pk=call.pk).update(rounds_used=F("rounds_used") + 1)
-        call.refresh_from_db(fields=["rounds_used"])
-        if call.rounds_used > connection.max_rounds:
-            _set_call(
-                call,
-                status=Call.Status.FAILED,
-                error=f"The server asked for input more than {connection.max_rounds} times.",
-            )
-            _record(call, "failed", reason="round cap", cap=connection.max_rounds)
-            return
-        if result.input_requests:
-            _park(call, _dump(result))
-            return
-        # A state-only round: retry at once with the echoed state, backing off a little.
-        _record(call, "state_only_retry", request_state_sha256=_sha(result.request_state))
+            Call.objects.filter(pk=call.pk).update(rounds_used=F("rounds_used") + 1)
+            call.refresh_from_db(fields=["rounds_used"])
+            if call.rounds_used > connection.max_rounds:
+                _set_call(
+                    call,
+                    status=Call.Status.FAILED,
+                    error=f"The server asked for input more than {connection.max_rounds} times.",
+                )
+                _record(call, "failed", reason="round cap", cap=connection.max_rounds)
+                return
+            if result.input_requests:
+                _park(call, _dump(result))
+                return
+            # A state-only round: retry at once with the echoed state, backing off a little.
+            _record(call, "state_only_retry", request_state_sha256=_sha(result.request_state))
         time.sleep(backoff)
         backoff = min(backoff * 2, _MAX_BACKOFF)
         responses, state = None, result.request_state
@@ -630,9 +641,30 @@ def submit_answers(round: Round, responses: Mapping[str, Mapping[str, Any]], use
             raise AlreadyAnswered(f"Round {round.index} was already answered.")
         _record(round.call, "answered", round=round, actor=user, answers=answers)
         # In the same transaction as the answers (database queue): both are kept, or neither.
-        _queue(round.pk)
+        if hand_off:
+            _enqueue("deliver_round", round.pk, at=now + HANDOFF_GRACE)
+        else:
+            _queue(round.pk)
+    if hand_off:
+        from . import handoff
+
+        handoff.deliver_now(round.pk, wait=deliver_within or 0.0)
     round.refresh_from_db()
     return round
+
+
+# How long the safety-net task of an answer this process delivers itself waits before it
+# tries (and, finding the round claimed, does nothing). Long enough for a busy process to
+# claim it, short enough that an answer taken by a process that died is sent soon after.
+HANDOFF_GRACE = timedelta(seconds=5)
+
+
+def _can_hand_off() -> bool:
+    from . import tasks  # imported here: the task module imports this one
+
+    return bool(_setting("MRTRWEB_DELIVER_ON_ANSWER", True)) and (
+        tasks.deliver_round.get_backend().supports_defer
+    )
 
 
 def _queue(round_id: int) -> None:
@@ -658,12 +690,15 @@ def deliver(round_id: int) -> None:
         deadline = now + _stuck_after(round.call.connection)
         _enqueue("watch_delivery", round.pk, round.attempts, at=deadline, deferred_only=True)
     call = round.call
-    _run(
-        call,
-        round=round,
-        responses=round.answers,
-        state=round.request_state if round.has_request_state else None,
-    )
+    # From a task worker or a delivery thread (no event loop of their own), the request goes
+    # out on the process's shared loop, over pooled connections.
+    with io_loop.attached():
+        _run(
+            call,
+            round=round,
+            responses=round.answers,
+            state=round.request_state if round.has_request_state else None,
+        )
 
 
 def retry_delivery(round: Round, user: Any) -> None:

@@ -10,6 +10,7 @@ import json
 from typing import Any
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
@@ -227,10 +228,12 @@ def _catalog_context(user: Any, conn: Connection, context: dict[str, Any]) -> di
     return context
 
 
-def _next_page(call: Call) -> str:
-    """Where a person goes after acting on a call: its pending round, or the call page."""
+def _next_page(call: Call, user: Any = None) -> str:
+    """Where a person goes after acting on a call: its pending round (if ``user``, given, may
+    see it), or the call page."""
     if call.status == Call.Status.WAITING:
-        pending = call.rounds.filter(status=Round.Status.PENDING).order_by("-index").first()
+        rounds = call.rounds if user is None else visible_rounds(user).filter(call=call)
+        pending = rounds.filter(status=Round.Status.PENDING).order_by("-index").first()
         if pending is not None:
             return pending.get_absolute_url()
     return call.get_absolute_url()
@@ -281,13 +284,17 @@ def round_page(request: HttpRequest, pk: int) -> HttpResponse:
         if action in ("decline", "cancel"):
             if not answers.answerable:
                 return _render_round(request, round, answers, status=409, problem="unanswerable")
-            engine.submit_answers(round, answers.refused(action), request.user)
+            engine.submit_answers(
+                round, answers.refused(action), request.user, deliver_within=_answer_wait()
+            )
         elif action == "accept":
             if not answers.can_accept:
                 return _render_round(request, round, answers, status=400, problem="cannot_accept")
             if not answers.is_valid():
                 return _render_round(request, round, answers, status=422, problem="invalid")
-            engine.submit_answers(round, answers.accepted(), request.user)
+            engine.submit_answers(
+                round, answers.accepted(), request.user, deliver_within=_answer_wait()
+            )
         else:
             return _render_round(request, round, answers, status=400, problem="no_action")
     except engine.AlreadyAnswered:
@@ -297,7 +304,13 @@ def round_page(request: HttpRequest, pk: int) -> HttpResponse:
         round.refresh_from_db()
         return _render_round(request, round, answers, status=409, problem="unanswerable")
     _forget_consent(request, round)
-    return SeeOther(round.call.get_absolute_url())
+    # Delivered while the person waited: straight to the next round, or to the result.
+    call = Call.objects.get(pk=round.call_id)
+    return SeeOther(_next_page(call, request.user))
+
+
+def _answer_wait() -> float:
+    return float(getattr(settings, "MRTRWEB_ANSWER_WAIT", 2.0))
 
 
 def _render_round(

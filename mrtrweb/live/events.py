@@ -113,6 +113,7 @@ def on_call_event(
     round_id: int | None = None,
     kind: str,
     detail: dict[str, Any] | None = None,
+    started_by_id: int | None = None,
     **_: Any,
 ) -> None:
     """Tell the call's watchers and the people whose inbox it touches."""
@@ -125,7 +126,7 @@ def on_call_event(
     ]
     sends += [
         (user_group(user_id), {"type": "inbox.changed", "kind": kind, "at": at})
-        for user_id in sorted(concerned_users(call_id, round_id, kind))
+        for user_id in sorted(concerned_users(call_id, round_id, kind, started_by_id))
     ]
     try:
         publish(sends)
@@ -134,9 +135,14 @@ def on_call_event(
         logger.exception("could not publish %s of call %s", kind, call_id)
 
 
-def concerned_users(call_id: int, round_id: int | None, kind: str) -> set[int]:
+def concerned_users(
+    call_id: int, round_id: int | None, kind: str, started_by_id: int | None = None
+) -> set[int]:
     """Whose inbox or history may have changed: the caller, and everyone the round is (or
-    was, before a reassignment) routed to, claimed by or answered by."""
+    was, before a reassignment) routed to, claimed by or answered by.
+
+    ``started_by_id``, when the event carries it, spares looking the caller up for a call's
+    own events."""
     # Imported here: this module is imported by the engine's callers before apps are ready.
     from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Group
@@ -145,7 +151,9 @@ def concerned_users(call_id: int, round_id: int | None, kind: str) -> set[int]:
 
     users: set[int | None] = set()
     groups: set[int | None] = set()
-    if round_id is None:
+    if round_id is None and started_by_id is not None:
+        users.add(started_by_id)
+    elif round_id is None:
         users |= set(Call.objects.filter(pk=call_id).values_list("started_by_id", flat=True))
     else:
         # The caller comes with the round: one query per event, on every event of a round.

@@ -28,6 +28,8 @@ from django.db import connections, transaction
 from django_tasks.signals import task_enqueued
 from django_tasks_db.management.commands.db_worker import Worker
 
+from mrtrweb.calls import handoff
+
 from .events import remember_web_loop
 
 logger = logging.getLogger(__name__)
@@ -190,8 +192,10 @@ async def _lifespan(receive: Receive, send: Send) -> None:
                 return
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
-            # In a thread: the task in hand may be publishing through this very loop.
+            # In a thread: the task in hand may be publishing through this very loop. Answers
+            # not yet being sent are left to their safety-net tasks.
             await asyncio.to_thread(stop_inprocess_worker)
+            await asyncio.to_thread(handoff.shutdown)
             remember_web_loop(None)
             await send({"type": "lifespan.shutdown.complete"})
             return

@@ -26,6 +26,7 @@ from mcp_types.methods import INPUT_REQUIRED_METHODS
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ValidationError
 
+from . import io_loop
 from .config import ConnectionSettings
 from .errors import (
     HeaderMismatch,
@@ -108,7 +109,16 @@ class MCPClient:
         self, settings: ConnectionSettings, *, http: httpx.AsyncClient | None = None
     ) -> None:
         self.settings = settings
-        self._own_http = http is None
+        if http is None:
+            # On the process's shared loop, connections are pooled across clients.
+            http = io_loop.pooled_http(
+                connect_timeout=settings.connect_timeout,
+                read_timeout=settings.read_timeout,
+                verify=_tls_context(),
+            )
+            self._own_http = http is None
+        else:
+            self._own_http = False
         self._http = http or httpx.AsyncClient(
             timeout=httpx.Timeout(
                 settings.read_timeout,

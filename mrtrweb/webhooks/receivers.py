@@ -10,10 +10,30 @@ from . import events
 
 # Kinds this app records itself (through engine.note): never a reason to send anything.
 OWN_PREFIX = "webhook_"
+# Kinds that neither park a round nor finish a call, so there is nothing to send and no need
+# to look for subscriptions (several of them come with every round). Any other kind, one added
+# later included, is checked.
+QUIET_KINDS = frozenset(
+    {
+        "started",
+        "answered",
+        "claimed",
+        "released",
+        "reassigned",
+        "delivered",
+        "delivery_retried",
+        "delivery_retry_scheduled",
+        "delivery_failed",
+        "outcome_unknown",
+        "resent",
+        "late_answer_ignored",
+        "state_only_retry",
+    }
+)
 
 
 def on_call_event(sender: Any, *, call_id: int, round_id: int | None, kind: str, **_: Any) -> None:
-    if kind.startswith(OWN_PREFIX):
+    if kind.startswith(OWN_PREFIX) or kind in QUIET_KINDS:
         return
     subscriptions = events.subscriptions_of(call_id)
     if not subscriptions:

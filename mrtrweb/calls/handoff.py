@@ -1,0 +1,78 @@
+"""Delivery threads: the process that takes an answer sends it at once.
+
+Why: a round answered in a browser used to wait for a task worker to notice its task, claim
+it and run it, several milliseconds and a thread hop more than the resubmission itself
+(docs/performance.md). Now the answer's own process delivers it on a small pool of threads
+and the answer page can wait a moment for the outcome. The task written with the answer stays
+as the safety net: due a few seconds later, it finds the round already claimed and does
+nothing, unless this process died first (:func:`mrtrweb.calls.engine.submit_answers`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+
+from django.conf import settings
+from django.db import close_old_connections
+
+from mrtrweb.mcp import io_loop
+
+__all__ = ["deliver_now", "shutdown"]
+
+logger = logging.getLogger(__name__)
+
+_lock = threading.Lock()
+_executor: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _executor
+    with _lock:
+        if _executor is None:
+            _executor = ThreadPoolExecutor(
+                max_workers=max(1, int(getattr(settings, "MRTRWEB_DELIVERY_THREADS", 8))),
+                thread_name_prefix="mrtrweb-deliver",
+            )
+        return _executor
+
+
+def _deliver(round_id: int) -> None:
+    from . import engine  # the engine imports this module
+
+    close_old_connections()
+    try:
+        with io_loop.attached():
+            engine.deliver(round_id)
+    except Exception:
+        # The round stays claimed or submitted: the watchdog or the safety-net task settles it.
+        logger.exception("delivering round %s failed", round_id)
+        raise
+    finally:
+        close_old_connections()
+
+
+def deliver_now(round_id: int, *, wait: float = 0.0) -> bool:
+    """Send a submitted round's answers on a delivery thread; True if that finished within
+    ``wait`` seconds (the outcome is then stored), False if it is still going."""
+    future: Future[None] = _pool().submit(_deliver, round_id)
+    if wait <= 0:
+        return False
+    try:
+        future.result(timeout=wait)
+    except FutureTimeout:
+        return False
+    except Exception:
+        return True  # logged by the thread; the round's status says what happened
+    return True
+
+
+def shutdown(*, wait: bool = True) -> None:
+    """Stop taking deliveries; those not started yet are left to their safety-net tasks."""
+    global _executor
+    with _lock:
+        executor, _executor = _executor, None
+    if executor is not None:
+        executor.shutdown(wait=wait, cancel_futures=True)

@@ -1,0 +1,98 @@
+"""One long-lived event loop per process for MCP requests made from plain threads.
+
+Why: ``async_to_sync`` called from a thread that no event loop is waiting on (a task worker,
+a delivery thread) starts a new event loop in a new thread for every call, and the MCP
+client then opens a new HTTP connection each time. Together that cost more than the
+server's own answer (docs/performance.md). Threads that attach this loop have their
+``async_to_sync`` calls run on it instead, and the client can reuse pooled connections.
+
+Threads that already run under an event loop (a request served by an ASGI server, or code
+called through ``sync_to_async``) keep theirs: their ``async_to_sync`` calls go back to it,
+which is what asgiref does by itself and what their live updates rely on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import ssl
+import threading
+from collections.abc import Iterator
+
+import httpx
+from asgiref.sync import SyncToAsync
+
+__all__ = ["attached", "is_current", "pooled_http"]
+
+_lock = threading.Lock()
+_loop: asyncio.AbstractEventLoop | None = None
+_pid: int | None = None
+# (connect timeout, read timeout) -> a client whose connections every MCP request of this
+# process may reuse; only ever used on the shared loop.
+_clients: dict[tuple[float, float], httpx.AsyncClient] = {}
+
+
+def _shared_loop() -> asyncio.AbstractEventLoop:
+    global _loop, _pid
+    with _lock:
+        if _loop is None or _pid != os.getpid() or _loop.is_closed():
+            # After a fork the parent's loop thread is gone: start afresh.
+            _clients.clear()
+            loop = asyncio.new_event_loop()
+            thread = threading.Thread(target=loop.run_forever, name="mrtrweb-mcp-io", daemon=True)
+            thread.start()
+            _loop, _pid = loop, os.getpid()
+        return _loop
+
+
+@contextlib.contextmanager
+def attached() -> Iterator[None]:
+    """Within this block, ``async_to_sync`` calls of this thread run on the shared loop,
+    unless the thread already has a loop of its own to go back to.
+
+    asgiref looks for that loop in ``SyncToAsync.threadlocal`` (where it records the loop of
+    the code that called into a ``sync_to_async`` thread), so setting it there is all it
+    takes; the calling thread still runs the thread-sensitive work the coroutine hands back
+    (database writes from progress callbacks), on its own database connection.
+    """
+    local = SyncToAsync.threadlocal
+    if getattr(local, "main_event_loop", None) is not None and (
+        getattr(local, "main_event_loop_pid", None) == os.getpid()
+    ):
+        yield
+        return
+    local.main_event_loop = _shared_loop()
+    local.main_event_loop_pid = os.getpid()
+    try:
+        yield
+    finally:
+        local.main_event_loop = None
+        local.main_event_loop_pid = None
+
+
+def is_current() -> bool:
+    """Whether the running coroutine runs on the shared loop."""
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return running is _loop and _pid == os.getpid()
+
+
+def pooled_http(
+    *, connect_timeout: float, read_timeout: float, verify: ssl.SSLContext
+) -> httpx.AsyncClient | None:
+    """A pooled client for these timeouts when running on the shared loop; otherwise None
+    (the caller makes a client of its own, bound to its own loop, and closes it)."""
+    if not is_current():
+        return None
+    key = (connect_timeout, read_timeout)
+    client = _clients.get(key)
+    if client is None:
+        client = _clients[key] = httpx.AsyncClient(
+            timeout=httpx.Timeout(read_timeout, connect=connect_timeout, pool=connect_timeout),
+            follow_redirects=False,
+            verify=verify,
+        )
+    return client

@@ -1,0 +1,151 @@
+"""The process that takes an answer sends it at once (``mrtrweb.calls.handoff``).
+
+Against the real flaky server: the answer page waits a moment for the outcome and lands the
+person on it; a slow server leaves the page to say "Delivering…" while the delivery thread
+finishes; the task written with the answer is only a safety net that, once due, finds the
+round delivered and sends nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+from django.utils import timezone
+from django_tasks_db.models import DBTaskResult
+
+from mrtrweb.calls import engine
+from mrtrweb.calls.models import Call, Round
+from mrtrweb.elicitation import prefix_for_key
+from tests.calls.delivery_support import (
+    CONFIRM,
+    DATABASE_QUEUE,
+    flaky_peer,
+    kinds,
+    park,
+    queued,
+    resubmissions,
+    run_tasks,
+    set_fault,
+)
+from tests.elicitation.support import post
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def _hand_off(settings: Any) -> None:
+    settings.TASKS = DATABASE_QUEUE
+    settings.MRTRWEB_DELIVER_ON_ANSWER = True
+    settings.MRTRWEB_ANSWER_WAIT = 10.0
+
+
+@pytest.fixture
+def user() -> Any:
+    return get_user_model().objects.create_user("ada", password="pw-ada-123")
+
+
+@pytest.fixture
+def flaky(fault_peer: Any) -> Any:
+    return flaky_peer(fault_peer, "handoff-tests")
+
+
+def _post_answer(user: Any, round: Round) -> Any:
+    client = Client()
+    client.force_login(user)
+    page = client.get(round.get_absolute_url())
+    assert page.status_code == 200
+    (key,) = round.input_requests
+    data = post(prefix_for_key(key), CONFIRM)  # the fields a browser posts for these answers
+    fields = {name: data.getlist(name) for name in data}
+    return client.post(round.get_absolute_url(), {**fields, "action": "accept"})
+
+
+def _wait_for(round: Round, status: str, timeout: float = 15.0) -> Round:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        round.refresh_from_db()
+        if round.status == status:
+            return round
+        time.sleep(0.02)
+    return round
+
+
+def test_the_answer_page_lands_on_the_result_delivered_by_its_own_process(
+    flaky: Any, user: Any
+) -> None:
+    round = park(flaky, user)
+    response = _post_answer(user, round)
+
+    # No task worker ran: the page's own process sent the answers while the person waited.
+    round.refresh_from_db()
+    assert round.status == Round.Status.DELIVERED, round.delivery_error
+    assert round.call.status == Call.Status.COMPLETED
+    assert response.status_code == 303
+    assert response["Location"] == round.call.get_absolute_url()
+    assert len(resubmissions(flaky)) == 1
+    assert round.answers == {
+        next(iter(round.input_requests)): {"action": "accept", "content": CONFIRM}
+    }
+
+    # The task written with the answer is the safety net, due a few seconds later...
+    (task,) = queued("deliver_round", round)
+    grace = (task.run_after - round.answered_at).total_seconds()
+    assert grace == pytest.approx(engine.HANDOFF_GRACE.total_seconds(), abs=0.5)
+    # ... and once due it finds the round delivered and sends nothing again.
+    DBTaskResult.objects.filter(pk=task.pk).update(run_after=timezone.now() - timedelta(seconds=1))
+    run_tasks()
+    assert not queued("deliver_round", round)
+    assert len(resubmissions(flaky)) == 1
+    assert kinds(round).count("delivered") == 1
+
+
+def test_a_slow_server_leaves_the_page_to_say_delivering(
+    flaky: Any, user: Any, settings: Any
+) -> None:
+    settings.MRTRWEB_ANSWER_WAIT = 0.3
+    round = park(flaky, user)
+    set_fault(flaky, "slow", delay=2)
+
+    started = time.monotonic()
+    response = _post_answer(user, round)
+    waited = time.monotonic() - started
+
+    assert response.status_code == 303
+    assert response["Location"] == round.call.get_absolute_url()
+    assert waited < 1.5, waited  # the page did not wait for the server
+    round.refresh_from_db()
+    assert round.status == Round.Status.DELIVERING
+    page = Client()
+    page.force_login(user)
+    assert "Delivering" in page.get(round.call.get_absolute_url()).content.decode()
+
+    # The delivery thread carries on and stores the outcome; no worker is involved.
+    round = _wait_for(round, Round.Status.DELIVERED)
+    assert round.status == Round.Status.DELIVERED, round.delivery_error
+    assert round.call.status == Call.Status.COMPLETED
+    assert len(resubmissions(flaky)) == 1
+
+
+def test_without_hand_off_a_worker_delivers_the_answer(
+    flaky: Any, user: Any, settings: Any
+) -> None:
+    settings.MRTRWEB_DELIVER_ON_ANSWER = False
+    round = park(flaky, user)
+    response = _post_answer(user, round)
+
+    assert response.status_code == 303
+    round.refresh_from_db()
+    assert round.status == Round.Status.SUBMITTED
+    (task,) = queued("deliver_round", round)
+    # Due at once (django-tasks-db stores "no run_after" as the year 9999).
+    assert task.run_after.year == 9999 or task.run_after <= timezone.now()
+    assert resubmissions(flaky) == []
+    run_tasks()
+    round.refresh_from_db()
+    assert round.status == Round.Status.DELIVERED
+    assert len(resubmissions(flaky)) == 1
