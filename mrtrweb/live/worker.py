@@ -25,6 +25,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connections, transaction
+from django.utils import timezone
 from django_tasks.signals import task_enqueued
 from django_tasks_db.management.commands.db_worker import Worker
 
@@ -99,7 +100,12 @@ class InProcessWorker:
         if self._thread is not None:
             self._thread.join(timeout)
 
-    def _enqueued(self, sender: Any, **kwargs: Any) -> None:
+    def _enqueued(self, sender: Any, task_result: Any = None, **kwargs: Any) -> None:
+        # A task due later (a watchdog, an expiry, an answer's safety net) is found by the
+        # regular look; waking now would only find nothing to run.
+        run_after = getattr(getattr(task_result, "task", None), "run_after", None)
+        if run_after is not None and run_after > timezone.now():
+            return
         # The row is visible to this thread's connection only once the enqueuing transaction
         # commits (at once outside a transaction).
         transaction.on_commit(self.wake)

@@ -7,11 +7,13 @@ import os
 import subprocess
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
+from django.utils import timezone
 from django_tasks import TaskResultStatus
 from django_tasks_db.models import DBTaskResult
 
@@ -64,6 +66,16 @@ def test_a_task_enqueued_in_this_process_runs_at_once(running_worker: Any) -> No
     took, row = wait_until_done(result.id, within=5)
     assert row.status == TaskResultStatus.SUCCESSFUL
     assert row.return_value == f"here ran in {THREAD}"
+    assert took < 2.0, f"the woken worker took {took:.2f}s"
+
+
+def test_a_task_due_later_does_not_wake_the_worker(running_worker: Any) -> None:
+    worker = running_worker(interval=30)
+    time.sleep(0.2)  # the thread's first look at the (empty) queue is over
+    later = timezone.now() + timedelta(minutes=5)
+    where_am_i.using(run_after=later).enqueue("later")
+    assert not worker._wake.is_set()  # nothing to run: the regular look will find it
+    took, _ = wait_until_done(where_am_i.enqueue("now").id, within=5)
     assert took < 2.0, f"the woken worker took {took:.2f}s"
 
 
