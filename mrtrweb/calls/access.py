@@ -45,9 +45,9 @@ def visible_rounds(user: Any) -> QuerySet[Round]:
         return rounds.none()
     if is_admin(user):
         return rounds
-    return rounds.filter(
-        routed_to(user) | Q(answered_by=user) | Q(call__started_by=user)
-    ).distinct()
+    # No DISTINCT: every join is many-to-one and the groups are an IN subquery, so a round
+    # comes once; DISTINCT over these wide rows made SQLite sort them on every page.
+    return rounds.filter(routed_to(user) | Q(answered_by=user) | Q(call__started_by=user))
 
 
 def visible_calls(user: Any) -> QuerySet[Call]:
