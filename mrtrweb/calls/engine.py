@@ -36,13 +36,14 @@ import logging
 import random
 import time
 from collections.abc import Mapping
+from concurrent.futures import Future
 from datetime import datetime, timedelta
 from typing import Any
 
 import mcp_types
 from asgiref.sync import async_to_sync, sync_to_async
 from django.conf import settings
-from django.db import transaction
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.models import F, Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -61,6 +62,7 @@ from mrtrweb.mcp import (
 )
 from mrtrweb.servers.models import Connection
 
+from . import handoff
 from .models import Call, Event, Round
 from .notify import notify_expired, notify_new_round
 from .routing import route
@@ -235,6 +237,7 @@ def _run(call: Call, *, round: Round | None, responses: Any, state: str | None) 
     connection = call.connection
     backoff = _FIRST_BACKOFF
     while True:
+        _release_pooled_connection()
         try:
             result, http_status = async_to_sync(_send)(call, connection, responses, state, round)
         except InvalidRequestState as exc:
@@ -284,6 +287,14 @@ def _run(call: Call, *, round: Round | None, responses: Any, state: str | None) 
         time.sleep(backoff)
         backoff = min(backoff * 2, _MAX_BACKOFF)
         responses, state = None, result.request_state
+
+
+def _release_pooled_connection() -> None:
+    """Give a pooled database connection back before waiting on the server: a tool may run
+    for minutes, and the pool holds ten a process; the next query takes one again."""
+    db = connections[DEFAULT_DB_ALIAS]
+    if not db.in_atomic_block and (db.settings_dict.get("OPTIONS") or {}).get("pool"):
+        db.close()
 
 
 def _sha(state: str | None) -> str:
@@ -618,14 +629,29 @@ def start_call(
     return call
 
 
-def submit_answers(round: Round, responses: Mapping[str, Mapping[str, Any]], user: Any) -> Round:
+def submit_answers(
+    round: Round,
+    responses: Mapping[str, Mapping[str, Any]],
+    user: Any,
+    *,
+    deliver_within: float | None = None,
+) -> Round:
     """Store a person's answers and queue their delivery, once.
+
+    With ``deliver_within`` (seconds), this process sends them at once on a delivery thread
+    (:mod:`.handoff`) and waits up to that long for the outcome; the queued task is then only
+    the safety net, due :data:`HANDOFF_GRACE` later, should this process die first. Without
+    it (or with ``MRTRWEB_DELIVER_ON_ANSWER`` off, or a task backend that cannot defer), a
+    task worker sends them.
 
     Raises :class:`AlreadyAnswered` if another post got there first.
     """
     if round.unsupported_reason:
         raise NotAnswerable(round.unsupported_reason)
     answers = {key: dict(value) for key, value in responses.items()}
+    hand_off = deliver_within is not None and _can_hand_off()
+    # The delivery started once committed (not when an outer transaction is still open).
+    sending: list[Future[None]] = []
     with transaction.atomic():
         now = timezone.now()
         won = Round.objects.filter(pk=round.pk, status=Round.Status.PENDING).update(
@@ -639,16 +665,18 @@ def submit_answers(round: Round, responses: Mapping[str, Mapping[str, Any]], use
         )
         if not won:
             raise AlreadyAnswered(f"Round {round.index} was already answered.")
+        if hand_off:
+            # Registered before the event's hooks, so the delivery starts once the answers are
+            # committed, while this thread tells the receivers.
+            transaction.on_commit(lambda: sending.append(handoff.start(round.pk)))
         _record(round.call, "answered", round=round, actor=user, answers=answers)
         # In the same transaction as the answers (database queue): both are kept, or neither.
         if hand_off:
             _enqueue("deliver_round", round.pk, at=now + HANDOFF_GRACE)
         else:
             _queue(round.pk)
-    if hand_off:
-        from . import handoff
-
-        handoff.deliver_now(round.pk, wait=deliver_within or 0.0)
+    if sending:
+        handoff.wait_for(sending[0], deliver_within or 0.0)
     round.refresh_from_db()
     return round
 

@@ -20,7 +20,7 @@ from django.db import close_old_connections
 
 from mrtrweb.mcp import io_loop
 
-__all__ = ["deliver_now", "shutdown"]
+__all__ = ["shutdown", "start", "wait_for"]
 
 logger = logging.getLogger(__name__)
 
@@ -54,10 +54,13 @@ def _deliver(round_id: int) -> None:
         close_old_connections()
 
 
-def deliver_now(round_id: int, *, wait: float = 0.0) -> bool:
-    """Send a submitted round's answers on a delivery thread; True if that finished within
-    ``wait`` seconds (the outcome is then stored), False if it is still going."""
-    future: Future[None] = _pool().submit(_deliver, round_id)
+def start(round_id: int) -> Future[None]:
+    """Send a submitted round's answers on a delivery thread."""
+    return _pool().submit(_deliver, round_id)
+
+
+def wait_for(future: Future[None], wait: float) -> bool:
+    """Wait up to ``wait`` seconds for a delivery :func:`start` began; True if it finished."""
     if wait <= 0:
         return False
     try:
