@@ -700,10 +700,16 @@ def _queue(round_id: int) -> None:
 
 
 def deliver(round_id: int) -> None:
-    """Resubmit a submitted round. Only the caller that claims the round sends anything."""
+    """Resubmit a submitted round. Only the caller that claims the round sends anything.
+
+    A round waiting out a backoff (or the server's Retry-After) is not claimed before its
+    time: a second task for it (an answer's safety net, the sweep's requeue) must not send it
+    early.
+    """
     with transaction.atomic():
         now = timezone.now()
-        claimed = Round.objects.filter(pk=round_id, status=Round.Status.SUBMITTED).update(
+        due = Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now + _CLOCK_SLACK)
+        claimed = Round.objects.filter(due, pk=round_id, status=Round.Status.SUBMITTED).update(
             status=Round.Status.DELIVERING,
             attempts=F("attempts") + 1,
             delivering_since=now,
@@ -727,6 +733,10 @@ def deliver(round_id: int) -> None:
             responses=round.answers,
             state=round.request_state if round.has_request_state else None,
         )
+
+
+# Tasks run by another machine may see a due time a little ahead of their own clock.
+_CLOCK_SLACK = timedelta(seconds=1)
 
 
 def retry_delivery(round: Round, user: Any) -> None:

@@ -149,3 +149,35 @@ def test_without_hand_off_a_worker_delivers_the_answer(
     round.refresh_from_db()
     assert round.status == Round.Status.DELIVERED
     assert len(resubmissions(flaky)) == 1
+
+
+def test_a_refused_answer_waits_out_retry_after_even_when_its_safety_net_comes_due(
+    flaky: Any, user: Any
+) -> None:
+    round = park(flaky, user)
+    set_fault(flaky, "429", retry_after=30)
+    _post_answer(user, round)
+
+    # The page's own attempt was refused: the round waits 30 s for its next attempt.
+    round.refresh_from_db()
+    assert round.status == Round.Status.SUBMITTED
+    assert round.last_http_status == 429
+    wait = (round.next_attempt_at - timezone.now()).total_seconds()
+    assert 25 < wait <= 30
+    # The safety-net task comes due first: it must not send the answers early.
+    (net, backoff) = sorted(queued("deliver_round", round), key=lambda t: t.run_after)
+    assert backoff.run_after == round.next_attempt_at
+    DBTaskResult.objects.filter(pk=net.pk).update(run_after=timezone.now() - timedelta(seconds=1))
+    run_tasks()
+    round.refresh_from_db()
+    assert round.status == Round.Status.SUBMITTED and round.attempts == 1
+    assert resubmissions(flaky) == []
+    # Once its time has come, the round goes.
+    DBTaskResult.objects.filter(pk=backoff.pk).update(
+        run_after=timezone.now() - timedelta(seconds=1)
+    )
+    Round.objects.filter(pk=round.pk).update(next_attempt_at=timezone.now())
+    run_tasks()
+    round.refresh_from_db()
+    assert round.status == Round.Status.DELIVERED
+    assert len(resubmissions(flaky)) == 1
