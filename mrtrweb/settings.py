@@ -70,9 +70,6 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
 ]
 
-# Django's model backend with a user's permissions read in one query (core/auth_backends.py).
-AUTHENTICATION_BACKENDS = ["mrtrweb.core.auth_backends.OneQueryModelBackend"]
-
 ROOT_URLCONF = "mrtrweb.urls"
 WSGI_APPLICATION = "mrtrweb.wsgi.application"
 ASGI_APPLICATION = "mrtrweb.asgi.application"
