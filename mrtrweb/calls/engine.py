@@ -672,7 +672,7 @@ def submit_answers(
         _record(round.call, "answered", round=round, actor=user, answers=answers)
         # In the same transaction as the answers (database queue): both are kept, or neither.
         if hand_off:
-            _enqueue("deliver_round", round.pk, at=now + HANDOFF_GRACE)
+            _enqueue("deliver_unclaimed_round", round.pk, at=now + HANDOFF_GRACE)
         else:
             _queue(round.pk)
     if sending:
@@ -699,17 +699,18 @@ def _queue(round_id: int) -> None:
     _enqueue("deliver_round", round_id)
 
 
-def deliver(round_id: int) -> None:
+def deliver(round_id: int, *, unclaimed_only: bool = False) -> None:
     """Resubmit a submitted round. Only the caller that claims the round sends anything.
 
-    A round waiting out a backoff (or the server's Retry-After) is not claimed before its
-    time: a second task for it (an answer's safety net, the sweep's requeue) must not send it
-    early.
+    ``unclaimed_only`` (an answer's safety net) sends only a round nobody has tried yet: once
+    an attempt was made, its backoff, Retry-After and watchdog decide what happens next.
     """
     with transaction.atomic():
         now = timezone.now()
-        due = Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now + _CLOCK_SLACK)
-        claimed = Round.objects.filter(due, pk=round_id, status=Round.Status.SUBMITTED).update(
+        rounds = Round.objects.filter(pk=round_id, status=Round.Status.SUBMITTED)
+        if unclaimed_only:
+            rounds = rounds.filter(attempts=0)
+        claimed = rounds.update(
             status=Round.Status.DELIVERING,
             attempts=F("attempts") + 1,
             delivering_since=now,
@@ -733,10 +734,6 @@ def deliver(round_id: int) -> None:
             responses=round.answers,
             state=round.request_state if round.has_request_state else None,
         )
-
-
-# Tasks run by another machine may see a due time a little ahead of their own clock.
-_CLOCK_SLACK = timedelta(seconds=1)
 
 
 def retry_delivery(round: Round, user: Any) -> None:

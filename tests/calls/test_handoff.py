@@ -93,13 +93,13 @@ def test_the_answer_page_lands_on_the_result_delivered_by_its_own_process(
     }
 
     # The task written with the answer is the safety net, due a few seconds later...
-    (task,) = queued("deliver_round", round)
+    (task,) = queued("deliver_unclaimed_round", round)
     grace = (task.run_after - round.answered_at).total_seconds()
     assert grace == pytest.approx(engine.HANDOFF_GRACE.total_seconds(), abs=0.5)
     # ... and once due it finds the round delivered and sends nothing again.
     DBTaskResult.objects.filter(pk=task.pk).update(run_after=timezone.now() - timedelta(seconds=1))
     run_tasks()
-    assert not queued("deliver_round", round)
+    assert not queued("deliver_unclaimed_round", round)
     assert len(resubmissions(flaky)) == 1
     assert kinds(round).count("delivered") == 1
 
@@ -165,7 +165,8 @@ def test_a_refused_answer_waits_out_retry_after_even_when_its_safety_net_comes_d
     wait = (round.next_attempt_at - timezone.now()).total_seconds()
     assert 25 < wait <= 30
     # The safety-net task comes due first: it must not send the answers early.
-    (net, backoff) = sorted(queued("deliver_round", round), key=lambda t: t.run_after)
+    (net,) = queued("deliver_unclaimed_round", round)
+    (backoff,) = queued("deliver_round", round)
     assert backoff.run_after == round.next_attempt_at
     DBTaskResult.objects.filter(pk=net.pk).update(run_after=timezone.now() - timedelta(seconds=1))
     run_tasks()
@@ -177,6 +178,37 @@ def test_a_refused_answer_waits_out_retry_after_even_when_its_safety_net_comes_d
         run_after=timezone.now() - timedelta(seconds=1)
     )
     Round.objects.filter(pk=round.pk).update(next_attempt_at=timezone.now())
+    run_tasks()
+    round.refresh_from_db()
+    assert round.status == Round.Status.DELIVERED
+    assert len(resubmissions(flaky)) == 1
+
+
+def test_the_safety_net_sends_an_answer_whose_process_died_before_trying(
+    flaky: Any, user: Any, monkeypatch: Any
+) -> None:
+    from concurrent.futures import Future
+
+    from mrtrweb.calls import handoff
+
+    def died_before_starting(round_id: int) -> Future[None]:
+        # What a process killed between the commit and its delivery thread leaves behind:
+        # the answers and their safety-net task, committed, and nothing sent.
+        never: Future[None] = Future()
+        never.cancel()
+        return never
+
+    monkeypatch.setattr(handoff, "start", died_before_starting)
+    round = park(flaky, user)
+    _post_answer(user, round)
+    round.refresh_from_db()
+    assert round.status == Round.Status.SUBMITTED and round.attempts == 0
+    assert resubmissions(flaky) == []
+
+    (net,) = queued("deliver_unclaimed_round", round)
+    run_tasks()  # not due yet
+    assert resubmissions(flaky) == []
+    DBTaskResult.objects.filter(pk=net.pk).update(run_after=timezone.now() - timedelta(seconds=1))
     run_tasks()
     round.refresh_from_db()
     assert round.status == Round.Status.DELIVERED
