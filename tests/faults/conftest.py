@@ -167,6 +167,22 @@ class Stack:
     def start_worker(self) -> None:
         start_db_worker(self.app, interval=0.1)
 
+    @contextlib.contextmanager
+    def hand_off(self, *, answer_wait: float) -> Iterator[None]:
+        """The web process sends the answers it takes itself (the default outside these
+        tests), its answer page waiting up to ``answer_wait`` seconds for the outcome."""
+        self._restart_web(MRTRWEB_DELIVER_ON_ANSWER="1", MRTRWEB_ANSWER_WAIT=str(answer_wait))
+        try:
+            yield
+        finally:
+            self._restart_web(MRTRWEB_DELIVER_ON_ANSWER="0")
+
+    def _restart_web(self, **env: str) -> None:
+        if "web" in self.app.processes:
+            self.kill("web")  # nothing is in flight between tests
+        self.app.env.update(env)
+        self.start_web()
+
     def kill(self, name: str) -> None:
         """SIGKILL: no cleanup, no graceful shutdown, exactly a crash."""
         kill(self.app.processes.pop(name))
@@ -288,6 +304,9 @@ def stack(request: pytest.FixtureRequest) -> Iterator[Stack]:
         env=app_environment(
             root,
             MRTRWEB_INPROCESS_WORKER="0",
+            # The worker delivers every answer, so its crashes can be tested; the web
+            # process's own deliveries are switched on by the tests of them (hand_off).
+            MRTRWEB_DELIVER_ON_ANSWER="0",
             MRTRWEB_DELIVERY_BACKOFF="0.3",
             MRTRWEB_DELIVERY_BACKOFF_MAX="2",
             MRTRWEB_DELIVERY_GRACE="1",

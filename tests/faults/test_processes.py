@@ -285,3 +285,63 @@ def test_the_web_process_killed_while_answers_are_posted(stack: Stack) -> None:
         f"   (posts confirmed before the kill: {len(confirmed)}; cut off: "
         f"{', '.join(str(outcomes.get(rid)) for rid in ids if rid not in confirmed) or 'none'})"
     )
+
+
+def test_an_answer_is_sent_by_the_web_process_that_took_it(
+    stack: Stack, person: httpx.Client
+) -> None:
+    """With no worker at all: the web process delivers while the page waits, so the round is
+    delivered by the time the person's redirect arrives."""
+    rounds = stack.start_calls("confirm_delete", 3)
+    stack.kill("worker")
+    try:
+        with stack.hand_off(answer_wait=5):
+            latencies = []
+            for r in rounds:
+                posted = time.monotonic()
+                answer_all(stack, person, [r])
+                latencies.append(time.monotonic() - posted)
+                row = stack.rounds([r["round"]])[r["round"]]
+                assert row["status"] == "delivered" and row["call"] == "completed", row
+    finally:
+        stack.start_worker()
+    figures = score(stack, "answers sent by the web process itself", rounds, faulted=False)
+    assert figures["lost"] == 0 and figures["duplicates"] == 0
+    REPORT_LINES.append(
+        "   (answer posted -> page back, delivered: "
+        + ", ".join(f"{int(latency * 1000)} ms" for latency in latencies)
+        + ")"
+    )
+
+
+def test_the_web_process_killed_mid_delivery(
+    stack: Stack, person: httpx.Client, admin: httpx.Client
+) -> None:
+    """The web process dies while its delivery thread waits on the server: the watchdog flags
+    the round (the server may have acted), and the answer's safety net, once due, does not
+    send it again: an admin decides."""
+    rounds = stack.start_calls("confirm_delete", 1)
+    (first,) = (r["round"] for r in rounds)
+    with stack.hand_off(answer_wait=0):
+        # The resubmission waits 2.5 s before the server handles it: the web process dies first.
+        stack.flaky.fault("slow", times=1, delay=2.5)
+        answer_all(stack, person, rounds)
+        deadline = time.monotonic() + 20
+        while stack.rounds([first])[first]["status"] != "delivering":
+            assert time.monotonic() < deadline, stack.rounds([first])
+            time.sleep(0.02)
+        stack.kill("web")
+        assert stack.rounds([first])[first]["status"] == "delivering"
+        stack.start_web()
+        rows = stack.wait_for([first], {"delivered", "unknown"}, timeout=60)
+        assert rows[first]["status"] == "unknown", rows
+        time.sleep(6)  # past the safety net's due time (5 s after the answer)
+        row = stack.rounds([first])[first]
+        assert row["status"] == "unknown" and row["attempts"] == 1, row
+        assert stack.flaky.resubmissions_by_state()[row["sha"]] == 0
+        FAULT_REPORT["flagged"] += 1
+        assert stack.admin_act(admin, "resend", first).status_code == 303
+        stack.wait_for([first], {"delivered"})
+    figures = score(stack, "web SIGKILLed mid-delivery (its own)", rounds, admin_resends=1)
+    assert figures["lost"] == 0 and figures["duplicates"] == 0
+    assert figures["recovered"] == 1
