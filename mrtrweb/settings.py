@@ -125,6 +125,9 @@ MRTRWEB_DELIVERY_ATTEMPTS = env.env_int(ENV, "MRTRWEB_DELIVERY_ATTEMPTS", defaul
 MRTRWEB_DELIVERY_BACKOFF = env.env_float(ENV, "MRTRWEB_DELIVERY_BACKOFF", 2.0)
 MRTRWEB_DELIVERY_BACKOFF_MAX = env.env_float(ENV, "MRTRWEB_DELIVERY_BACKOFF_MAX", 300.0)
 MRTRWEB_DELIVERY_GRACE = env.env_float(ENV, "MRTRWEB_DELIVERY_GRACE", 60.0)
+# Parked rounds whose state lifetime ends within the same EXPIRY_STEP seconds are expired by
+# one task at the step's end (calls/tasks.py: schedule_expiry), not by a task row per round.
+MRTRWEB_EXPIRY_STEP = env.env_float(ENV, "MRTRWEB_EXPIRY_STEP", 60.0)
 # The process that takes an answer (a form or the API) sends it at once, on one of its
 # DELIVERY_THREADS; its task is only the safety net should that process die (calls/handoff.py).
 # The answer page waits up to ANSWER_WAIT seconds for the outcome, so a person goes straight

@@ -354,37 +354,27 @@ def _park(call: Call, raw: Mapping[str, Any], *, unsupported: str = "") -> Round
         parked.set_request_state(raw.get("requestState"))
         parked.save()
         _set_call(call, status=Call.Status.WAITING)
+        # The questions themselves are on the round (the audit trail shows them from there);
+        # empty fields are left out: this is stored once per round.
+        routed = {"assigned_user": user.get_username()} if user else {}
+        if group:
+            routed["assigned_group"] = group.name
         _record(
             call,
             "round_parked",
             round=parked,
             index=index,
-            asked=_questions(parked.input_requests),
-            unsupported=unsupported,
+            **({"unsupported": unsupported} if unsupported else {}),
             request_state_sha256=parked.request_state_sha256,
-            assigned_user=user.get_username() if user else None,
-            assigned_group=group.name if group else None,
+            **routed,
         )
         transaction.on_commit(lambda: notify_new_round(parked))
-        # The round's own expiry, due when its state dies; it does nothing if answered by then.
-        _enqueue("expire_round", parked.pk, at=parked.expires_at, deferred_only=True)
+        # Its expiry, due when its state dies: one task per minute of deadlines, not per round
+        # (a task row per round was a third of what a parked round stored).
+        from .tasks import schedule_expiry
+
+        schedule_expiry(parked.expires_at)
     return parked
-
-
-def _questions(requests: Mapping[str, Any]) -> list[dict[str, Any]]:
-    asked = []
-    for key, request in requests.items():
-        params = request.get("params") if isinstance(request, dict) else None
-        params = params if isinstance(params, dict) else {}
-        asked.append(
-            {
-                "key": key,
-                "method": request.get("method") if isinstance(request, dict) else None,
-                "mode": params.get("mode", "form"),
-                "message": params.get("message"),
-            }
-        )
-    return asked
 
 
 def _complete(call: Call, result: Any) -> None:
@@ -604,13 +594,18 @@ def start_call(
     else:
         arguments_json = json.dumps(dict(arguments or {}), ensure_ascii=False)
     tool = connection.tool(target) if method == Call.Method.TOOL else None
+    credentials = connection.credentials()
+    if not credentials.get("bearer_token") and not credentials.get("headers"):
+        # Nothing to send: {} (stored as is, not encrypted), which still means "these, none",
+        # unlike None ("the connection's current ones").
+        credentials = {}
     call = Call.objects.create(
         connection=connection,
         method=method,
         target=target,
         arguments_json=arguments_json,
-        tool=_dump(tool) if tool else None,
-        credentials=connection.credentials(),
+        tool=Call.tool_for_rounds(_dump(tool)) if tool else None,
+        credentials=credentials,
         started_by=user,
         restarted_from=restarted_from,
         route_user=route_user,
@@ -622,7 +617,7 @@ def start_call(
         actor=user,
         method=method,
         target=target,
-        restarted_from=restarted_from.pk if restarted_from else None,
+        **({"restarted_from": restarted_from.pk} if restarted_from else {}),
     )
     _run(call, round=None, responses=None, state=None)
     call.refresh_from_db()
@@ -971,10 +966,11 @@ def check_delivery(round_id: int, attempt: int, *, now: datetime | None = None) 
     return True
 
 
-def sweep(*, now: datetime | None = None) -> dict[str, int]:
-    """The safety net behind the per-round tasks: expire open rounds past their state
-    lifetime, requeue answered rounds whose delivery task was lost, and flag deliveries whose
-    sender died. Safe to run any time, from any number of processes."""
+def sweep(*, now: datetime | None = None, only_expire: bool = False) -> dict[str, int]:
+    """The safety net behind the tasks: expire open rounds past their state lifetime,
+    requeue answered rounds whose delivery task was lost, and flag deliveries whose sender
+    died. Safe to run any time, from any number of processes. ``only_expire`` does the first
+    part alone (the expiry tasks)."""
     now = now or timezone.now()
     counts = {"expired": 0, "requeued": 0, "flagged": 0}
     due = Round.objects.filter(
@@ -982,6 +978,8 @@ def sweep(*, now: datetime | None = None) -> dict[str, int]:
     )
     for round_id in due.values_list("pk", flat=True):
         counts["expired"] += expire_if_due(round_id, now=now)
+    if only_expire:
+        return counts
     grace = timedelta(seconds=float(_setting("MRTRWEB_DELIVERY_GRACE", 60.0)))
     stranded = Round.objects.filter(status=Round.Status.SUBMITTED).filter(
         Q(next_attempt_at__lte=now - grace)

@@ -7,6 +7,7 @@ transition there is a guarded ``UPDATE ... WHERE status = <expected>``.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
@@ -14,8 +15,14 @@ from django.contrib.auth.models import Group
 from django.db import models
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.functional import cached_property
 
-from mrtrweb.servers.fields import EncryptedJSONField, EncryptedTextField
+from mrtrweb.mcp.headers import header_schema
+from mrtrweb.servers.fields import (
+    CompactJSONField,
+    EncryptedCompactTextField,
+    EncryptedJSONField,
+)
 from mrtrweb.servers.models import Connection
 
 
@@ -44,32 +51,46 @@ class Call(models.Model):
     # The connection's token and headers when the call started: servers bind requestState to
     # the caller's identity, so every round is resubmitted with these, whoever answers it.
     credentials = EncryptedJSONField(null=True, blank=True)
-    # The tool as listed when the call started, so any worker can mirror x-mcp-header.
-    tool = models.JSONField(null=True, blank=True)
+    # What later rounds need of the tool as listed when the call started (see tool_for_rounds):
+    # any worker mirrors its x-mcp-header arguments, and resends it once if idempotent.
+    tool = CompactJSONField(null=True, blank=True)
+    # Indexed by call_starter_created (a composite whose first column it is).
     started_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="calls"
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="calls", db_index=False
     )
-    status = models.CharField(
-        max_length=16, choices=Status.choices, default=Status.RUNNING, db_index=True
-    )
+    # Indexed by call_status_created.
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
     # Input-required results received so far (state-only ones included), against the cap.
     rounds_used = models.PositiveSmallIntegerField(default=0)
-    result = models.JSONField(null=True, blank=True)
+    result = CompactJSONField(null=True, blank=True)
     error = models.TextField(blank=True)
     # Who the program that started the call asked for (the JSON API's "assignee" or "group");
     # when set, it wins over the tool's and the connection's routing policy.
+    # Nearly always NULL: these three are indexed only where set (see Meta.indexes), which is
+    # what deleting a user or group (SET_NULL) and the call page's restarts need.
     route_user = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
+        db_index=False,
     )
     route_group = models.ForeignKey(
-        Group, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        Group,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_index=False,
     )
     restarted_from = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="restarts"
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="restarts",
+        db_index=False,
     )
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -78,8 +99,25 @@ class Call(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [
-            models.Index(fields=["status", "-created_at"], name="call_status_created"),
-            models.Index(fields=["started_by", "-created_at"], name="call_starter_created"),
+            # Ascending (read backwards for newest first): new rows then land at the end of
+            # their range, and the pages fill up instead of splitting in half.
+            models.Index(fields=["status", "created_at"], name="call_status_created"),
+            models.Index(fields=["started_by", "created_at"], name="call_starter_created"),
+            models.Index(
+                fields=["route_user"],
+                name="call_route_user_set",
+                condition=models.Q(route_user__isnull=False),
+            ),
+            models.Index(
+                fields=["route_group"],
+                name="call_route_group_set",
+                condition=models.Q(route_group__isnull=False),
+            ),
+            models.Index(
+                fields=["restarted_from"],
+                name="call_restarted_from_set",
+                condition=models.Q(restarted_from__isnull=False),
+            ),
         ]
 
     def __str__(self) -> str:
@@ -91,6 +129,25 @@ class Call(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in self.FINISHED
+
+    @staticmethod
+    def tool_for_rounds(tool: Mapping[str, Any]) -> dict[str, Any] | None:
+        """What a call keeps of its tool's listing (``tool``, as JSON): its name, the part of
+        its input schema that ``x-mcp-header`` mirroring reads, and ``idempotentHint``; None
+        when the tool has neither (nothing later rounds would use). Its description and full
+        schema are the catalog's, not every call's."""
+        schema = header_schema(tool.get("inputSchema"))
+        annotations = tool.get("annotations")
+        idempotent = isinstance(annotations, Mapping) and annotations.get("idempotentHint") is True
+        if schema is None and not idempotent:
+            return None
+        kept: dict[str, Any] = {
+            "name": tool.get("name"),
+            "inputSchema": schema if schema is not None else {"type": "object"},
+        }
+        if idempotent:
+            kept["annotations"] = {"idempotentHint": True}
+        return kept
 
 
 class Round(models.Model):
@@ -106,49 +163,63 @@ class Round(models.Model):
         EXPIRED = "expired", "expired"
         CANCELLED = "cancelled", "cancelled"
 
-    call = models.ForeignKey(Call, on_delete=models.CASCADE, related_name="rounds")
+    # Indexed by round_index_unique_per_call (call first).
+    call = models.ForeignKey(Call, on_delete=models.CASCADE, related_name="rounds", db_index=False)
     index = models.PositiveSmallIntegerField()
     # The inputRequests exactly as received (keys are arbitrary server strings).
-    input_requests = models.JSONField(default=dict)
+    input_requests = CompactJSONField(default=dict)
     # Their messages as plain text, filled when parked: what the admins' search looks in
     # (JSON text escapes non-ASCII and quotes on some databases, and cannot be indexed).
     summary = models.TextField(blank=True, default="")
     # requestState is opaque, echoed byte for byte, and never shown to a browser.
     has_request_state = models.BooleanField(default=False)
-    request_state = EncryptedTextField(null=True, blank=True)
-    request_state_sha256 = models.CharField(max_length=64, blank=True)
+    # Its SHA-256 is not stored here: the round_parked event records it (see
+    # request_state_sha256).
+    request_state = EncryptedCompactTextField(null=True, blank=True)
     # Set when a request in this round is of a kind or shape the client cannot answer.
     unsupported_reason = models.TextField(blank=True)
-    status = models.CharField(
-        max_length=16, choices=Status.choices, default=Status.PENDING, db_index=True
-    )
+    # Indexed by round_status_created and round_status_deadline (status first).
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     # inputResponses as sent: {key: {"action": ..., "content": {...}}}.
-    answers = models.JSONField(null=True, blank=True)
+    answers = CompactJSONField(null=True, blank=True)
+    # NULL until answered: indexed only where set (round_answerer_answered), which serves
+    # "answered by me" newest first.
     answered_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
         related_name="answered_rounds",
+        db_index=False,
     )
     answered_at = models.DateTimeField(null=True, blank=True)
     # Who is asked (see calls.routing): one user, or a group whose members claim the round.
+    # Indexed by round_assignee_status and round_group_status (each first there).
     assigned_user = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
         related_name="assigned_rounds",
+        db_index=False,
     )
     assigned_group = models.ForeignKey(
-        Group, null=True, blank=True, on_delete=models.SET_NULL, related_name="assigned_rounds"
+        Group,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="assigned_rounds",
+        db_index=False,
     )
+    # Only ever filtered beside assigned_group (which the index finds); indexed where set,
+    # for deleting a user (SET_NULL).
     claimed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
         related_name="claimed_rounds",
+        db_index=False,
     )
     claimed_at = models.DateTimeField(null=True, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
@@ -174,10 +245,21 @@ class Round(models.Model):
         ordering = ["call_id", "index"]
         permissions = [("manage_rounds", "Can see and manage every call and round")]
         indexes = [
-            models.Index(fields=["status", "-created_at"], name="round_status_created"),
+            # Ascending, like the calls' (see there).
+            models.Index(fields=["status", "created_at"], name="round_status_created"),
             models.Index(fields=["assigned_user", "status"], name="round_assignee_status"),
             models.Index(fields=["assigned_group", "status"], name="round_group_status"),
             models.Index(fields=["status", "expires_at"], name="round_status_deadline"),
+            models.Index(
+                fields=["answered_by", "-answered_at"],
+                name="round_answerer_answered",
+                condition=models.Q(answered_by__isnull=False),
+            ),
+            models.Index(
+                fields=["claimed_by"],
+                name="round_claimer_set",
+                condition=models.Q(claimed_by__isnull=False),
+            ),
         ]
         constraints = [
             models.UniqueConstraint(fields=["call", "index"], name="round_index_unique_per_call")
@@ -201,9 +283,15 @@ class Round(models.Model):
     def set_request_state(self, state: str | None) -> None:
         self.has_request_state = state is not None
         self.request_state = state
-        self.request_state_sha256 = (
-            hashlib.sha256(state.encode("utf-8")).hexdigest() if state is not None else ""
-        )
+        self.__dict__.pop("request_state_sha256", None)
+
+    @cached_property
+    def request_state_sha256(self) -> str:
+        """The SHA-256 (hex) of the requestState, "" without one: what the audit trail and
+        the logs know it by. Worked out from the state (which this reads, and decrypts); the
+        round_parked event keeps it, so lists read it from there instead."""
+        state = self.request_state if self.has_request_state else None
+        return hashlib.sha256(state.encode("utf-8")).hexdigest() if state is not None else ""
 
     @staticmethod
     def summary_of(requests: Any) -> str:
@@ -216,6 +304,24 @@ class Round(models.Model):
                 lines.append(message.strip())
         return "\n".join(lines)
 
+    @staticmethod
+    def questions_of(requests: Any) -> list[dict[str, Any]]:
+        """Each request of ``requests`` (inputRequests) as the audit trail lists it: its key,
+        method, mode and message."""
+        asked = []
+        for key, request in (requests or {}).items() if isinstance(requests, dict) else ():
+            params = request.get("params") if isinstance(request, dict) else None
+            params = params if isinstance(params, dict) else {}
+            asked.append(
+                {
+                    "key": key,
+                    "method": request.get("method") if isinstance(request, dict) else None,
+                    "mode": params.get("mode", "form"),
+                    "message": params.get("message"),
+                }
+            )
+        return asked
+
     def requests(self) -> list[tuple[str, dict[str, Any]]]:
         """The input requests in the order the server sent them."""
         return list(self.input_requests.items())
@@ -225,18 +331,36 @@ class Event(models.Model):
     """The audit trail of a call: append-only, one row per transition."""
 
     call = models.ForeignKey(Call, on_delete=models.CASCADE, related_name="events")
+    # Indexed where set (event_round_set): a call's own events have none.
     round = models.ForeignKey(
-        Round, null=True, blank=True, on_delete=models.CASCADE, related_name="events"
+        Round,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="events",
+        db_index=False,
     )
     kind = models.CharField(max_length=32)
+    # Never looked up by: not indexed (deleting a user who acted scans the events once).
     actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        db_index=False,
     )
-    detail = models.JSONField(default=dict, blank=True)
+    detail = CompactJSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["created_at", "id"]
+        indexes = [
+            models.Index(
+                fields=["round"],
+                name="event_round_set",
+                condition=models.Q(round__isnull=False),
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.kind} on call {self.call_id}"

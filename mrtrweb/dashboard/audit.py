@@ -1,7 +1,8 @@
 """A call's audit trail as people read it: one entry per recorded transition.
 
 The events are the engine's own records (``calls.Event``), shown as they are: who, when,
-what was asked (keys and messages), what was answered (action and content), how each
+what was asked (keys and messages: for a parked round, from the round's own inputRequests,
+which older events also copied), what was answered (action and content), how each
 resubmission came out, and the SHA-256 of each requestState. The state itself is never
 recorded by the engine and never read here; a detail key naming it is dropped all the same.
 """
@@ -86,8 +87,10 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _asked(detail: Mapping[str, Any]) -> list[Asked]:
+def _asked(detail: Mapping[str, Any], requests: Any = None) -> list[Asked]:
     asked = detail.get("asked")
+    if asked is None and requests is not None:
+        asked = Round.questions_of(requests)
     if not isinstance(asked, list):
         return []
     return [
@@ -162,7 +165,25 @@ def _is_state(name: str) -> bool:
     return "requeststate" in flat and not flat.endswith("sha256")
 
 
+def _parked_requests(events: list[Event]) -> dict[int, Any]:
+    """The inputRequests of the rounds whose ``round_parked`` event does not list what was
+    asked (the engine has not copied them into the event since the round row holds them), in
+    one query."""
+    ids = {
+        event.round_id
+        for event in events
+        if event.kind == "round_parked"
+        and event.round_id is not None
+        and not (isinstance(event.detail, Mapping) and "asked" in event.detail)
+    }
+    if not ids:
+        return {}
+    return dict(Round.objects.filter(pk__in=ids).values_list("pk", "input_requests"))
+
+
 def event_views(events: Iterable[Event]) -> list[EventView]:
+    events = list(events)
+    parked_requests = _parked_requests(events)
     views = []
     for event in events:
         detail = event.detail if isinstance(event.detail, Mapping) else {}
@@ -181,7 +202,10 @@ def event_views(events: Iterable[Event]) -> list[EventView]:
                 created_at=event.created_at,
                 actor=actor,
                 round_index=getattr(event, "round_index", None),
-                asked=_asked(detail),
+                asked=_asked(
+                    detail,
+                    parked_requests.get(event.round_id) if event.kind == "round_parked" else None,
+                ),
                 answered=_answered(detail),
                 outcome=outcome,
                 outcome_ok=ok,
@@ -205,7 +229,24 @@ class RoundDigest:
     answered_by: str
 
 
+def _state_digests(rounds: list[Round]) -> dict[int, str]:
+    """Each round's requestState SHA-256 as its round_parked event recorded it (the round row
+    does not keep it), in one query, without reading a state."""
+    found = (
+        Event.objects.filter(round__in=[round.pk for round in rounds], kind="round_parked")
+        .order_by("id")
+        .values_list("round_id", "detail")
+    )
+    return {
+        round_id: _text(detail.get("request_state_sha256"))
+        for round_id, detail in found
+        if isinstance(detail, Mapping)
+    }
+
+
 def round_digests(rounds: Iterable[Round]) -> list[RoundDigest]:
+    rounds = list(rounds)
+    state_digests = _state_digests(rounds) if rounds else {}
     digests = []
     for round in rounds:
         if round.assigned_user is not None:
@@ -220,7 +261,9 @@ def round_digests(rounds: Iterable[Round]) -> list[RoundDigest]:
                 status=round.status,
                 status_label=round.get_status_display(),
                 has_request_state=round.has_request_state,
-                request_state_sha256=round.request_state_sha256,
+                request_state_sha256=state_digests.get(round.pk, "")
+                if round.has_request_state
+                else "",
                 assigned=assigned,
                 claimed_by=round.claimed_by.get_username() if round.claimed_by else "",
                 answered_by=round.answered_by.get_username() if round.answered_by else "",

@@ -18,6 +18,7 @@ __all__ = [
     "NAME_BEARING_PARAMS",
     "decode_header_value",
     "encode_header_value",
+    "header_schema",
     "invalid_x_mcp_header",
     "param_headers",
     "x_mcp_header_map",
@@ -131,6 +132,27 @@ def x_mcp_header_map(input_schema: Any) -> dict[tuple[str, ...], str]:
         for path, schema in _schema_positions(input_schema)
         if path and isinstance(schema.get(X_MCP_HEADER), str)
     }
+
+
+def header_schema(input_schema: Any) -> dict[str, Any] | None:
+    """The least of ``input_schema`` that :func:`x_mcp_header_map` reads the same from: the
+    chains of ``properties`` down to each annotated property (with its type and annotation).
+    None when it has no annotation, or invalid ones (a tool a listing drops)."""
+    if not isinstance(input_schema, dict) or invalid_x_mcp_header(input_schema) is not None:
+        return None
+    header_map = x_mcp_header_map(input_schema)
+    if not header_map:
+        return None
+    kept: dict[str, Any] = {"type": "object"}
+    for path in header_map:
+        source: Any = input_schema
+        node = kept
+        for name in path:
+            source = source["properties"][name]
+            node = node.setdefault("properties", {}).setdefault(name, {})
+        node["type"] = source.get("type")
+        node[X_MCP_HEADER] = source[X_MCP_HEADER]
+    return kept
 
 
 def _render(value: Any) -> str | None:

@@ -1,5 +1,6 @@
-"""Rounds past their state lifetime: their own expiry task (due at ``expires_at``), and the
-sweep behind it (``manage.py expire_rounds``), which also requeues lost deliveries.
+"""Rounds past their state lifetime: the expiry task (one per minute of deadlines, due at or
+just after ``expires_at``), and the sweep behind it (``manage.py expire_rounds``), which also
+requeues lost deliveries.
 
 Real rounds from the flaky peer; the tasks run through the real database queue.
 """
@@ -16,14 +17,15 @@ from django.core.management import call_command
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
-from mrtrweb.calls import engine
+from mrtrweb.calls import engine, tasks
 from mrtrweb.calls.models import Call, Round
+from mrtrweb.calls.tasks import expiry_bucket
+from mrtrweb.servers.models import Connection
 from tests.calls.delivery_support import (
     DATABASE_QUEUE,
     answer,
     flaky_peer,
     park,
-    queued,
     resubmissions,
     run_tasks,
     run_until,
@@ -47,6 +49,12 @@ def flaky(fault_peer: Any) -> Any:
     return flaky_peer(fault_peer, "expiry-tests")
 
 
+def expiry_tasks() -> list[DBTaskResult]:
+    return list(
+        DBTaskResult.objects.filter(task_path__endswith=".expire_rounds_due", status="READY")
+    )
+
+
 def test_the_sweep_expires_overdue_rounds_and_tells_their_assignees(
     flaky: Any, user: Any, mailoutbox: Any
 ) -> None:
@@ -54,9 +62,10 @@ def test_the_sweep_expires_overdue_rounds_and_tells_their_assignees(
     user.save()
     round = park(flaky, user)
     Round.objects.filter(pk=round.pk).update(assigned_user=user)
-    # Its own expiry task is due when its state dies.
-    (task,) = queued("expire_round", round)
-    assert task.run_after == round.expires_at
+    # An expiry task is due at the first whole minute at or after its state dies.
+    (task,) = expiry_tasks()
+    assert task.run_after == expiry_bucket(round.expires_at)
+    assert round.expires_at <= task.run_after < round.expires_at + timedelta(minutes=1)
     out = StringIO()
     call_command("expire_rounds", stdout=out)
     assert out.getvalue().startswith("expired 0")
@@ -68,14 +77,34 @@ def test_the_sweep_expires_overdue_rounds_and_tells_their_assignees(
     assert round.call.status == Call.Status.EXPIRED
     assert [m.to for m in mailoutbox][-1] == ["ada@example.com"]
     assert "expired" in mailoutbox[-1].subject.lower()
-    # The round's own task, when it comes, finds nothing left to do.
+    # The expiry task, when it comes, finds nothing left to do.
     assert engine.expire_if_due(round.pk) is False
+    assert engine.sweep(only_expire=True)["expired"] == 0
+
+
+def test_rounds_whose_state_dies_in_the_same_minute_share_one_expiry_task(
+    flaky: Any, user: Any, settings: Any
+) -> None:
+    first = park(flaky, user)
+    rounds = [first] + [park(flaky, user, name=f"flaky-{n}") for n in range(3)]
+    buckets = {expiry_bucket(r.expires_at) for r in rounds}
+    # One task row per minute of deadlines, not one per round (the lifetime is an hour, so
+    # the four rounds' deadlines fall in one or two minutes).
+    assert len(expiry_tasks()) == len(buckets) <= 2
+    assert {t.run_after for t in expiry_tasks()} == buckets
+    # A step about to come is not shared: its task may be running already.
+    settings.MRTRWEB_EXPIRY_STEP = 3600.0 * 24
+    Connection.objects.update(state_lifetime=timedelta(seconds=1))
+    park(flaky, user, name="flaky-soon")
+    park(flaky, user, name="flaky-soon-2")
+    soon = [t for t in expiry_tasks() if t.run_after not in buckets]
+    assert len(soon) == 2 and soon[0].run_after == soon[1].run_after
 
 
 def test_the_expiry_task_expires_a_pending_round_at_its_deadline(flaky: Any, user: Any) -> None:
     round = park(flaky, user)
     Round.objects.filter(pk=round.pk).update(expires_at=timezone.now() + timedelta(seconds=1))
-    DBTaskResult.objects.filter(task_path__endswith=".expire_round").update(
+    DBTaskResult.objects.filter(task_path__endswith=".expire_rounds_due").update(
         run_after=timezone.now() + timedelta(seconds=1)
     )
     run_tasks()
@@ -84,6 +113,15 @@ def test_the_expiry_task_expires_a_pending_round_at_its_deadline(flaky: Any, use
     round = run_until(round, Round.Status.EXPIRED, timeout=10)
     assert round.status == Round.Status.EXPIRED
     assert round.events.get(kind="expired").detail["swept"] is True
+
+
+def test_an_expiry_task_queued_per_round_still_runs(flaky: Any, user: Any) -> None:
+    """Tasks the engine queued one per round before still expire their round."""
+    round = park(flaky, user)
+    Round.objects.filter(pk=round.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    tasks.expire_round.enqueue(round.pk)
+    round = run_until(round, Round.Status.EXPIRED, timeout=10)
+    assert round.status == Round.Status.EXPIRED
 
 
 def test_the_sweep_requeues_an_answered_round_whose_task_was_lost(

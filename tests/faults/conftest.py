@@ -191,12 +191,19 @@ class Stack:
     # a delivery in flight); the columns read hold nothing encrypted.
     def rounds(self, ids: list[int]) -> dict[int, dict[str, Any]]:
         listed = ",".join(str(int(i)) for i in ids)
+        database_url = self.app.env.get("DATABASE_URL")
+        # The requestState's digest, as the audit trail recorded it when the round was parked.
+        digest = (
+            "e.detail->>'request_state_sha256'"
+            if database_url
+            else "json_extract(e.detail, '$.request_state_sha256')"
+        )
         sql = (
-            "SELECT r.id, r.status, r.answers, r.request_state_sha256, r.attempts, c.status, "
+            f"SELECT r.id, r.status, r.answers, (SELECT {digest} FROM calls_event e "
+            "WHERE e.round_id = r.id AND e.kind = 'round_parked'), r.attempts, c.status, "
             "r.delivery_error FROM calls_round r JOIN calls_call c ON c.id = r.call_id "
             f"WHERE r.id IN ({listed})"
         )
-        database_url = self.app.env.get("DATABASE_URL")
         if database_url:
             import psycopg
 

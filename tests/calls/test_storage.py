@@ -1,0 +1,256 @@
+"""What a parked round stores, kept small (issue 7, P5) without losing what it must keep.
+
+The requestState is sealed compactly and still reads byte for byte (also after a key
+rotation, and when written in an older form); a call without credentials stores ``{}`` in
+clear, still distinct from ``None``; a call keeps only what its later rounds need of its tool;
+the round_parked event leaves the questions to the round, and the audit trail still shows them.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from typing import Any
+
+import pytest
+from cryptography.fernet import Fernet
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.db import connection as db
+
+from mrtrweb.calls import engine
+from mrtrweb.calls.models import Call, Event, Round
+from mrtrweb.mcp.headers import header_schema, x_mcp_header_map
+from mrtrweb.servers import crypto
+from mrtrweb.servers.catalog import refresh_catalog
+from mrtrweb.servers.models import Connection
+from tests.dashboard.support import make_connection, make_round
+
+pytestmark = pytest.mark.django_db
+
+# Shaped like the SDK's sealed requestState ("v1." then unpadded base64url).
+TOKEN = "v1." + base64.urlsafe_b64encode(bytes(range(200))).rstrip(b"=").decode()
+STATES = [
+    TOKEN,
+    "v1.QUI",  # too short to be worth compacting
+    "v1.abcDEF_-012",  # base64url that does not re-encode to itself: kept as text
+    '{"step": 2, "note": "héllo"}',
+    "a.b.c.d.e.f.g",
+    "",
+]
+
+
+@pytest.fixture
+def user() -> Any:
+    return get_user_model().objects.create_user("ada", password="pw-ada-123")
+
+
+def stored_state(round_id: int) -> Any:
+    with db.cursor() as cursor:
+        cursor.execute("SELECT request_state FROM calls_round WHERE id = %s", [round_id])
+        return cursor.fetchone()[0]
+
+
+def put_state(round_id: int, value: Any) -> None:
+    with db.cursor() as cursor:
+        cursor.execute("UPDATE calls_round SET request_state = %s WHERE id = %s", [value, round_id])
+
+
+@pytest.mark.parametrize("state", STATES)
+def test_a_request_state_reads_back_byte_for_byte(user: Any, state: str) -> None:
+    round = make_round(connection=make_connection(), starter=user, request_state=state)
+    assert Round.objects.get(pk=round.pk).request_state == state
+    raw = bytes(stored_state(round.pk))
+    if state:
+        assert crypto.is_sealed(raw)
+        assert state.encode() not in raw
+    assert Round.objects.get(pk=round.pk).request_state_sha256 == round.request_state_sha256
+
+
+def test_a_sealed_state_is_smaller_than_a_fernet_token_of_it(user: Any) -> None:
+    round = make_round(connection=make_connection(), starter=user, request_state=TOKEN)
+    # 200 bytes of base64url (267 characters): sealed, its decoded bytes plus 31 and the
+    # prefix; a Fernet text token of the state was 448 characters.
+    assert len(bytes(stored_state(round.pk))) <= 200 + 31 + 5
+    assert len(crypto.encrypt(TOKEN)) > 400
+
+
+def test_states_stored_in_older_forms_still_read(user: Any) -> None:
+    round = make_round(connection=make_connection(), starter=user, request_state="x")
+    # A Fernet text token (before the column was binary: SQLite keeps it as text, PostgreSQL
+    # converts it to its ASCII bytes), and a Fernet token's raw bytes.
+    text_token = crypto.encrypt(TOKEN)
+    for value in (text_token, text_token.encode("ascii")):
+        put_state(round.pk, value)
+        assert Round.objects.get(pk=round.pk).request_state == TOKEN
+    put_state(round.pk, base64.urlsafe_b64decode(crypto.encrypt("plain state")))
+    assert Round.objects.get(pk=round.pk).request_state == "plain state"
+
+
+def test_sealed_states_survive_a_key_rotation(user: Any, settings: Any) -> None:
+    old = Fernet.generate_key().decode()
+    settings.FERNET_KEYS = [old]
+    round = make_round(connection=make_connection(), starter=user, request_state=TOKEN)
+    legacy = make_round(
+        connection=Connection.objects.get(), starter=user, key="other", request_state="x"
+    )
+    put_state(legacy.pk, crypto.encrypt("older text token"))
+    new = Fernet.generate_key().decode()
+    settings.FERNET_KEYS = [new, old]
+    assert Round.objects.get(pk=round.pk).request_state == TOKEN
+    call_command("rotate_secrets", stdout=io.StringIO())
+    settings.FERNET_KEYS = [new]
+    assert Round.objects.get(pk=round.pk).request_state == TOKEN
+    assert Round.objects.get(pk=legacy.pk).request_state == "older text token"
+    assert crypto.is_sealed(bytes(stored_state(legacy.pk)))
+    # Without the key it was sealed under, it does not read.
+    settings.FERNET_KEYS = [old]
+    with pytest.raises(crypto.SecretUnreadable):
+        Round.objects.get(pk=round.pk)
+
+
+def test_a_tampered_state_does_not_read(user: Any) -> None:
+    round = make_round(connection=make_connection(), starter=user, request_state=TOKEN)
+    raw = bytearray(bytes(stored_state(round.pk)))
+    raw[-1] ^= 1
+    put_state(round.pk, bytes(raw))
+    with pytest.raises(crypto.SecretUnreadable):
+        Round.objects.get(pk=round.pk)
+
+
+# -- credentials ----------------------------------------------------------------------------
+
+
+def stored_credentials(call_id: int) -> Any:
+    with db.cursor() as cursor:
+        cursor.execute("SELECT credentials FROM calls_call WHERE id = %s", [call_id])
+        return cursor.fetchone()[0]
+
+
+def test_no_credentials_are_stored_as_an_empty_object_in_clear(user: Any) -> None:
+    conn = make_connection()
+    empty = Call.objects.create(connection=conn, method="tools/call", target="t", started_by=user)
+    Call.objects.filter(pk=empty.pk).update(credentials={})
+    unset = Call.objects.create(connection=conn, method="tools/call", target="t", started_by=user)
+    secret = Call.objects.create(
+        connection=conn,
+        method="tools/call",
+        target="t",
+        started_by=user,
+        credentials={"bearer_token": "tok-9", "headers": {}},
+    )
+    assert stored_credentials(empty.pk) == "{}"
+    assert stored_credentials(unset.pk) is None
+    assert "tok-9" not in stored_credentials(secret.pk)
+    assert Call.objects.get(pk=empty.pk).credentials == {}
+    assert Call.objects.get(pk=unset.pk).credentials is None
+    assert Call.objects.get(pk=secret.pk).credentials["bearer_token"] == "tok-9"
+    # {} means "none", not "the connection's current ones" (which None means).
+    conn.bearer_token = "now-set"
+    conn.save()
+    assert conn.client_settings({}).bearer_token is None
+    assert conn.client_settings(None).bearer_token == "now-set"
+
+
+def test_a_call_keeps_its_credentials_and_only_what_rounds_need_of_its_tool(
+    fastmcp_peer: Any, user: Any
+) -> None:
+    conn = Connection.objects.create(name="peer", url=fastmcp_peer.url)
+    refresh_catalog(conn)
+    call = engine.start_call(
+        connection=conn,
+        method=Call.Method.TOOL,
+        target="approve_deploy",
+        arguments={"service": "api"},
+        user=user,
+    )
+    assert call.status == Call.Status.WAITING, call.error
+    assert stored_credentials(call.pk) == "{}"
+    listed = conn.tool("approve_deploy")
+    assert listed is not None
+    has_headers = bool(x_mcp_header_map(listed.input_schema))
+    idempotent = bool(listed.annotations and listed.annotations.idempotent_hint)
+    if not has_headers and not idempotent:
+        assert call.tool is None
+    else:
+        assert call.tool["name"] == "approve_deploy"
+    # With a token, the call keeps it (encrypted) for every later round.
+    conn.bearer_token = "tok-1"
+    conn.save()
+    second = engine.start_call(
+        connection=conn,
+        method=Call.Method.TOOL,
+        target="approve_deploy",
+        arguments={"service": "api"},
+        user=user,
+    )
+    assert "tok-1" not in stored_credentials(second.pk)
+    assert Call.objects.get(pk=second.pk).credentials["bearer_token"] == "tok-1"
+
+
+def test_tool_for_rounds_keeps_header_mirroring_and_idempotence_only() -> None:
+    schema = {
+        "type": "object",
+        "description": "long text " * 20,
+        "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region", "description": "where"},
+            "spec": {
+                "type": "object",
+                "properties": {"tier": {"type": "integer", "x-mcp-header": "Tier"}},
+            },
+            "note": {"type": "string"},
+        },
+    }
+    tool = {
+        "name": "deploy",
+        "description": "Deploys.",
+        "inputSchema": schema,
+        "annotations": {"idempotentHint": True, "title": "Deploy"},
+    }
+    kept = Call.tool_for_rounds(tool)
+    assert kept is not None
+    assert set(kept) == {"name", "inputSchema", "annotations"}
+    assert kept["annotations"] == {"idempotentHint": True}
+    assert x_mcp_header_map(kept["inputSchema"]) == x_mcp_header_map(schema)
+    assert "note" not in kept["inputSchema"]["properties"]
+    plain = {"name": "echo", "inputSchema": {"type": "object", "properties": {"t": {}}}}
+    assert Call.tool_for_rounds(plain) is None
+    assert Call.tool_for_rounds({**plain, "annotations": {"idempotentHint": True}}) == {
+        "name": "echo",
+        "inputSchema": {"type": "object"},
+        "annotations": {"idempotentHint": True},
+    }
+    assert header_schema({"type": "object", "properties": {"a": {"x-mcp-header": "A"}}}) is None
+
+
+# -- the audit trail ------------------------------------------------------------------------
+
+
+def test_the_parked_event_leaves_the_questions_to_the_round(fastmcp_peer: Any, user: Any) -> None:
+    from mrtrweb.dashboard.audit import event_views, round_digests
+
+    conn = Connection.objects.create(name="peer", url=fastmcp_peer.url)
+    refresh_catalog(conn)
+    call = engine.start_call(
+        connection=conn,
+        method=Call.Method.TOOL,
+        target="approve_deploy",
+        arguments={"service": "api"},
+        user=user,
+    )
+    round = call.rounds.get()
+    parked = Event.objects.get(call=call, kind="round_parked")
+    assert "asked" not in parked.detail
+    assert parked.detail["request_state_sha256"] == round.request_state_sha256
+    (view,) = [v for v in event_views(Event.objects.filter(pk=parked.pk)) if v.asked]
+    (key, request) = next(iter(round.input_requests.items()))
+    assert view.asked[0].key == key
+    assert view.asked[0].message == request["params"]["message"]
+    # Events written before still show what they copied.
+    Event.objects.filter(pk=parked.pk).update(
+        detail={**parked.detail, "asked": [{"key": "old", "message": "Copied?"}]}
+    )
+    (view,) = event_views(Event.objects.filter(pk=parked.pk))
+    assert [a.message for a in view.asked] == ["Copied?"]
+    (digest,) = round_digests(Round.objects.filter(pk=round.pk).defer("request_state"))
+    assert digest.request_state_sha256 == round.request_state_sha256
