@@ -105,7 +105,9 @@ def database_config(
     }
 
 
-def env_float(environ: Mapping[str, str], name: str, default: float) -> float:
+def env_float(
+    environ: Mapping[str, str], name: str, default: float, *, allow_zero: bool = False
+) -> float:
     raw = environ.get(name, "").strip()
     if not raw:
         return default
@@ -113,8 +115,11 @@ def env_float(environ: Mapping[str, str], name: str, default: float) -> float:
         value = float(raw)
     except ValueError:
         raise EnvError(f"{name}={raw!r} is not a number") from None
+    if allow_zero and value == 0:
+        return value
     if not value > 0:
-        raise EnvError(f"{name}={raw!r} must be a positive number")
+        kind = "zero or a positive number" if allow_zero else "a positive number"
+        raise EnvError(f"{name}={raw!r} must be {kind}")
     return value
 
 

@@ -127,14 +127,14 @@ MRTRWEB_DELIVERY_BACKOFF_MAX = env.env_float(ENV, "MRTRWEB_DELIVERY_BACKOFF_MAX"
 MRTRWEB_DELIVERY_GRACE = env.env_float(ENV, "MRTRWEB_DELIVERY_GRACE", 60.0)
 # Parked rounds whose state lifetime ends within the same EXPIRY_STEP seconds are expired by
 # one task at the step's end (calls/tasks.py: schedule_expiry), not by a task row per round.
-MRTRWEB_EXPIRY_STEP = env.env_float(ENV, "MRTRWEB_EXPIRY_STEP", 60.0)
+MRTRWEB_EXPIRY_STEP = env.env_float(ENV, "MRTRWEB_EXPIRY_STEP", 60.0, allow_zero=True)
 # The process that takes an answer (a form or the API) sends it at once, on one of its
 # DELIVERY_THREADS; its task is only the safety net should that process die (calls/handoff.py).
 # The answer page waits up to ANSWER_WAIT seconds for the outcome, so a person goes straight
 # to the next round or the result; a slower server shows "Delivering…" and updates live.
 MRTRWEB_DELIVER_ON_ANSWER = env.env_bool(ENV, "MRTRWEB_DELIVER_ON_ANSWER", default=True)
 MRTRWEB_DELIVERY_THREADS = env.env_int(ENV, "MRTRWEB_DELIVERY_THREADS", default=8)
-MRTRWEB_ANSWER_WAIT = env.env_float(ENV, "MRTRWEB_ANSWER_WAIT", 2.0)
+MRTRWEB_ANSWER_WAIT = env.env_float(ENV, "MRTRWEB_ANSWER_WAIT", 2.0, allow_zero=True)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

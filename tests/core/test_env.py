@@ -163,3 +163,16 @@ def test_log_format_is_json_in_production_and_plain_otherwise(environ, expected)
 def test_an_unknown_log_format_is_refused():
     with pytest.raises(env.EnvError, match="DJANGO_LOG_FORMAT"):
         env.log_format({"DJANGO_LOG_FORMAT": "xml"})
+
+
+def test_env_float_positive_unless_zero_is_allowed():
+    assert env.env_float({}, "X", 2.0) == 2.0
+    assert env.env_float({"X": "0.5"}, "X", 2.0) == 0.5
+    with pytest.raises(env.EnvError, match="must be a positive number"):
+        env.env_float({"X": "0"}, "X", 2.0)
+    # A wait of zero means "do not wait" (MRTRWEB_ANSWER_WAIT), not a typo.
+    assert env.env_float({"X": "0"}, "X", 2.0, allow_zero=True) == 0.0
+    with pytest.raises(env.EnvError, match="zero or a positive number"):
+        env.env_float({"X": "-1"}, "X", 2.0, allow_zero=True)
+    with pytest.raises(env.EnvError, match="not a number"):
+        env.env_float({"X": "soon"}, "X", 2.0, allow_zero=True)
