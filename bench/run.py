@@ -115,7 +115,7 @@ def rows(figures: dict[str, Any]) -> list[tuple[str, str]]:
     p1 = figures.get("p1", {})
     out += [
         ("P1 app round: answer POST -> result stored, ms", _spread(p1.get("app"))),
-        ("P1   of which the answer POST itself, ms", _spread(p1.get("app_post"))),
+        ("P1 the answer POST until its page is back, ms", _spread(p1.get("app_post"))),
         ("P1 raw httpx retry (floor), ms", _spread(p1.get("raw"))),
         ("P1 fastmcp client round, ms", _spread(p1.get("fastmcp"))),
         ("P1 app / raw", _ratio(p1.get("ratio_raw"), "target <= 1.5x")),

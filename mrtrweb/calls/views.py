@@ -233,9 +233,14 @@ def _next_page(call: Call, user: Any = None) -> str:
     see it), or the call page."""
     if call.status == Call.Status.WAITING:
         rounds = call.rounds if user is None else visible_rounds(user).filter(call=call)
-        pending = rounds.filter(status=Round.Status.PENDING).order_by("-index").first()
+        pending = (
+            rounds.filter(status=Round.Status.PENDING)
+            .order_by("-index")
+            .values_list("pk", flat=True)
+            .first()
+        )
         if pending is not None:
-            return pending.get_absolute_url()
+            return reverse("calls:round", kwargs={"pk": pending})
     return call.get_absolute_url()
 
 
