@@ -98,15 +98,23 @@ class CallConsumer(AsyncWebsocketConsumer):
         query = _query(self.scope)
         self.round_page = query.get("view") == "round"
         user = self.scope.get("user")
+        refusal = (
+            NOT_SIGNED_IN
+            if not _signed_in(user)
+            else None
+            if await _sees_call(user, self.call_id)
+            else NOT_ALLOWED
+        )
+        if refusal is None:
+            # Subscribed before the socket is open: an event raised as soon as the browser
+            # knows it is listening must reach it.
+            self.group = call_group(self.call_id)
+            await self.channel_layer.group_add(self.group, self.channel_name)
+        # Accepted either way, so a refusal carries its close code.
         await self.accept()
-        if not _signed_in(user):
-            await self.close(code=NOT_SIGNED_IN)
+        if refusal is not None:
+            await self.close(code=refusal)
             return
-        if not await _sees_call(user, self.call_id):
-            await self.close(code=NOT_ALLOWED)
-            return
-        self.group = call_group(self.call_id)
-        await self.channel_layer.group_add(self.group, self.channel_name)
         shown = query.get("state")
         if shown:
             kind = await _stale_kind(self.call_id, shown, self.round_page)
@@ -163,13 +171,14 @@ class InboxConsumer(AsyncWebsocketConsumer):
 
     async def connect(self) -> None:
         user = self.scope.get("user")
+        if _signed_in(user):
+            # Subscribed before the socket is open (see CallConsumer.connect).
+            self.refetch_url, self.select = _inbox_parts(_query(self.scope).get("page", ""))
+            self.group = user_group(user.pk)
+            await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
         if not _signed_in(user):
             await self.close(code=NOT_SIGNED_IN)
-            return
-        self.refetch_url, self.select = _inbox_parts(_query(self.scope).get("page", ""))
-        self.group = user_group(user.pk)
-        await self.channel_layer.group_add(self.group, self.channel_name)
 
     async def disconnect(self, code: int) -> None:
         group = getattr(self, "group", None)
