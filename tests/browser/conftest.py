@@ -10,11 +10,14 @@ Package-scoped, so the browser tests share one app and one Chromium and nothing 
   reach the browsers' sockets through the in-memory channel layer.
 - ``peer_connection`` / ``short_ttl_connection``: the ``fastmcp_peer`` / ``short_ttl_peer``
   servers (tests/peers) registered as connections with ``manage.py mcp_server add``.
+- ``slow_connection``: the ``flaky`` fault peer (the SDK peer behind a front that can hold
+  resubmissions back, ``slow_peer.slow_down(seconds)``), for a server slower than the answer
+  page waits (``MRTRWEB_ANSWER_WAIT``), so the call page shows "Delivering your answers…".
 - ``browser``: Debian's Chromium driven by Playwright (never a downloaded browser).
 - ``page`` (function): a fresh 1200x800 context; ``signed_in_page``: the same, with the cookies
   of PERSON, who signed in once through the login page (``person_session``).
 - ``live_app.worker_stopped()``: a context manager that holds deliveries back (it restarts the
-  web process without its task worker, then with it).
+  web process without its task worker and without delivering answers itself, then as before).
 
 The processes are started, awaited and stopped with tests/support/processes.py.
 
@@ -32,6 +35,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.peers.fixtures import Peer
@@ -83,9 +87,10 @@ class LiveApp(ServedApp):
     def worker_stopped(self) -> Iterator[None]:
         """No deliveries for a while: answers stay queued until the worker is back.
 
-        The task worker lives in the web process, so the web process is restarted gracefully
-        without it (never frozen: a frozen process could hold SQLite's write lock), and again
-        with it afterwards. Pages open meanwhile reconnect their sockets by themselves."""
+        The web process sends an answer itself (``MRTRWEB_DELIVER_ON_ANSWER``) and its task
+        worker sends the rest, so it is restarted gracefully without both (never frozen: a
+        frozen process could hold SQLite's write lock): answers then wait as tasks, which the
+        worker runs once it is back. Pages open meanwhile reconnect their sockets by themselves."""
         _restart_web(self, inprocess_worker=False)
         try:
             yield
@@ -95,8 +100,10 @@ class LiveApp(ServedApp):
 
 def _start_web(app: LiveApp, *, inprocess_worker: bool = True) -> None:
     # As `make run` serves it: the lifespan starts the in-process task worker (answers queued
-    # in this process wake it at once; it polls for others a little faster than by default).
+    # in this process wake it at once; it polls for others a little faster than by default),
+    # and the process that takes an answer sends it itself.
     app.env["MRTRWEB_INPROCESS_WORKER"] = "1" if inprocess_worker else "0"
+    app.env["MRTRWEB_DELIVER_ON_ANSWER"] = "1" if inprocess_worker else "0"
     app.env["MRTRWEB_INPROCESS_WORKER_INTERVAL"] = "0.2"
     start_uvicorn(app, port=app.port, lifespan=True)
 
@@ -157,6 +164,44 @@ def peer_connection(live_app: LiveApp, fastmcp_peer: Peer) -> str:
 def short_ttl_connection(live_app: LiveApp, short_ttl_peer: Peer) -> str:
     """The name of the connection to the fastmcp peer whose state expires after 2 s."""
     return _register(live_app, "short", short_ttl_peer)
+
+
+class SlowPeer:
+    """The ``flaky`` fault peer (tests/peers/faults.py): the SDK peer, whose resubmissions
+    can be held back on demand; ``recorded`` lists only the requests it really handled."""
+
+    def __init__(self, peer: Peer) -> None:
+        self.peer = peer
+
+    def slow_down(self, seconds: float) -> None:
+        """The next resubmission (a round's answers) waits ``seconds`` before it is handled."""
+        plan = {"fault": "slow", "times": 1, "delay": seconds}
+        httpx.post(f"{self.peer.base_url}/_peer/fault", json=plan, timeout=5.0).raise_for_status()
+
+    def resubmissions(self, since: int) -> list[dict[str, Any]]:
+        """The resubmissions the server handled after ``since`` (a ``mark()``)."""
+        return [
+            entry
+            for entry in self.peer.recorded(since=since)
+            if "inputResponses" in (((entry.get("json") or {}).get("params")) or {})
+        ]
+
+    def mark(self) -> int:
+        return self.peer.mark()
+
+
+@pytest.fixture(scope="package")
+def slow_peer(fault_peer: Any) -> Iterator[SlowPeer]:
+    slow = SlowPeer(fault_peer("flaky"))
+    yield slow
+    # Nothing held back for whoever uses the same session-wide peer next.
+    httpx.post(f"{slow.peer.base_url}/_peer/fault", json={"fault": None}, timeout=5.0)
+
+
+@pytest.fixture(scope="package")
+def slow_connection(live_app: LiveApp, slow_peer: SlowPeer) -> str:
+    """The name of the connection to the peer that can answer slowly (``slow_peer``)."""
+    return _register(live_app, "slow", slow_peer.peer)
 
 
 # -- the browser -------------------------------------------------------------------------------

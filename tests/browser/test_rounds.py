@@ -22,6 +22,7 @@ from tests.peers.fixtures import Peer
 from .conftest import (
     PERSON,
     LiveApp,
+    SlowPeer,
     assert_accessible,
     axe_violations,
     expect,
@@ -32,10 +33,20 @@ from .conftest import (
 if TYPE_CHECKING:
     from playwright.sync_api import Page
 
+try:
+    from playwright.sync_api import Error as PlaywrightError
+except ImportError:  # the `browser` fixture fails every test with the reason and the fix
+    PlaywrightError = Exception  # type: ignore[assignment,misc]
+
 pytestmark = pytest.mark.browser
 
-# Rounds are delivered by the task worker; the call page refreshes itself until it is done.
+# Answers are sent by the web process as it takes them; the answer page waits a moment
+# (MRTRWEB_ANSWER_WAIT, 2 s) for the outcome, and past that the call page updates itself.
 DELIVERY_TIMEOUT = 20_000
+ROUND_URL = re.compile(r"/rounds/\d+/$")
+CALL_URL = re.compile(r"/calls/\d+/$")
+# Well past the answer page's wait, with room for axe to run on the page meanwhile.
+SLOW_SERVER_DELAY = 8.0
 
 
 class Person:
@@ -45,16 +56,30 @@ class Person:
         self.page = page
         self.app = app
         self.pages_seen: list[tuple[str, str]] = []
+        # The page a click was made on: a form posted there may take a moment to land.
+        self.clicked_on = ""
 
     def saw(self) -> None:
-        self.page.wait_for_load_state()
-        self.pages_seen.append((self.page.url, self.page.content()))
+        for attempt in range(3):
+            self.page.wait_for_load_state()
+            try:
+                html = self.page.content()
+            except PlaywrightError as exc:
+                # A form's answer can land (or the page update itself) while it is read: read
+                # the page it became.
+                moved = "navigating" in str(exc) or "destroyed" in str(exc)
+                if not moved or attempt == 2:
+                    raise
+                continue
+            self.pages_seen.append((self.page.url, html))
+            return
 
     def goto(self, path: str) -> None:
         self.page.goto(path)
         self.saw()
 
     def click(self, role: str, name: str, **options: Any) -> None:
+        self.clicked_on = self.page.url
         self.page.get_by_role(role, name=name, **options).click()
         self.saw()
 
@@ -71,26 +96,43 @@ class Person:
             self.page.get_by_label(label).fill(value)
         self.press("Call the tool")
 
-    def expect_round(self) -> None:
-        expect(self.page).to_have_url(re.compile(r"/rounds/\d+/$"))
+    def expect_round(self, index: int | None = None) -> None:
+        expect(self.page).to_have_url(ROUND_URL)
+        if index is not None:
+            expect(self.page).to_have_title(re.compile(rf"^Round {index} of call \d+ "))
         expect(self.page.get_by_role("heading", level=1)).to_have_text(
             "The server needs your input"
         )
 
     def expect_result(self, text: str) -> None:
         """Wait on the call page (it refreshes itself) until the result shows ``text``."""
-        expect(self.page).to_have_url(re.compile(r"/calls/\d+/$"))
+        expect(self.page).to_have_url(CALL_URL)
         result = self.page.locator("section.result")
         expect(result).to_contain_text(text, timeout=DELIVERY_TIMEOUT)
         self.saw()
 
-    def answer_next_round(self) -> None:
-        """From the call page: wait for the next round and open it."""
+    def landed(self) -> None:
+        """After Submit on a round: wait until the answer page has sent the person on (to the
+        next round or the call page), wherever that is."""
+        expect(self.page).not_to_have_url(self.clicked_on, timeout=DELIVERY_TIMEOUT)
+        expect(self.page).to_have_url(re.compile(r"/(rounds|calls)/\d+/$"))
+        self.saw()
+
+    def answer_next_round(self, index: int | None = None) -> bool:
+        """After Submit: on the next round's page. True if the answer page landed there
+        directly (the server asked again within its wait); False if it left the person on the
+        call page (a slower server), where they waited for the round's link and opened it."""
+        self.landed()
+        if ROUND_URL.search(self.page.url):
+            self.expect_round(index)
+            return True
         link = self.page.get_by_role("link", name=re.compile(r"^Answer round \d+$")).first
         expect(link).to_be_visible(timeout=DELIVERY_TIMEOUT)
+        self.clicked_on = self.page.url
         link.click()
         self.saw()
-        self.expect_round()
+        self.expect_round(index)
+        return False
 
 
 @pytest.fixture
@@ -232,13 +274,23 @@ def test_purchase_asks_twice(person: Person, peer_connection: str, fastmcp_peer:
     page = person.page
     person.start_tool(peer_connection, "Purchase", {"item": "teapot", "quantity": "2"})
 
-    person.expect_round()
+    person.expect_round(1)
+    first_round = page.url
     expect(page.get_by_text("Where should we ship 2 x teapot?")).to_be_visible()
     page.get_by_label("Address").fill("1 Harbour Road")
     page.get_by_label("Express").check()
-    person.press("Submit")
+    with page.expect_response(
+        lambda response: response.request.method == "POST" and response.url == first_round,
+        timeout=DELIVERY_TIMEOUT,
+    ) as answered:
+        person.press("Submit")
 
-    person.answer_next_round()
+    # The server asked again while the answer page waited: the answer's own redirect sends
+    # the person to round 2, never by way of the call page.
+    assert person.answer_next_round(2), f"Submit left the person on {page.url}"
+    assert page.url != first_round
+    assert answered.value.status == 303
+    assert answered.value.headers["location"] == "/" + page.url.split("/", 3)[3]
     expect(page.get_by_text("Confirm payment for 2 x teapot to 1 Harbour Road")).to_be_visible()
     page.get_by_label("Confirm payment").check()
     page.get_by_label("Coupon").fill("SPRING")
@@ -290,7 +342,7 @@ def test_cancel_in_the_second_round(person: Person, peer_connection: str) -> Non
     person.expect_round()
     page.get_by_label("Address").fill("2 Mill Lane")
     person.press("Submit")
-    person.answer_next_round()
+    assert person.answer_next_round(2), f"Submit left the person on {page.url}"
     person.press("Cancel")
     person.expect_result("Purchase of kettle cancelled at payment")
     expect(page.locator("ol.rounds > li").nth(1)).to_contain_text("cancelled")
@@ -447,17 +499,45 @@ def test_expired_state_then_start_again_with_answers_kept(
 
 
 def test_call_page_while_delivering_is_accessible(
-    person: Person, peer_connection: str, live_app: LiveApp
+    person: Person, slow_connection: str, slow_peer: SlowPeer
 ) -> None:
+    """A server slower than the answer page waits: the person lands on the call page while
+    the answers are still on their way, and it updates itself with the next round."""
     page = person.page
-    person.start_tool(peer_connection, "Approve Deploy", {"service": "queue"})
-    person.expect_round()
-    page.get_by_label("Approve the deployment").check()
-    with live_app.worker_stopped():
+    person.start_tool(slow_connection, "greet", {"city": "Oslo"})
+    person.expect_round(1)
+    expect(page.get_by_text("What is your name?")).to_be_visible()
+    page.get_by_label("name").fill("Ada")
+    first_round = page.url
+    mark = slow_peer.mark()
+    slow_peer.slow_down(SLOW_SERVER_DELAY)
+    with page.expect_response(
+        lambda response: response.request.method == "POST" and response.url == first_round,
+        timeout=DELIVERY_TIMEOUT,
+    ) as answered:
         person.press("Submit")
-        expect(page.get_by_role("status").first).to_contain_text("Delivering your answers")
-        shoot(page, "call-delivering")
-        violations = axe_violations(page)
-    # Deliveries go on once the worker is back, and the page shows the result by itself.
-    person.expect_result("Deployed queue to staging")
+
+    # The answer page waited for the server, in vain, and sent the person to the call page.
+    person.landed()
+    expect(page).to_have_url(CALL_URL)
+    assert answered.value.status == 303
+    assert answered.value.headers["location"] == "/" + page.url.split("/", 3)[3]
+    expect(page.get_by_role("status").first).to_contain_text("Delivering your answers")
+    expect(page.locator("ol.rounds > li").first).to_contain_text("being sent")
+    shoot(page, "call-delivering")
+    violations = axe_violations(page)
+    # axe ran on the delivering page: the server had not handled the answers yet, and the
+    # page had not moved on.
+    assert slow_peer.resubmissions(since=mark) == [], "the answers arrived before axe was done"
+    expect(page.get_by_role("status").first).to_contain_text("Delivering your answers")
     assert not violations, format_violations(violations)
+
+    # The page offers the next round by itself once the server has asked again.
+    assert not person.answer_next_round(2), "expected the call page to offer round 2"
+    expect(page.get_by_text("How old are you, Ada?")).to_be_visible()
+    page.get_by_label("age").fill("36")
+    person.press("Submit")
+    person.expect_result("Ada 36 Oslo")
+    # Each round's answers were handled once: the safety-net task, due while the slow server
+    # was still answering, left the claimed round alone.
+    assert len(slow_peer.resubmissions(since=mark)) == 2

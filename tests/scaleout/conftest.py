@@ -8,7 +8,8 @@ Package-scoped, shared by the concurrency and the scale-out tests:
   own, so runs sharing the server never hear each other;
 - web processes A and B (``uvicorn mrtrweb.asgi:application`` on free ports) and one
   ``manage.py db_worker``, spawned and stopped with tests/support/processes.py, with
-  ``MRTRWEB_INPROCESS_WORKER=0``: only the worker delivers;
+  ``MRTRWEB_INPROCESS_WORKER=0``: a web process sends the answers it takes, and the worker
+  runs every other task (retries, safety nets, expiry);
 - the ``fastmcp_peer`` registered as the connection ``peer``;
 - ``people``: ANSWERERS accounts (the caller, an Operator, and Admins, all allowed to answer
   the caller's rounds) with sessions created straight in the database, several per person.
@@ -149,7 +150,7 @@ def topology(scale_database: str, scale_redis_url: str, fastmcp_peer: Peer) -> I
         DATABASE_URL=scale_database,
         REDIS_URL=scale_redis_url,
         MRTRWEB_CHANNEL_PREFIX=f"mrtrweb-scale-{os.getpid()}:",
-        # Only the db_worker delivers, as in a scaled-out deployment.
+        # No task runs in a web process, as in a scaled-out deployment: the db_worker runs them.
         MRTRWEB_INPROCESS_WORKER="0",
         # As in production: every process logs JSON lines (read back by the tests).
         DJANGO_LOG_FORMAT="json",
