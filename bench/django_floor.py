@@ -133,10 +133,7 @@ async def p1_floor(run: Stack, plan: Plan, person: Person) -> dict[str, Any]:
             await _post(person, BARE_PATH, 303)
             bare.append(time.perf_counter() - started)
 
-            state, _requests = await raw_client.park(TOOL)
-            started = time.perf_counter()
-            await raw_client.retry(TOOL, state)
-            raw.append(time.perf_counter() - started)
+            raw.append(await raw_client.timed_retry(TOOL))
     finally:
         await raw_client.close()
     figures: dict[str, Any] = {

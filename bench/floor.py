@@ -75,6 +75,13 @@ class RawClient:
             raise RuntimeError(f"the retry did not complete: {result}")
         return result
 
+    async def timed_retry(self, tool: str) -> float:
+        """Park a round (not timed), then the seconds its retry takes: the P1 floor."""
+        state, _ = await self.park(tool)
+        started = time.perf_counter()
+        await self.retry(tool, state)
+        return time.perf_counter() - started
+
     async def flow(self, tool: str) -> None:
         state, _ = await self.park(tool)
         await self.retry(tool, state)

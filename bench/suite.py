@@ -143,10 +143,7 @@ async def p1_latency(run: Stack, plan: Plan, person: Person) -> dict[str, Any]:
     raw = []
     try:
         for _ in range(plan.latency_repeats):
-            state, _requests = await raw_client.park(TOOL)
-            started = time.perf_counter()
-            await raw_client.retry(TOOL, state)
-            raw.append(time.perf_counter() - started)
+            raw.append(await raw_client.timed_retry(TOOL))
     finally:
         await raw_client.close()
     fast = await fastmcp_rounds(run.mcp_url, TOOL, plan.fastmcp_repeats)
