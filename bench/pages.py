@@ -13,7 +13,8 @@ from typing import Any
 
 import httpx
 
-from .stack import ADMIN, PASSWORD, PERSON, TOOL, Stack
+from . import seed
+from .stack import ADMIN, PASSWORD, PERSON, Stack
 from .stats import summary
 
 # -- P5 ------------------------------------------------------------------------------------
@@ -59,7 +60,6 @@ def storage(rounds: int, context: dict[str, Any]) -> dict[str, Any]:
     divide the growth of the database by their number."""
     from django.db import connection
 
-    from mrtrweb.calls import engine
     from mrtrweb.calls.models import Call, Round
 
     if connection.vendor == "postgresql":
@@ -69,16 +69,7 @@ def storage(rounds: int, context: dict[str, Any]) -> dict[str, Any]:
     started = time.perf_counter()
     ids = []
     for _ in range(rounds):
-        call = engine.start_call(
-            connection=context["connection"],
-            method=Call.Method.TOOL,
-            target=TOOL,
-            arguments={},
-            user=context["person"],
-        )
-        if call.status != Call.Status.WAITING:
-            raise RuntimeError(f"the storage call did not park: {call.status} {call.error}")
-        ids.append(call.pk)
+        ids.append(seed.park(context).pk)
     elapsed = time.perf_counter() - started
     after = _sizes()
     growth = {

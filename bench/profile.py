@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .stack import ADMIN, PERSON, TOOL
+from . import seed
+from .stack import ADMIN, PERSON
 
 
 def _client(username: str) -> Any:
@@ -36,8 +37,6 @@ def profile(out_dir: Path, backend: str, context: dict[str, Any], rounds: int = 
     from django_tasks.backends.immediate import ImmediateBackend
     from pyinstrument import Profiler
 
-    from mrtrweb.calls import engine
-    from mrtrweb.calls.models import Call
     from mrtrweb.calls.tasks import deliver_round
 
     # Deliver inline, in this process, so the profile sees the resubmission too.
@@ -50,14 +49,7 @@ def profile(out_dir: Path, backend: str, context: dict[str, Any], rounds: int = 
     person = _client(PERSON)
     parked = []
     for _ in range(rounds + 3):
-        call = engine.start_call(
-            connection=context["connection"],
-            method=Call.Method.TOOL,
-            target=TOOL,
-            arguments={},
-            user=context["person"],
-        )
-        parked.append(call.rounds.get().pk)
+        parked.append(seed.park(context).rounds.get().pk)
     fields = _answer_fields(person, parked[0])
     for round_id in parked[:3]:  # warm
         person.post(f"/rounds/{round_id}/", fields)

@@ -41,6 +41,25 @@ def prepare(mcp_url: str) -> dict[str, Any]:
     return {"person": person, "admin": admin, "connection": connection}
 
 
+def park(context: dict[str, Any]) -> Any:
+    """One call of the bench tool through the engine, as the person; it must park a round."""
+    from mrtrweb.calls import engine
+    from mrtrweb.calls.models import Call
+
+    from .stack import TOOL
+
+    call = engine.start_call(
+        connection=context["connection"],
+        method=Call.Method.TOOL,
+        target=TOOL,
+        arguments={},
+        user=context["person"],
+    )
+    if call.status != Call.Status.WAITING:
+        raise RuntimeError(f"the bench call did not park: {call.status} {call.error}")
+    return call
+
+
 # A realistic parked round: the bench tool's question, a sealed-state-sized requestState.
 _REQUESTS = {
     "confirm": {

@@ -125,6 +125,8 @@ def _record(
     Event.objects.create(call=call, round=round, kind=kind, actor=actor, detail=detail)
     call_id, round_id = call.pk, round.pk if round is not None else None
     started_by_id = call.started_by_id
+    # Every transition that finishes a call sets its status (_set_call) before recording it.
+    call_finished = call.status in Call.FINISHED
     transaction.on_commit(
         lambda: _announce(
             call_id=call_id,
@@ -132,6 +134,7 @@ def _record(
             kind=kind,
             detail=detail,
             started_by_id=started_by_id,
+            call_finished=call_finished,
         )
     )
 

@@ -12,5 +12,6 @@ from django.dispatch import Signal
 # Sent once per audit event, after its transaction commits, with keyword arguments:
 #   call_id: int, round_id: int | None, kind: str (the Event kind, e.g. "round_parked",
 #   "answered", "delivered", "completed", "failed", "expired", ...), detail: dict,
-#   started_by_id: int (who started the call, so receivers need not look it up).
+#   started_by_id: int (who started the call, so receivers need not look it up),
+#   call_finished: bool (whether the call is finished once this event is committed).
 call_event = Signal()

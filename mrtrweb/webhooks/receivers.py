@@ -10,30 +10,22 @@ from . import events
 
 # Kinds this app records itself (through engine.note): never a reason to send anything.
 OWN_PREFIX = "webhook_"
-# Kinds that neither park a round nor finish a call, so there is nothing to send and no need
-# to look for subscriptions (several of them come with every round). Any other kind, one added
-# later included, is checked.
-QUIET_KINDS = frozenset(
-    {
-        "started",
-        "answered",
-        "claimed",
-        "released",
-        "reassigned",
-        "delivered",
-        "delivery_retried",
-        "delivery_retry_scheduled",
-        "delivery_failed",
-        "outcome_unknown",
-        "resent",
-        "late_answer_ignored",
-        "state_only_retry",
-    }
-)
 
 
-def on_call_event(sender: Any, *, call_id: int, round_id: int | None, kind: str, **_: Any) -> None:
-    if kind.startswith(OWN_PREFIX) or kind in QUIET_KINDS:
+def on_call_event(
+    sender: Any,
+    *,
+    call_id: int,
+    round_id: int | None,
+    kind: str,
+    call_finished: bool | None = None,
+    **_: Any,
+) -> None:
+    if kind.startswith(OWN_PREFIX):
+        return
+    # Only a parked round or a finished call sends anything; the engine says which events
+    # finish the call, so most of a round's events look nothing up.
+    if kind != "round_parked" and call_finished is False:
         return
     subscriptions = events.subscriptions_of(call_id)
     if not subscriptions:

@@ -12,11 +12,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from channels.layers import channel_layers
 from channels.testing.websocket import WebsocketCommunicator
 from django.conf import settings as django_settings
@@ -24,7 +26,10 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.test import Client
 
+from mrtrweb.calls import engine
+from mrtrweb.calls.models import Call
 from mrtrweb.live import events, worker
+from mrtrweb.servers.models import Connection, Routing
 
 ORIGIN = (b"origin", b"http://127.0.0.1")
 LIVE_AT = re.compile(r'data-live-at="(\d+\.\d+(?:e[+-]?\d+)?)"')
@@ -107,6 +112,23 @@ async def frames_until(
         received.append(frame)
         if kind in LIVE_KIND.findall(frame):
             return received
+
+
+@database_sync_to_async
+def start_deploy(peer: Any, caller: Any, *, group: Any = None) -> Call:
+    """The peer's ``approve_deploy`` started by ``caller`` on a connection of its own (its
+    rounds routed to ``group`` if given): the call, waiting on its round."""
+    conn = Connection.objects.create(name=f"peer{time.monotonic_ns()}", url=peer.url)
+    if group is not None:
+        conn.routing, conn.route_group = Routing.GROUP, group
+        conn.save()
+    return engine.start_call(
+        connection=conn,
+        method=Call.Method.TOOL,
+        target="approve_deploy",
+        arguments={"service": "api"},
+        user=caller,
+    )
 
 
 def kinds_of(frames: list[str]) -> list[str]:

@@ -17,9 +17,8 @@ from django.test import Client
 
 from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Event
-from mrtrweb.servers.models import Connection, Routing
 
-from .conftest import LIVE_AT, LIVE_KIND, frames_until, kinds_of
+from .conftest import LIVE_AT, LIVE_KIND, frames_until, kinds_of, start_deploy
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("layer")]
 
@@ -29,21 +28,6 @@ APPROVAL = {
         "content": {"approve": True, "replicas": 2, "window": "now"},
     }
 }
-
-
-@database_sync_to_async
-def start_deploy(peer: Any, caller: Any, *, group: Any = None) -> Call:
-    conn = Connection.objects.create(name=f"peer{time.monotonic_ns()}", url=peer.url)
-    if group is not None:
-        conn.routing, conn.route_group = Routing.GROUP, group
-        conn.save()
-    return engine.start_call(
-        connection=conn,
-        method=Call.Method.TOOL,
-        target="approve_deploy",
-        arguments={"service": "api"},
-        user=caller,
-    )
 
 
 @database_sync_to_async

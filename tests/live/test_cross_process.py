@@ -19,11 +19,7 @@ from channels.db import database_sync_to_async
 from channels.layers import channel_layers
 from django.db import connection
 
-from mrtrweb.calls import engine
-from mrtrweb.calls.models import Call
-from mrtrweb.servers.models import Connection, Routing
-
-from .conftest import frames_until, kinds_of
+from .conftest import frames_until, kinds_of, start_deploy
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -89,20 +85,7 @@ async def test_an_event_raised_in_another_process_reaches_this_one_s_sockets(
 ) -> None:
     caller, member = people["caller"], people["member"]
 
-    @database_sync_to_async
-    def start() -> Call:
-        conn = Connection.objects.create(
-            name="peer", url=fastmcp_peer.url, routing=Routing.GROUP, route_group=people["group"]
-        )
-        return engine.start_call(
-            connection=conn,
-            method=Call.Method.TOOL,
-            target="approve_deploy",
-            arguments={"service": "api"},
-            user=caller,
-        )
-
-    call = await start()
+    call = await start_deploy(fastmcp_peer, caller, group=people["group"])
     round = await database_sync_to_async(call.rounds.get)()
     watching = await connect(caller, f"/ws/calls/{call.pk}/?view=call")
     inbox = await connect(member, "/ws/inbox/")

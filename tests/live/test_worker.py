@@ -18,12 +18,10 @@ from django_tasks import TaskResultStatus
 from django_tasks_db.models import DBTaskResult
 
 from mrtrweb.calls import engine
-from mrtrweb.calls.models import Call
 from mrtrweb.live import worker as live_worker
 from mrtrweb.live.worker import InProcessWorker
-from mrtrweb.servers.models import Connection
 
-from .conftest import frames_until, kinds_of
+from .conftest import frames_until, kinds_of, start_deploy
 from .tasks import where_am_i
 from .test_cross_process import database_url
 
@@ -134,18 +132,7 @@ async def test_the_web_process_delivers_answers_and_its_sockets_hear_it(
     settings.MRTRWEB_INPROCESS_WORKER_INTERVAL = 30.0
     caller = people["caller"]
 
-    @database_sync_to_async
-    def start() -> Call:
-        conn = Connection.objects.create(name="peer", url=fastmcp_peer.url)
-        return engine.start_call(
-            connection=conn,
-            method=Call.Method.TOOL,
-            target="approve_deploy",
-            arguments={"service": "api"},
-            user=caller,
-        )
-
-    call = await start()
+    call = await start_deploy(fastmcp_peer, caller)
     socket = await connect(caller, f"/ws/calls/{call.pk}/?view=call")
     assert live_worker._worker is not None and live_worker._worker.alive
 
