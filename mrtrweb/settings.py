@@ -135,6 +135,10 @@ MRTRWEB_EXPIRY_STEP = env.env_float(ENV, "MRTRWEB_EXPIRY_STEP", 60.0, allow_zero
 MRTRWEB_DELIVER_ON_ANSWER = env.env_bool(ENV, "MRTRWEB_DELIVER_ON_ANSWER", default=True)
 MRTRWEB_DELIVERY_THREADS = env.env_int(ENV, "MRTRWEB_DELIVERY_THREADS", default=8)
 MRTRWEB_ANSWER_WAIT = env.env_float(ENV, "MRTRWEB_ANSWER_WAIT", 2.0, allow_zero=True)
+# Starting a call from a page sends it the same way, and the page waits up to START_WAIT
+# seconds: a quick server's first round or result is shown at once, a slower one's call page
+# shows it working (with its progress) instead of a page that hangs.
+MRTRWEB_START_WAIT = env.env_float(ENV, "MRTRWEB_START_WAIT", 1.0, allow_zero=True)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

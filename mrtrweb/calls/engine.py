@@ -178,7 +178,7 @@ async def _send(
     """
     from mrtrweb.live.events import progress_callback
 
-    progress = _with_heartbeat(progress_callback(call.pk), round)
+    progress = _with_heartbeat(_keeping_progress(progress_callback(call.pk), call.pk), round)
     async with MCPClient(connection.client_settings(call.credentials)) as client:
         if call.method == Call.Method.TOOL:
             tool = mcp_types.Tool.model_validate(call.tool) if call.tool else None
@@ -209,6 +209,36 @@ async def _send(
 
 
 _HEARTBEAT_EVERY = 5.0
+# How often the latest progress is written to the call, for pages loaded while it works.
+_PROGRESS_EVERY = 1.0
+
+
+def _keeping_progress(forward: Any, call_id: int) -> Any:
+    """``forward`` progress, and keep the latest on the call (at most every second), so a page
+    loaded or reloaded while the server works shows where it stands, not only live pages."""
+    last = [0.0]
+
+    async def on_notification(notification: Any) -> None:
+        await forward(notification)
+        if getattr(notification, "method", None) != "notifications/progress":
+            return
+        if time.monotonic() - last[0] < _PROGRESS_EVERY:
+            return
+        last[0] = time.monotonic()
+        params = notification.params
+        kept = {
+            "progress": float(params.progress),
+            "total": float(params.total) if params.total is not None else None,
+            "message": params.message if isinstance(params.message, str) else "",
+            "at": time.time(),
+        }
+        await sync_to_async(_keep_progress)(call_id, kept)
+
+    return on_notification
+
+
+def _keep_progress(call_id: int, progress: dict[str, Any]) -> None:
+    Call.objects.filter(pk=call_id).update(progress=progress)
 
 
 def _with_heartbeat(forward: Any, round: Round | None) -> Any:
@@ -581,8 +611,18 @@ def start_call(
     restarted_from: Call | None = None,
     route_user: Any = None,
     route_group: Any = None,
+    deliver_within: float | None = None,
 ) -> Call:
-    """Create a call and send it; returns it completed, waiting on a round, or failed.
+    """Create a call and send it.
+
+    Without ``deliver_within`` the request is sent here, and the call comes back completed,
+    waiting on a round, or failed. With it (seconds), the request goes out on a delivery
+    thread of this process (:mod:`.handoff`) once the call is committed, and this waits up
+    to that long: a quick server's first round or result is there when it returns, a slow
+    one's call is still running, and the person watches it on the call page instead of a
+    page that hangs. A ``send_call`` task due :data:`HANDOFF_GRACE` later is the safety net,
+    should this process die before sending (:func:`send_call` lets only one of them send).
+    With ``MRTRWEB_DELIVER_ON_ANSWER`` off, that task is due at once and a worker sends it.
 
     ``route_user`` or ``route_group`` (at most one) sends its rounds to that person or group
     instead of following the connection's routing policy.
@@ -602,29 +642,55 @@ def start_call(
         # Nothing to send: {} (stored as is, not encrypted), which still means "these, none",
         # unlike None ("the connection's current ones").
         credentials = {}
-    call = Call.objects.create(
-        connection=connection,
-        method=method,
-        target=target,
-        arguments_json=arguments_json,
-        tool=Call.tool_for_rounds(_dump(tool)) if tool else None,
-        credentials=credentials,
-        started_by=user,
-        restarted_from=restarted_from,
-        route_user=route_user,
-        route_group=route_group,
-    )
-    _record(
-        call,
-        "started",
-        actor=user,
-        method=method,
-        target=target,
-        **({"restarted_from": restarted_from.pk} if restarted_from else {}),
-    )
-    _run(call, round=None, responses=None, state=None)
+    hand_off = deliver_within is not None and _can_hand_off()
+    sending: list[Future[None]] = []
+    with transaction.atomic():
+        call = Call.objects.create(
+            connection=connection,
+            method=method,
+            target=target,
+            arguments_json=arguments_json,
+            tool=Call.tool_for_rounds(_dump(tool)) if tool else None,
+            credentials=credentials,
+            started_by=user,
+            restarted_from=restarted_from,
+            route_user=route_user,
+            route_group=route_group,
+        )
+        _record(
+            call,
+            "started",
+            actor=user,
+            method=method,
+            target=target,
+            **({"restarted_from": restarted_from.pk} if restarted_from else {}),
+        )
+        if hand_off:
+            transaction.on_commit(lambda: sending.append(handoff.start_call(call.pk)))
+            # In the same transaction as the call: both are kept, or neither.
+            _enqueue("send_call", call.pk, at=timezone.now() + HANDOFF_GRACE)
+        elif deliver_within is not None:
+            # Not sent by this process (MRTRWEB_DELIVER_ON_ANSWER off): a worker sends it.
+            _enqueue("send_call", call.pk)
+    if deliver_within is None:
+        send_call(call.pk)
+    elif sending:
+        handoff.wait_for(sending[0], deliver_within)
     call.refresh_from_db()
     return call
+
+
+def send_call(call_id: int) -> None:
+    """Send a call's first request, once: only the caller that claims it (sets ``sent_at``)
+    sends. A call claimed by a process that died while sending is failed by :func:`sweep`."""
+    claimed = Call.objects.filter(
+        pk=call_id, status=Call.Status.RUNNING, sent_at__isnull=True
+    ).update(sent_at=timezone.now())
+    if not claimed:
+        return
+    call = Call.objects.select_related("connection").get(pk=call_id)
+    with io_loop.attached():
+        _run(call, round=None, responses=None, state=None)
 
 
 def submit_answers(
@@ -761,9 +827,10 @@ def abandon(round: Round, user: Any) -> None:
         _record(call, "abandoned", round=round, actor=user)
 
 
-def restart(call: Call, user: Any) -> Call:
+def restart(call: Call, user: Any, *, deliver_within: float | None = None) -> Call:
     """Start the same call again (same arguments, exactly), e.g. after its state expired."""
     return start_call(
+        deliver_within=deliver_within,
         connection=call.connection,
         method=call.method,
         target=call.target,

@@ -1,4 +1,4 @@
-"""Delivery threads: the process that takes an answer sends it at once.
+"""Delivery threads: the process that takes an answer (or starts a call) sends it at once.
 
 Why: a round answered in a browser used to wait for a task worker to notice its task, claim
 it and run it, several milliseconds and a thread hop more than the resubmission itself
@@ -20,7 +20,7 @@ from django.db import close_old_connections
 
 from mrtrweb.mcp import io_loop
 
-__all__ = ["shutdown", "start", "wait_for"]
+__all__ = ["shutdown", "start", "start_call", "wait_for"]
 
 logger = logging.getLogger(__name__)
 
@@ -54,9 +54,29 @@ def _deliver(round_id: int) -> None:
         close_old_connections()
 
 
+def _send_call(call_id: int) -> None:
+    from . import engine  # the engine imports this module
+
+    close_old_connections()
+    try:
+        with io_loop.attached():
+            engine.send_call(call_id)
+    except Exception:
+        # The call stays running: its safety-net task or the sweep settles it.
+        logger.exception("sending call %s failed", call_id)
+        raise
+    finally:
+        close_old_connections()
+
+
 def start(round_id: int) -> Future[None]:
     """Send a submitted round's answers on a delivery thread."""
     return _pool().submit(_deliver, round_id)
+
+
+def start_call(call_id: int) -> Future[None]:
+    """Send a new call's first request on a delivery thread."""
+    return _pool().submit(_send_call, call_id)
 
 
 def wait_for(future: Future[None], wait: float) -> bool:

@@ -104,6 +104,13 @@ class Call(models.Model):
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # When the first request was claimed for sending (engine.send_call): whoever sets it is
+    # the only one who sends, so a start page's delivery thread and its safety-net task never
+    # both do.
+    sent_at = models.DateTimeField(null=True, blank=True)
+    # The server's latest progress notification while it works ({progress, total, message,
+    # at}), so a page loaded or reloaded meanwhile shows it; cleared when the call moves on.
+    progress = models.JSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -33,6 +33,13 @@ def deliver_unclaimed_round(round_id: int) -> None:
 
 
 @task()
+def send_call(call_id: int) -> None:
+    """The safety net of a call its own process starts sending at once: sends it only if
+    nobody has yet (engine.start_call)."""
+    engine.send_call(call_id)
+
+
+@task()
 def expire_round(round_id: int) -> None:
     """One round's expiry: what the engine enqueued before expire_rounds_due (kept so such
     tasks still queued run)."""

@@ -18,9 +18,11 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.safestring import SafeString
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 from django_htmx.http import HttpResponseClientRefresh
 
+from mrtrweb.live import frames
 from mrtrweb.servers.catalog import ProbeReport, ensure_catalog, refresh_catalog
 from mrtrweb.servers.exposure import (
     may_start,
@@ -98,6 +100,7 @@ def start_on(request: HttpRequest, connection: str) -> HttpResponse:
             target=_target(kind, item, form),
             arguments=_arguments(kind, form),
             user=request.user,
+            deliver_within=_start_wait(),
         )
         return SeeOther(_next_page(call))
     context.update(
@@ -318,6 +321,10 @@ def _answer_wait() -> float:
     return float(getattr(settings, "MRTRWEB_ANSWER_WAIT", 2.0))
 
 
+def _start_wait() -> float:
+    return float(getattr(settings, "MRTRWEB_START_WAIT", 1.0))
+
+
 def _render_round(
     request: HttpRequest,
     round: Round,
@@ -409,6 +416,7 @@ def call_page(request: HttpRequest, pk: int) -> HttpResponse:
     pending = [r for r in rounds if r.status == Round.Status.PENDING]
     context = {
         "call": call,
+        "progress": _progress(call, rounds) if in_flight else None,
         "rounds": [round_view(r) for r in rounds],
         "pending": pending[-1] if pending else None,
         # Whoever cannot answer the waiting round (a requester whose round went to a
@@ -428,6 +436,28 @@ def call_page(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "calls/call.html", context)
 
 
+def _progress(call: Call, rounds: list[Round]) -> SafeString | None:
+    """The server's latest progress on what is in flight now (the same bar live pages get),
+    or None: progress kept from the first request or an earlier round is not shown again."""
+    kept = call.progress
+    if not isinstance(kept, dict):
+        return None
+    since = call.sent_at
+    for r in rounds:
+        if r.status == Round.Status.DELIVERING and r.delivering_since is not None:
+            since = r.delivering_since
+    at = float(kept.get("at") or 0.0)
+    if since is None or at < since.timestamp():
+        return None
+    return frames.progress(
+        call_id=call.pk,
+        at=at,
+        value=float(kept.get("progress") or 0.0),
+        total=kept.get("total"),
+        message=str(kept.get("message") or ""),
+    )
+
+
 def _pretty_arguments(text: str) -> str:
     try:
         return pretty_json(json.loads(text))
@@ -445,7 +475,7 @@ def restart(request: HttpRequest, pk: int) -> HttpResponse:
         return render(
             request, "calls/conflict.html", {"call": call, "problem": "not_restartable"}, status=409
         )
-    new = engine.restart(call, request.user)
+    new = engine.restart(call, request.user, deliver_within=_start_wait())
     return SeeOther(_next_page(new))
 
 

@@ -1,0 +1,169 @@
+"""Starting a call never holds the page (``engine.start_call(deliver_within=...)``).
+
+Against the real fastmcp peer: the start page sends the call on a delivery thread and waits
+only ``MRTRWEB_START_WAIT``; a quick server's round or result is there at once, a slow one's
+call page shows it working, with the progress the server streamed kept for a reload, and a
+page that refreshes itself for people without JavaScript. The ``send_call`` task written
+with the call is only a safety net: it sends a call nobody sent, never one already sent.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+from django_tasks_db.models import DBTaskResult
+
+from mrtrweb.calls import engine, handoff
+from mrtrweb.calls.models import Call
+from mrtrweb.calls.roles import OPERATORS
+from mrtrweb.elicitation import field_name_for
+from mrtrweb.servers.models import Connection
+from tests.calls.delivery_support import DATABASE_QUEUE, run_tasks
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def _hand_off(settings: Any) -> None:
+    settings.TASKS = DATABASE_QUEUE
+    settings.MRTRWEB_DELIVER_ON_ANSWER = True
+    settings.MRTRWEB_START_WAIT = 0.5
+
+
+@pytest.fixture
+def ada() -> Any:
+    user = get_user_model().objects.create_user("ada", password="pw-ada-123")
+    user.groups.add(Group.objects.get(name=OPERATORS))
+    return user
+
+
+@pytest.fixture
+def web(ada: Any) -> Client:
+    client = Client()
+    client.force_login(ada)
+    return client
+
+
+@pytest.fixture
+def conn(fastmcp_peer: Any) -> Connection:
+    return Connection.objects.create(name="peer", title="Test peer", url=fastmcp_peer.url)
+
+
+def _start(web: Client, conn: Connection, tool: str, **arguments: str) -> Any:
+    url = reverse("calls:start", kwargs={"connection": conn.name})
+    assert web.get(f"{url}?tool={tool}").status_code == 200  # loads the catalog
+    data = {f"arg-{field_name_for(k)}": v for k, v in arguments.items()}
+    return web.post(f"{url}?tool={tool}", {**data, "start": "1"})
+
+
+def _wait(call: Call, predicate: Any, timeout: float = 20.0) -> Call:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        call.refresh_from_db()
+        if predicate(call):
+            return call
+        time.sleep(0.05)
+    return call
+
+
+def _tools_calls(peer: Any, since: int) -> list[dict[str, Any]]:
+    return [
+        e
+        for e in peer.recorded(since=since)
+        if e.get("json") and e["json"].get("method") == "tools/call"
+    ]
+
+
+def test_a_slow_call_sends_the_person_to_its_page_at_once(
+    web: Client, conn: Connection, fastmcp_peer: Any
+) -> None:
+    mark = fastmcp_peer.mark()
+    began = time.monotonic()
+    response = _start(web, conn, "slow_progress", steps="6", delay="0.5")
+    took = time.monotonic() - began
+
+    # The server takes 3 s; the page came back after about MRTRWEB_START_WAIT.
+    assert took < 2.5, took
+    call = Call.objects.get()
+    assert response.status_code == 303 and response["Location"] == call.get_absolute_url()
+
+    page = web.get(call.get_absolute_url())
+    body = page.content.decode()
+    assert call.status == Call.Status.RUNNING
+    assert "The server is working on the call" in body
+    # Without JavaScript the page reloads itself while the call works.
+    assert '<noscript><meta http-equiv="refresh" content="3"></noscript>' in body
+
+    # The progress the server streamed is kept, so a reload shows where it stands.
+    call = _wait(call, lambda c: c.progress is not None)
+    reloaded = web.get(call.get_absolute_url()).content.decode()
+    assert f'<progress id="live-progress-{call.pk}-bar" max="6"' in reloaded
+    assert "of 6</span>" in reloaded
+
+    call = _wait(call, lambda c: c.status != Call.Status.RUNNING)
+    assert call.status == Call.Status.COMPLETED
+    done = web.get(call.get_absolute_url()).content.decode()
+    assert "done after 6 steps" in done
+    assert "http-equiv" not in done and "live-progress-" not in done
+
+    # The safety-net task finds the call sent and sends nothing: one tools/call in all.
+    DBTaskResult.objects.filter(task_path__endswith=".send_call").update(run_after=timezone.now())
+    run_tasks()
+    assert len(_tools_calls(fastmcp_peer, mark)) == 1
+    assert list(call.events.values_list("kind", flat=True)).count("started") == 1
+
+
+def test_a_quick_server_lands_the_person_on_the_first_round(web: Client, conn: Connection) -> None:
+    response = _start(web, conn, "approve_deploy", service="api")
+    call = Call.objects.get()
+    assert call.status == Call.Status.WAITING
+    (round,) = call.rounds.all()
+    assert response.status_code == 303 and response["Location"] == round.get_absolute_url()
+
+
+def test_a_quick_result_is_shown_at_once(web: Client, conn: Connection) -> None:
+    response = _start(web, conn, "echo", text="hello")
+    call = Call.objects.get()
+    assert call.status == Call.Status.COMPLETED
+    assert response["Location"] == call.get_absolute_url()
+    assert "hello" in web.get(call.get_absolute_url()).content.decode()
+
+
+def test_the_safety_net_sends_a_call_its_process_never_sent(
+    web: Client, conn: Connection, fastmcp_peer: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The process dies between committing the call and starting its delivery thread.
+    monkeypatch.setattr(handoff, "start_call", lambda call_id: None)
+    mark = fastmcp_peer.mark()
+    response = _start(web, conn, "echo", text="late")
+    call = Call.objects.get()
+    assert response["Location"] == call.get_absolute_url()
+    assert call.status == Call.Status.RUNNING and call.sent_at is None
+    assert "The server is working on the call" in web.get(call.get_absolute_url()).content.decode()
+
+    # Not before it is due (the live process may still be about to send it).
+    run_tasks()
+    assert Call.objects.get().sent_at is None
+
+    DBTaskResult.objects.filter(task_path__endswith=".send_call").update(run_after=timezone.now())
+    run_tasks()
+    call.refresh_from_db()
+    assert call.status == Call.Status.COMPLETED and call.sent_at is not None
+    assert len(_tools_calls(fastmcp_peer, mark)) == 1
+
+
+def test_a_call_is_sent_once_however_many_try(conn: Connection, ada: Any) -> None:
+    call = engine.start_call(
+        connection=conn, method=Call.Method.TOOL, target="echo", arguments={"text": "x"}, user=ada
+    )
+    assert call.status == Call.Status.COMPLETED and call.sent_at is not None
+    before = call.events.count()
+    engine.send_call(call.pk)  # a late safety net, or a second thread: nothing happens
+    assert call.events.count() == before
