@@ -35,7 +35,7 @@ import json
 import logging
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from datetime import datetime, timedelta
 from typing import Any
@@ -77,6 +77,7 @@ __all__ = [
     "cancel_round",
     "check_delivery",
     "claim",
+    "create_call",
     "deliver",
     "expire",
     "expire_if_due",
@@ -86,6 +87,7 @@ __all__ = [
     "resend",
     "restart",
     "retry_delivery",
+    "run_call",
     "saved_answers_for",
     "start_call",
     "submit_answers",
@@ -571,7 +573,7 @@ def _outcome_unknown(call: Call, round: Round | None, exc: MCPError) -> None:
 # -- what people and programs do ------------------------------------------------------------
 
 
-def start_call(
+def create_call(
     *,
     connection: Connection,
     method: str,
@@ -581,8 +583,16 @@ def start_call(
     restarted_from: Call | None = None,
     route_user: Any = None,
     route_group: Any = None,
+    with_call: Callable[[Call], None] | None = None,
 ) -> Call:
-    """Create a call and send it; returns it completed, waiting on a round, or failed.
+    """Create a call, not sent yet (:func:`run_call` sends it).
+
+    The call, its ``started`` entry and whatever ``with_call(call)`` writes (a webhook
+    subscription, the idempotency key of the request that started it) are one transaction:
+    all of them are stored, or, when ``with_call`` raises or the database refuses, none.
+    On SQLite the transaction takes the write lock first and waits for it (``BEGIN
+    IMMEDIATE`` and the lock timeout in settings), so a busy database is waited for rather
+    than half-written.
 
     ``route_user`` or ``route_group`` (at most one) sends its rounds to that person or group
     instead of following the connection's routing policy.
@@ -602,29 +612,65 @@ def start_call(
         # Nothing to send: {} (stored as is, not encrypted), which still means "these, none",
         # unlike None ("the connection's current ones").
         credentials = {}
-    call = Call.objects.create(
-        connection=connection,
-        method=method,
-        target=target,
-        arguments_json=arguments_json,
-        tool=Call.tool_for_rounds(_dump(tool)) if tool else None,
-        credentials=credentials,
-        started_by=user,
-        restarted_from=restarted_from,
-        route_user=route_user,
-        route_group=route_group,
-    )
-    _record(
-        call,
-        "started",
-        actor=user,
-        method=method,
-        target=target,
-        **({"restarted_from": restarted_from.pk} if restarted_from else {}),
-    )
+    with transaction.atomic():
+        call = Call.objects.create(
+            connection=connection,
+            method=method,
+            target=target,
+            arguments_json=arguments_json,
+            tool=Call.tool_for_rounds(_dump(tool)) if tool else None,
+            credentials=credentials,
+            started_by=user,
+            restarted_from=restarted_from,
+            route_user=route_user,
+            route_group=route_group,
+        )
+        _record(
+            call,
+            "started",
+            actor=user,
+            method=method,
+            target=target,
+            **({"restarted_from": restarted_from.pk} if restarted_from else {}),
+        )
+        if with_call is not None:
+            with_call(call)
+    return call
+
+
+def run_call(call: Call) -> Call:
+    """Send a call :func:`create_call` made; returns it completed, waiting on a round, or
+    failed."""
     _run(call, round=None, responses=None, state=None)
     call.refresh_from_db()
     return call
+
+
+def start_call(
+    *,
+    connection: Connection,
+    method: str,
+    target: str,
+    arguments: Mapping[str, Any] | str | None,
+    user: Any,
+    restarted_from: Call | None = None,
+    route_user: Any = None,
+    route_group: Any = None,
+    with_call: Callable[[Call], None] | None = None,
+) -> Call:
+    """Create a call and send it (:func:`create_call`, then :func:`run_call`)."""
+    call = create_call(
+        connection=connection,
+        method=method,
+        target=target,
+        arguments=arguments,
+        user=user,
+        restarted_from=restarted_from,
+        route_user=route_user,
+        route_group=route_group,
+        with_call=with_call,
+    )
+    return run_call(call)
 
 
 def submit_answers(
