@@ -80,3 +80,29 @@ class ApiToken(models.Model):
         if self.revoked_at is None:
             self.revoked_at = timezone.now()
             self.save(update_fields=["revoked_at"])
+
+
+class IdempotencyKey(models.Model):
+    """The ``Idempotency-Key`` of a ``POST /api/v1/calls`` and the call that request started
+    (:mod:`mrtrweb.api.idempotency`).
+
+    Written in the same transaction as the call, so a key never names a call that does not
+    exist, and the unique constraint lets exactly one of several concurrent requests with
+    the same key start its call. Honoured for ``idempotency.TTL`` (24 hours); older rows are
+    ignored and ``manage.py prune_idempotency_keys`` deletes them.
+    """
+
+    token = models.ForeignKey(ApiToken, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=255)
+    # SHA-256 (hex) of the request body, as canonical JSON: a retry must send the same request.
+    fingerprint = models.CharField(max_length=64)
+    call = models.ForeignKey("calls.Call", on_delete=models.CASCADE, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["token", "key"], name="api_idempotency_key_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"Idempotency-Key {self.key!r} of call {self.call_id}"

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from . import schemas
+from . import idempotency, schemas
 from .auth import LAST_USED_EVERY
 from .problems import MAX_BODY_BYTES, PROBLEM_TYPE
 from .views import MAX_WAIT_SECONDS, ROUND_LIST_LIMIT
@@ -29,8 +29,12 @@ PROBLEM_WORDS = {
     409: "The state does not allow it (already answered, already finished, ...).",
     413: f"The body is larger than {MAX_BODY_BYTES} bytes.",
     415: "The body is not application/json.",
-    422: "The body or a query parameter is invalid; `errors` points at each culprit.",
+    422: ("The body, a query parameter or a header is invalid; `errors` points at each culprit."),
     502: "The MCP server could not be reached.",
+    503: (
+        "The database stayed busy past its lock timeout; nothing was stored or started. "
+        "Send the same request again after `Retry-After` seconds."
+    ),
 }
 
 
@@ -42,19 +46,30 @@ def _json(model: type[BaseModel], description: str) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": _ref(model)}}}
 
 
+PROBLEM_HEADERS = {
+    401: {"WWW-Authenticate": {"schema": {"type": "string"}}},
+    503: {"Retry-After": {"schema": {"type": "integer", "minimum": 0}}},
+}
+
+
 def _problems(*codes: int) -> dict[str, Any]:
     return {
         str(code): {
             "description": PROBLEM_WORDS[code],
             "content": {PROBLEM_TYPE: {"schema": _ref(schemas.Problem)}},
-            **(
-                {"headers": {"WWW-Authenticate": {"schema": {"type": "string"}}}}
-                if code == 401
-                else {}
-            ),
+            **({"headers": PROBLEM_HEADERS[code]} if code in PROBLEM_HEADERS else {}),
         }
         for code in (401, *codes)
     }
+
+
+def _with_location(response: dict[str, Any], *, replayed: bool = False) -> dict[str, Any]:
+    headers: dict[str, Any] = {
+        "Location": {"description": "The call's address", "schema": {"type": "string"}}
+    }
+    if replayed:
+        headers["Idempotent-Replayed"] = {"schema": {"type": "string", "enum": ["true"]}}
+    return {**response, "headers": headers}
 
 
 def _body(model: type[BaseModel]) -> dict[str, Any]:
@@ -66,6 +81,25 @@ ID = {
     "in": "path",
     "required": True,
     "schema": {"type": "integer", "minimum": 1, "maximum": MAX_ID},
+}
+IDEMPOTENCY_KEY = {
+    "name": idempotency.HEADER,
+    "in": "header",
+    "required": False,
+    "description": (
+        "Your name for this request (a UUID, say), new for each new request: a retry with the "
+        "same key and the same body gets the call the first request started (`200`, "
+        "`Idempotent-Replayed: true`) instead of starting another; the same key with another "
+        f"body is a `422`. Keys are kept {idempotency.TTL.total_seconds() / 3600:g} hours, "
+        "per API token. Of concurrent requests with the same key, one starts the call and "
+        "the others answer `200` with it, even while it still runs."
+    ),
+    "schema": {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": idempotency.MAX_LENGTH,
+        "pattern": "^[!-~]([ -~]*[!-~])?$",
+    },
 }
 SERVER_NAME = {
     "name": "name",
@@ -89,10 +123,21 @@ def _paths() -> dict[str, Any]:
                 "answer is the call in that state. With `webhook`, that URL is told of every "
                 "new pending round and of the finished call.",
                 operationId="startCall",
+                parameters=[IDEMPOTENCY_KEY],
                 requestBody=_body(schemas.StartCall),
                 responses={
-                    "201": _json(schemas.CallOut, "The call, as it stands after its first run."),
-                    **_problems(400, 413, 415, 422, 502),
+                    "201": _with_location(
+                        _json(schemas.CallOut, "The call, as it stands after its first run.")
+                    ),
+                    "200": _with_location(
+                        _json(
+                            schemas.CallOut,
+                            "The call an earlier request with the same Idempotency-Key and "
+                            "body started, as it is now (`Idempotent-Replayed: true`).",
+                        ),
+                        replayed=True,
+                    ),
+                    **_problems(400, 413, 415, 422, 502, 503),
                 },
             )
         },

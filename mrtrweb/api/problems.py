@@ -34,6 +34,7 @@ TITLES = {
     415: "Unsupported media type",
     422: "Invalid request",
     502: "The MCP server could not be reached",
+    503: "Try again",
 }
 
 # Every problem ``type`` the API uses (``/api/v1/docs/#problem-<kind>``), and what it means;
@@ -69,9 +70,22 @@ KINDS = {
     "too-large": (413, f"The body is larger than {MAX_BODY_BYTES} bytes."),
     "unsupported-media-type": (415, "The body is not application/json."),
     "invalid-body": (422, "The body does not fit: errors points at each field."),
-    "invalid-parameter": (422, "A query parameter is out of range: errors names it."),
+    "invalid-parameter": (
+        422,
+        "A query parameter or a header (Idempotency-Key) is out of range: errors names it.",
+    ),
+    "idempotency-key-reused": (
+        422,
+        "The Idempotency-Key was used, in the last 24 hours, for a request with another "
+        "body: a new request needs a new key.",
+    ),
     "invalid-answers": (422, "Some answers break the question's schema: errors points at each."),
     "unreachable": (502, "The MCP server's catalog could not be listed."),
+    "busy": (
+        503,
+        "The database stayed busy longer than its lock timeout. Nothing was stored or "
+        "started: send the same request again after Retry-After seconds.",
+    ),
 }
 
 M = TypeVar("M", bound=BaseModel)

@@ -45,7 +45,9 @@ class ProblemField(_Out):
     pointer: str | None = Field(
         default=None, description="RFC 6901 JSON pointer into the request body, e.g. /server"
     )
-    parameter: str | None = Field(default=None, description="The query parameter at fault")
+    parameter: str | None = Field(
+        default=None, description="The query parameter (or header) at fault"
+    )
 
 
 class Problem(_Out):

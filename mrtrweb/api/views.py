@@ -6,11 +6,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from typing import Any
-from urllib.parse import urlsplit
 
 from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.db import IntegrityError, OperationalError
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 
@@ -22,6 +22,7 @@ from mrtrweb.servers.catalog import ensure_catalog
 from mrtrweb.servers.exposure import may_start, sees_whole_catalog, startable_connections
 from mrtrweb.servers.models import Connection
 
+from . import idempotency
 from . import servers as server_ops
 from .answers import validated_responses
 from .auth import api_view, json_response
@@ -43,6 +44,8 @@ MAX_WAIT_SECONDS = 60.0
 # enough that a hundred waiting programs cost a few cheap queries a second.
 POLL_SECONDS = 0.25
 ROUND_LIST_LIMIT = 200
+# Seconds a program waits before sending again a start refused because the database was busy.
+BUSY_RETRY_AFTER = 2
 
 
 MAX_ID = 2**63 - 1
@@ -78,7 +81,34 @@ def _query_error(parameter: str, detail: str) -> ApiError:
 
 @api_view("POST")
 def calls(request: HttpRequest, token: ApiToken) -> HttpResponse:
+    key = idempotency.key_of(request)
     body = parse_body(request, StartCall)
+    fingerprint = idempotency.fingerprint(body) if key is not None else ""
+    try:
+        if key is not None and (earlier := idempotency.find(token, key)) is not None:
+            return _call_started(request, idempotency.call_for(earlier, fingerprint), status=200)
+        call = _create_call(token, body, key, fingerprint)
+    except IntegrityError:
+        # A concurrent request with the same key committed first, its call with it.
+        earlier = idempotency.find(token, key) if key is not None else None
+        if earlier is None:
+            raise
+        return _call_started(request, idempotency.call_for(earlier, fingerprint), status=200)
+    except OperationalError as exc:
+        # SQLite's lock timeout ran out (or the database went away) before the call was
+        # committed: nothing exists, so the very same request may be sent again.
+        logger.warning("POST /calls: nothing started, the database is busy (%s)", exc)
+        raise ApiError(
+            503,
+            "The database is busy; nothing was started. Send the same request again.",
+            kind="busy",
+            headers={"Retry-After": str(BUSY_RETRY_AFTER)},
+        ) from None
+    return _call_started(request, engine.run_call(call), status=201)
+
+
+def _create_call(token: ApiToken, body: StartCall, key: str | None, fingerprint: str) -> Call:
+    """Check the request as the start page would, then create the call (not sent yet)."""
     user = token.user
     connection = startable_connections(user).filter(name=body.server).first()
     if connection is None:
@@ -88,23 +118,36 @@ def calls(request: HttpRequest, token: ApiToken) -> HttpResponse:
     if body.webhook is not None:
         _check_webhook(body.webhook)
     _check_startable(user, connection, body.method, target)
-    call = engine.start_call(
-        connection=connection,
-        method=body.method,
-        target=target,
-        arguments=body.arguments if body.method != Call.Method.RESOURCE else None,
-        user=user,
-        route_user=route_user,
-        route_group=route_group,
-    )
-    if body.webhook is not None:
-        try:
+
+    def with_call(call: Call) -> None:
+        # In the transaction that creates the call: all of it is stored, or nothing.
+        if body.webhook is not None:
             webhooks.subscribe(call, body.webhook, token)
-        except webhooks.InvalidWebhookURL:
-            # check_url passed a moment ago; the call exists, so say so rather than fail.
-            logger.warning("call %s started, but its webhook was refused", call.pk)
-    response = json_response(call_out(request, call), status=201)
+        if key is not None:
+            idempotency.remember(token, key, fingerprint, call)
+
+    try:
+        return engine.create_call(
+            connection=connection,
+            method=body.method,
+            target=target,
+            arguments=body.arguments if body.method != Call.Method.RESOURCE else None,
+            user=user,
+            route_user=route_user,
+            route_group=route_group,
+            with_call=with_call,
+        )
+    except webhooks.InvalidWebhookURL as exc:
+        raise _field_error("webhook", f"The webhook cannot be used: {exc}.") from None
+
+
+def _call_started(request: HttpRequest, call: Call, *, status: int) -> HttpResponse:
+    """201 for the call this request started; 200 for the call an earlier request with the
+    same Idempotency-Key started (``Idempotent-Replayed: true``), as it is now."""
+    response = json_response(call_out(request, call), status=status)
     response["Location"] = request.build_absolute_uri(reverse("api:call", args=[call.pk]))
+    if status == 200:
+        response["Idempotent-Replayed"] = "true"
     return response
 
 
@@ -142,18 +185,12 @@ def _routing(body: StartCall) -> tuple[Any, Any]:
 
 
 def _check_webhook(url: str) -> None:
-    """An http(s) URL with a host, then the webhooks app's own destination rules."""
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname
-    except ValueError:
-        raise _field_error("webhook", "The webhook must be an http or https URL.") from None
-    if parts.scheme not in ("http", "https") or not host:
-        raise _field_error("webhook", "The webhook must be an http or https URL with a host.")
+    """The webhooks app's rules, which parse the URL as its sender will (a URL it could not
+    use, or an address in an odd spelling, is refused here with the reason)."""
     try:
         webhooks.check_url(url)
     except webhooks.InvalidWebhookURL as exc:
-        raise _field_error("webhook", str(exc)) from None
+        raise _field_error("webhook", f"The webhook cannot be used: {exc}.") from None
 
 
 def _check_startable(user: Any, connection: Connection, method: str, target: str) -> None:

@@ -35,7 +35,7 @@ import json
 import logging
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from datetime import datetime, timedelta
 from typing import Any
@@ -77,6 +77,7 @@ __all__ = [
     "cancel_round",
     "check_delivery",
     "claim",
+    "create_call",
     "deliver",
     "expire",
     "expire_if_due",
@@ -86,7 +87,9 @@ __all__ = [
     "resend",
     "restart",
     "retry_delivery",
+    "run_call",
     "saved_answers_for",
+    "send_call",
     "start_call",
     "submit_answers",
     "sweep",
@@ -209,6 +212,8 @@ async def _send(
 
 
 _HEARTBEAT_EVERY = 5.0
+
+
 # How often the latest progress is written to the call, for pages loaded while it works.
 _PROGRESS_EVERY = 1.0
 
@@ -601,7 +606,7 @@ def _outcome_unknown(call: Call, round: Round | None, exc: MCPError) -> None:
 # -- what people and programs do ------------------------------------------------------------
 
 
-def start_call(
+def create_call(
     *,
     connection: Connection,
     method: str,
@@ -611,18 +616,16 @@ def start_call(
     restarted_from: Call | None = None,
     route_user: Any = None,
     route_group: Any = None,
-    deliver_within: float | None = None,
+    with_call: Callable[[Call], None] | None = None,
 ) -> Call:
-    """Create a call and send it.
+    """Create a call, not sent yet (:func:`run_call` sends it).
 
-    Without ``deliver_within`` the request is sent here, and the call comes back completed,
-    waiting on a round, or failed. With it (seconds), the request goes out on a delivery
-    thread of this process (:mod:`.handoff`) once the call is committed, and this waits up
-    to that long: a quick server's first round or result is there when it returns, a slow
-    one's call is still running, and the person watches it on the call page instead of a
-    page that hangs. A ``send_call`` task due :data:`HANDOFF_GRACE` later is the safety net,
-    should this process die before sending (:func:`send_call` lets only one of them send).
-    With ``MRTRWEB_DELIVER_ON_ANSWER`` off, that task is due at once and a worker sends it.
+    The call, its ``started`` entry and whatever ``with_call(call)`` writes (a webhook
+    subscription, the idempotency key of the request that started it) are one transaction:
+    all of them are stored, or, when ``with_call`` raises or the database refuses, none.
+    On SQLite the transaction takes the write lock first and waits for it (``BEGIN
+    IMMEDIATE`` and the lock timeout in settings), so a busy database is waited for rather
+    than half-written.
 
     ``route_user`` or ``route_group`` (at most one) sends its rounds to that person or group
     instead of following the connection's routing policy.
@@ -642,8 +645,6 @@ def start_call(
         # Nothing to send: {} (stored as is, not encrypted), which still means "these, none",
         # unlike None ("the connection's current ones").
         credentials = {}
-    hand_off = deliver_within is not None and _can_hand_off()
-    sending: list[Future[None]] = []
     with transaction.atomic():
         call = Call.objects.create(
             connection=connection,
@@ -665,17 +666,15 @@ def start_call(
             target=target,
             **({"restarted_from": restarted_from.pk} if restarted_from else {}),
         )
-        if hand_off:
-            transaction.on_commit(lambda: sending.append(handoff.start_call(call.pk)))
-            # In the same transaction as the call: both are kept, or neither.
-            _enqueue("send_call", call.pk, at=timezone.now() + HANDOFF_GRACE)
-        elif deliver_within is not None:
-            # Not sent by this process (MRTRWEB_DELIVER_ON_ANSWER off): a worker sends it.
-            _enqueue("send_call", call.pk)
-    if deliver_within is None:
-        send_call(call.pk)
-    elif sending:
-        handoff.wait_for(sending[0], deliver_within)
+        if with_call is not None:
+            with_call(call)
+    return call
+
+
+def run_call(call: Call) -> Call:
+    """Send a call :func:`create_call` made; returns it completed, waiting on a round, or
+    failed."""
+    send_call(call.pk)
     call.refresh_from_db()
     return call
 
@@ -691,6 +690,63 @@ def send_call(call_id: int) -> None:
     call = Call.objects.select_related("connection").get(pk=call_id)
     with io_loop.attached():
         _run(call, round=None, responses=None, state=None)
+
+
+def start_call(
+    *,
+    connection: Connection,
+    method: str,
+    target: str,
+    arguments: Mapping[str, Any] | str | None,
+    user: Any,
+    restarted_from: Call | None = None,
+    route_user: Any = None,
+    route_group: Any = None,
+    with_call: Callable[[Call], None] | None = None,
+    deliver_within: float | None = None,
+) -> Call:
+    """Create a call and send it (:func:`create_call`, then :func:`send_call`).
+
+    Without ``deliver_within`` the request is sent here, and the call comes back completed,
+    waiting on a round, or failed. With it (seconds), the request goes out on a delivery
+    thread of this process (:mod:`.handoff`) once the call is committed, and this waits up
+    to that long: a quick server's first round or result is there when it returns, a slow
+    one's call is still running, and the person watches it on the call page instead of a
+    page that hangs. A ``send_call`` task due :data:`HANDOFF_GRACE` later, written with the
+    call, is the safety net should this process die before sending (:func:`send_call` lets
+    only one of them send). With ``MRTRWEB_DELIVER_ON_ANSWER`` off, that task is due at once
+    and a worker sends it.
+    """
+    hand_off = deliver_within is not None and _can_hand_off()
+    sending: list[Future[None]] = []
+
+    def and_then(call: Call) -> None:
+        if with_call is not None:
+            with_call(call)
+        if hand_off:
+            transaction.on_commit(lambda: sending.append(handoff.start_call(call.pk)))
+            _enqueue("send_call", call.pk, at=timezone.now() + HANDOFF_GRACE)
+        elif deliver_within is not None:
+            # Not sent by this process (MRTRWEB_DELIVER_ON_ANSWER off): a worker sends it.
+            _enqueue("send_call", call.pk)
+
+    call = create_call(
+        connection=connection,
+        method=method,
+        target=target,
+        arguments=arguments,
+        user=user,
+        restarted_from=restarted_from,
+        route_user=route_user,
+        route_group=route_group,
+        with_call=and_then,
+    )
+    if deliver_within is None:
+        return run_call(call)
+    if sending:
+        handoff.wait_for(sending[0], deliver_within)
+    call.refresh_from_db()
+    return call
 
 
 def submit_answers(

@@ -4,10 +4,13 @@ Outcomes: a 2xx answer delivers. A 5xx, 408 or 429 answer, a timeout or a networ
 retried through the task queue after ``backoff * 2**(attempt-1)`` seconds (capped at
 ``backoff_max``, ±20 % jitter, at least a 429/503's ``Retry-After``), until
 ``max_attempts`` attempts were made. Any other answer (3xx: redirects are never followed;
-4xx) gives up at once, as does a destination the rules refuse. A revoked or deleted token
-cancels what is still pending. Every attempt is recorded on the Delivery and in the call's
-audit trail (``webhook_delivered``, ``webhook_failed``, ``webhook_cancelled``), with the
-destination's host only: never the URL's path or query, the secret or the body.
+4xx) gives up at once, as does a destination the rules refuse or a URL the client cannot
+use (one stored before the checks knew to refuse it). No error ends the task with a
+traceback: each is an attempt recorded with a plain reason and one log line. A revoked or
+deleted token cancels what is still pending. Every attempt is recorded on the Delivery and
+in the call's audit trail (``webhook_delivered``, ``webhook_failed``,
+``webhook_cancelled``), with the destination's host only: never the URL's path or query, the
+secret or the body.
 """
 
 from __future__ import annotations
@@ -138,11 +141,12 @@ def _post(delivery: Delivery) -> tuple[int | None, str, float | None, bool, floa
         # Signed afresh on every attempt: a retry half an hour later is still fresh.
         "X-Mrtr-Signature": signing.sign(delivery.subscription.token.webhook_secret, body),
     }
+    url = delivery.subscription.url
     started = time.monotonic()
     try:
         with (
             transport.client(conf.timeout()) as client,
-            client.stream("POST", delivery.subscription.url, content=body, headers=headers) as r,
+            client.stream("POST", url, content=body, headers=headers) as r,
         ):
             # The response body is never read: only the status matters.
             return r.status_code, "", _retry_after(r), False, time.monotonic() - started
@@ -150,9 +154,32 @@ def _post(delivery: Delivery) -> tuple[int | None, str, float | None, bool, floa
         error = f"timed out after {conf.timeout():g} s ({type(exc).__name__})"
         return None, error, None, False, time.monotonic() - started
     except httpx.HTTPError as exc:
-        refused = transport.was_refused(exc)
+        refused = transport.was_refused(exc) or isinstance(exc, httpx.UnsupportedProtocol)
         error = str(exc) if refused else f"{type(exc).__name__}: {exc}"
-        return None, error, None, refused, time.monotonic() - started
+        return None, _scrub(error, url), None, refused, time.monotonic() - started
+    except (httpx.InvalidURL, ValueError) as exc:
+        # A URL stored before check_url knew to refuse it (IDNA errors are ValueErrors):
+        # it will never work, so this is a refusal, not a retry.
+        error = f"the URL cannot be used: {exc}"
+        return None, _scrub(error, url), None, True, time.monotonic() - started
+    except Exception as exc:
+        # Whatever else the client raises is one failed attempt under the usual policy,
+        # recorded with its reason; never a task that dies with a traceback.
+        error = f"{type(exc).__name__}: {exc}"
+        return None, _scrub(error, url), None, False, time.monotonic() - started
+
+
+def _scrub(error: str, url: str) -> str:
+    """An error message without the URL's path or query, which may carry a receiver's
+    secret: the trail names the host only."""
+    return error.replace(url, _host(url) or "the URL")
+
+
+def _host(url: str) -> str:
+    try:
+        return urlsplit(url).hostname or ""
+    except ValueError:  # a malformed URL stored before the checks refused it
+        return ""
 
 
 def _retry_after(response: httpx.Response) -> float | None:
@@ -186,7 +213,7 @@ def _finish(
         "event": delivery.event,
         "delivery": str(delivery.uuid),
         "attempt": delivery.attempts,
-        "host": urlsplit(delivery.subscription.url).hostname or "",
+        "host": _host(delivery.subscription.url),
         "http_status": status_code,
     }
     if error:
@@ -207,12 +234,14 @@ def _finish(
         if retry_in is not None:
             transaction.on_commit(lambda: schedule(delivery.pk, retry_in))
     log = logger.info if status != Delivery.Status.FAILED else logger.warning
+    # One line, with the reason and never a traceback: a receiver's failure is routine.
     log(
-        "webhook %s of call %s attempt %s: %s",
+        "webhook %s of call %s attempt %s: %s%s",
         delivery.event,
         delivery.call_id,
         delivery.attempts,
         kind,
+        f" ({error})" if error else "",
     )
 
 

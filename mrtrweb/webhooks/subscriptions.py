@@ -16,9 +16,10 @@ def subscribe(call: Call, url: str, token: ApiToken) -> None:
     """Send ``call``'s webhooks to ``url``, signed with ``token``'s webhook secret.
 
     Raises :class:`~mrtrweb.webhooks.InvalidWebhookURL` for a URL that may not receive
-    webhooks. The engine may have parked a round or finished the call before the program's
-    subscription exists (``start_call`` runs the first request at once), so what already
-    happened is delivered now: the pending rounds, or the finished call.
+    webhooks. The JSON API calls it inside the transaction that creates the call
+    (``engine.create_call``'s ``with_call``), so the call never exists without it and every
+    event is heard. Subscribed later, what already happened is delivered now: the pending
+    rounds, or the finished call.
     """
     url = check_url(url)
     try:

@@ -33,7 +33,7 @@ class GuardedBackend(httpcore.NetworkBackend):
     ) -> httpcore.NetworkStream:
         try:
             addresses = destinations.resolve(host, port)
-        except OSError as exc:
+        except (OSError, UnicodeError) as exc:  # UnicodeError: a name IDNA cannot encode
             raise httpcore.ConnectError(f"cannot resolve {host}: {exc}") from exc
         if not addresses:
             raise httpcore.ConnectError(f"{host} resolves to no address")

@@ -53,12 +53,12 @@ class ApiApp(ServedApp):
     operator_token: str = ""
 
 
-def serve(peer: Peer, *, worker: bool, pages: bool = False) -> Iterator[ApiApp]:
+def serve(peer: Peer, *, worker: bool, pages: bool = False, **env: str) -> Iterator[ApiApp]:
     """Serve the app; ``worker`` runs db_worker beside it (deliveries, webhooks), ``pages``
-    collects the static files the HTML pages need."""
+    collects the static files the HTML pages need; ``env`` is added to its environment."""
     root = Path(tempfile.mkdtemp(prefix="mrtrweb-api-"))
     # Deliveries run only in the db_worker started here (when asked for), never in uvicorn.
-    app = ApiApp(root=root, env=app_environment(root, MRTRWEB_INPROCESS_WORKER="0"))
+    app = ApiApp(root=root, env=app_environment(root, MRTRWEB_INPROCESS_WORKER="0", **env))
     try:
         app.migrate(static=pages)
         seed = _SEED.format(person=PERSON[0], password=PERSON[1], peer_url=peer.url)

@@ -27,10 +27,20 @@ class Api:
     def get(self, path: str, **params: Any) -> Any:
         return self.client.get("/api/v1" + path, params, headers=self._headers())
 
-    def post(self, path: str, body: Any = None, *, raw: bytes | str | None = None) -> Any:
+    def post(
+        self,
+        path: str,
+        body: Any = None,
+        *,
+        raw: bytes | str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Any:
         data = raw if raw is not None else json.dumps(body if body is not None else {})
         return self.client.post(
-            "/api/v1" + path, data, content_type="application/json", headers=self._headers()
+            "/api/v1" + path,
+            data,
+            content_type="application/json",
+            headers={**self._headers(), **(headers or {})},
         )
 
     def patch(self, path: str, body: Any) -> Any:

@@ -210,3 +210,46 @@ def test_a_webhook_to_an_internal_address_is_refused_before_the_call_starts(
     response = start(ann_api, webhook="http://169.254.169.254/latest")
     assert response.status_code == 422 and pointers(response) == ["/webhook"]
     assert not Call.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("http://0177.0.0.1/hook", "usual dotted form"),
+        ("http://0x7f.1/hook", "usual dotted form"),
+        ("http://2130706433/hook", "usual dotted form"),
+        ("http://127.1/hook", "usual dotted form"),
+        ("http://[fe80::1%25eth0]/hook", "zone id"),
+        ("https://ci:secret@hooks.example.test/hook", "user name or password"),
+        ("http://hooks.example.test./hook", "end with a dot"),
+        ("http://[::1/hook", "cannot be used"),
+        ("http://" + "a" * 64 + ".example.test/hook", "not a valid host name"),
+        ("gopher://hooks.example.test/", "http:// or https://"),
+        ("https:///hook", "no host"),
+    ],
+)
+def test_a_webhook_the_sender_could_not_use_is_refused_with_its_reason(
+    peer_conn: Any, ann_api: Api, settings: Any, url: str, why: str
+) -> None:
+    # Even where private addresses may receive webhooks: the spelling alone is refused.
+    settings.MRTRWEB_WEBHOOK_ALLOW_PRIVATE = True
+    response = start(ann_api, name="echo", arguments={"text": "x"}, webhook=url)
+    assert response.status_code == 422, response.content
+    (error,) = problem(response)["errors"]
+    assert error["pointer"] == "/webhook"
+    assert why in error["detail"] and error["detail"].startswith("The webhook cannot be used")
+    assert not Call.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://[::ffff:127.0.0.1]/hook", "http://[2002:a9fe:a9fe::]/latest", "http://10.1.2.3/"],
+)
+def test_an_internal_address_in_any_spelling_is_refused(
+    peer_conn: Any, ann_api: Api, settings: Any, url: str
+) -> None:
+    settings.MRTRWEB_WEBHOOK_ALLOW_PRIVATE = False
+    response = start(ann_api, name="echo", arguments={"text": "x"}, webhook=url)
+    assert response.status_code == 422 and pointers(response) == ["/webhook"]
+    assert "refused" in problem(response)["errors"][0]["detail"]
+    assert not Call.objects.exists()

@@ -120,3 +120,13 @@ def test_every_problem_type_the_code_uses_is_documented_on_the_page() -> None:
     html = Client().get("/api/v1/docs/").content.decode()
     for kind in KINDS:
         assert f'id="problem-{kind}"' in html
+
+
+def test_starting_a_call_documents_the_idempotency_key() -> None:
+    operation = _doc()["paths"]["/calls"]["post"]
+    (header,) = [p for p in operation["parameters"] if p["in"] == "header"]
+    assert header["name"] == "Idempotency-Key" and header["required"] is False
+    assert header["schema"]["maxLength"] == 255
+    assert {"200", "201", "422", "503"} <= set(operation["responses"])
+    assert "Idempotent-Replayed" in operation["responses"]["200"]["headers"]
+    assert "Retry-After" in operation["responses"]["503"]["headers"]

@@ -154,6 +154,8 @@ def topology(scale_database: str, scale_redis_url: str, fastmcp_peer: Peer) -> I
         MRTRWEB_INPROCESS_WORKER="0",
         # As in production: every process logs JSON lines (read back by the tests).
         DJANGO_LOG_FORMAT="json",
+        # The tests' webhook receivers listen on 127.0.0.1.
+        MRTRWEB_WEBHOOK_ALLOW_PRIVATE="1",
     )
     app = ServedApp(root=root, env=env)
     port_a, port_b = free_port(), free_port()

@@ -386,3 +386,55 @@ def test_importing_the_package_needs_no_app_registry() -> None:
     )
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "mrtrweb.settings"}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=60)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://0177.0.0.1/hook",  # httpx.InvalidURL in the sender, before the fix
+        "http://[::1/hook",  # even urlsplit raises on this one
+        "http://0x7f.1/hook",
+        "http://[fe80::1%25eth0]/hook",
+        "http://" + "a" * 64 + ".example.test/hook",  # the resolver raises UnicodeError
+    ],
+)
+def test_a_stored_url_the_sender_cannot_use_is_a_failed_attempt_not_a_crash(
+    conn: Connection, user: Any, token: ApiToken, caplog: Any, url: str
+) -> None:
+    """A subscription stored before registration refused such URLs: its delivery gives up
+    with a plain reason, one log line and no traceback."""
+    from mrtrweb.webhooks import events
+
+    call = start(conn, user, "echo", {"text": "hi"})
+    subscription = Subscription.objects.create(call=call, token=token, url=url)
+    (delivery,) = events.call_finished(call, [subscription])
+    with caplog.at_level("INFO"):
+        assert len(run_queued()) == 1  # the task itself, called as the worker calls it
+    delivery.refresh_from_db()
+    assert delivery.status == Delivery.Status.FAILED and delivery.attempts == 1
+    assert delivery.last_error and "Traceback" not in delivery.last_error
+    assert "/hook" not in delivery.last_error  # the host at most, never the path
+    (event,) = webhook_events(call)
+    assert event.kind == "webhook_failed" and event.detail["gave_up"] is True
+    assert event.detail["reason"] == delivery.last_error
+    assert not DBTaskResult.objects.filter(task_path=SEND_TASK, status="READY").exists()
+    mine = [r for r in caplog.records if r.name.startswith("mrtrweb.webhooks")]
+    assert len(mine) == 1 and mine[0].exc_info is None
+    assert delivery.last_error in mine[0].getMessage()
+
+
+def test_the_sender_turns_an_unusable_url_into_a_refusal(
+    conn: Connection, user: Any, token: ApiToken
+) -> None:
+    """Below the URL check, the POST itself never raises for a URL httpx cannot use."""
+    from mrtrweb.webhooks import events, sending
+
+    call = start(conn, user, "echo", {"text": "hi"})
+    subscription = Subscription.objects.create(
+        call=call, token=token, url="http://0177.0.0.1/secret-path"
+    )
+    (delivery,) = events.call_finished(call, [subscription])
+    delivery.refresh_from_db()
+    status_code, error, retry_after, refused, _ = sending._post(delivery)
+    assert (status_code, retry_after, refused) == (None, None, True)
+    assert "cannot be used" in error and "secret-path" not in error

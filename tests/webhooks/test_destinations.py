@@ -39,6 +39,82 @@ def test_urls_that_are_refused_when_subscribing(url: str, why: str) -> None:
         check_url(url)
 
 
+# Every way of writing 127.0.0.1 that a resolver (inet_aton) or a browser accepts, and the
+# parser tricks around a host: refused whatever MRTRWEB_WEBHOOK_ALLOW_PRIVATE says, each
+# with its reason.
+ODD_URLS = [
+    ("http://0177.0.0.1/hook", "usual dotted form"),  # octal: httpx itself cannot parse it
+    ("http://0x7f.1/hook", "usual dotted form"),  # hex, short form
+    ("http://0x7f.0x0.0x0.0x1/hook", "usual dotted form"),
+    ("http://0x7f000001/hook", "usual dotted form"),
+    ("http://2130706433/hook", "usual dotted form"),  # one integer
+    ("http://127.1/hook", "usual dotted form"),  # short form
+    ("http://127.0.1/hook", "usual dotted form"),
+    ("http://0/hook", "usual dotted form"),
+    ("http://1.2.3.256/hook", "usual dotted form"),
+    ("http://1.2.3.4.5/hook", "usual dotted form"),
+    ("http://127.0.0.1./hook", "end with a dot"),
+    ("http://localhost./hook", "end with a dot"),
+    ("http://hooks.example.com./hook", "end with a dot"),
+    ("http://[fe80::1%25eth0]/hook", "zone id"),
+    ("http://[fe80::1%eth0]/hook", "zone id"),
+    ("http://%31%32%37.0.0.1/hook", "percent-encoded"),
+    ("http://@hooks.example.com/hook", "user name or password"),
+    ("http://:@hooks.example.com/hook", "user name or password"),
+    ("http://hooks.example.com\\@127.0.0.1/hook", "user name or password"),
+    ("http://hooks.example.com:0/hook", "invalid port"),
+    ("http://[::1/hook", "cannot be used"),
+    ("http://[v1.x]/hook", "cannot be used"),
+    ("http://hooks..example.com/hook", "not a valid host name"),
+    ("http://" + "a" * 64 + ".example.com/hook", "not a valid host name"),
+    ("http://hooks!.example.com/hook", "not a valid host name"),
+    ("http://" + "a." * 127 + "com/hook", "longer than 253"),
+    ("http:hooks.example.com", "http:// or https://"),
+    ("gopher://hooks.example.com/", "http:// or https://"),
+]
+
+
+@pytest.mark.parametrize(("url", "why"), ODD_URLS)
+def test_odd_spellings_are_refused_even_where_private_addresses_are_allowed(
+    settings, url: str, why: str
+) -> None:
+    settings.MRTRWEB_WEBHOOK_ALLOW_PRIVATE = True
+    with pytest.raises(InvalidWebhookURL, match=why):
+        check_url(url)
+
+
+@pytest.mark.usefixtures("public_only")
+@pytest.mark.parametrize(
+    ("url", "leads_to"),
+    [
+        ("http://[::ffff:127.0.0.1]/hook", "127.0.0.1"),  # IPv4-mapped, dotted
+        ("http://[::ffff:7f00:1]/hook", "127.0.0.1"),  # IPv4-mapped, hex
+        ("http://[::ffff:a9fe:a9fe]/hook", "169.254.169.254"),
+        ("http://[2002:7f00:1::]/hook", "127.0.0.1"),  # 6to4
+        ("http://[2002:a9fe:a9fe::]/hook", "169.254.169.254"),
+    ],
+)
+def test_ipv6_spellings_of_internal_ipv4_addresses_are_refused(url: str, leads_to: str) -> None:
+    with pytest.raises(InvalidWebhookURL, match="refused") as caught:
+        check_url(url)
+    assert leads_to in str(caught.value)
+
+
+def test_what_the_sender_parses_is_what_was_checked(settings) -> None:
+    """Each URL that passes is one httpx parses, with the host that was checked."""
+    settings.MRTRWEB_WEBHOOK_ALLOW_PRIVATE = False
+    for url in [
+        "https://hooks.example.com/x?a=1#f",
+        "https://HOOKS.Example.COM:8443/x",
+        "https://bücher.example/hook",
+        "https://_hooks.example.com/",
+        "http://8.8.8.8:8080/a",
+        "http://[2606:4700:4700::1111]/hook",
+    ]:
+        assert check_url(url) == url
+        assert httpx.URL(url).host
+
+
 @pytest.mark.usefixtures("public_only")
 @pytest.mark.parametrize(
     "url",
