@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .conftest import LiveApp, expect
+from .conftest import PERSON, LiveApp, expect, sign_in
 from .test_live import LIVE_TIMEOUT, live_socket_open, mark_document, same_document, start_call
 
 if TYPE_CHECKING:
@@ -107,3 +107,74 @@ def test_a_page_on_another_port_hears_nothing_while_the_person_s_own_tab_does(
     events = spied(spy)
     assert sorted(e[0] for e in events) == sorted(targets), events
     assert all(e[1] == "close" and e[2] == 1006 for e in events), events
+
+
+# Records what every socket of the page hears and how it ends: window.heard, [url, what, detail].
+RECORD_SOCKETS = """
+window.heard = [];
+const NativeWebSocket = window.WebSocket;
+window.WebSocket = class extends NativeWebSocket {
+  constructor(...args) {
+    super(...args);
+    const note = (what, detail) => window.heard.push([this.url, what, detail]);
+    this.addEventListener("message", (e) => note("message", String(e.data)));
+    this.addEventListener("close", (e) => note("close", e.code));
+  }
+};
+"""
+
+
+def test_a_tab_left_open_after_signing_out_elsewhere_stops_hearing(
+    browser: Any,
+    live_app: LiveApp,
+    peer_connection: str,
+    signed_in_page: Page,
+) -> None:
+    call = start_call(live_app, peer_connection, "purchase", {"item": "desk"})
+    first = f"#round-{call['round']['id']}"
+    # A browser of its own, signed in through the login page: its session is ended here,
+    # not the one the other tests share.
+    context = browser.new_context(
+        base_url=live_app.base_url, viewport={"width": 1200, "height": 800}
+    )
+    context.set_default_timeout(15_000)
+    try:
+        context.add_init_script(RECORD_SOCKETS)
+        left_open = context.new_page()
+        sign_in(left_open, *PERSON, next_path="/inbox/")
+        expect(left_open.locator(first)).to_be_visible()
+        live_socket_open(left_open, "#live-inbox-socket")
+
+        # The same person, signed in in another browser, watches their inbox too.
+        elsewhere = signed_in_page
+        elsewhere.goto("/inbox/")
+        expect(elsewhere.locator(first)).to_be_visible()
+        live_socket_open(elsewhere, "#live-inbox-socket")
+
+        # Another tab of the first browser signs out.
+        other_tab = context.new_page()
+        other_tab.goto("/")
+        other_tab.get_by_role("button", name="Sign out").click()
+        other_tab.wait_for_load_state()
+
+        # The tab left open has its socket closed as "not signed in" (htmx leaves it closed).
+        left_open.wait_for_function(
+            "window.heard.some((e) => e[0].includes('/ws/inbox/') && e[1] === 'close')"
+        )
+        assert [e[2] for e in left_open.evaluate("window.heard") if e[1] == "close"] == [4401]
+
+        # In the other browser the round is answered and the server asks the next one: that
+        # browser's inbox follows, the signed-out tab hears nothing.
+        answering = elsewhere.context.new_page()
+        answering.goto(call["round"]["url"])
+        answering.get_by_label("Address").fill("3 Signed Out Street")
+        answering.get_by_role("button", name="Submit", exact=True).click()
+        expect(elsewhere.locator("#inbox-pending")).to_contain_text(
+            "Confirm payment for 1 x desk to 3 Signed Out Street", timeout=LIVE_TIMEOUT
+        )
+        expect(elsewhere.locator(first)).to_have_count(0)
+        left_open.wait_for_timeout(500)
+        assert not [e for e in left_open.evaluate("window.heard") if e[1] == "message"]
+        expect(left_open.locator(first)).to_be_visible()  # as it was: nothing came
+    finally:
+        context.close()
