@@ -12,8 +12,8 @@ django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from mrtrweb.live.origins import SameOriginValidator  # noqa: E402
 from mrtrweb.live.routing import websocket_urlpatterns  # noqa: E402
 from mrtrweb.live.worker import with_inprocess_worker  # noqa: E402
 
@@ -29,10 +29,9 @@ warnings.filterwarnings(
 router = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        # The origin check stops other sites from opening sockets with our users' cookies.
-        "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
-        ),
+        # Other pages (other sites, or another port of this host) must not open sockets with
+        # our users' cookies: the Origin is checked as Django checks a form's (live/origins.py).
+        "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
 

@@ -24,6 +24,7 @@ PRODUCTION_WORDS = frozenset({"production", "prod"})
 DEFAULT_ALLOWED_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 REDIS_CHANNEL_LAYER = "channels_redis.core.RedisChannelLayer"
 IN_MEMORY_CHANNEL_LAYER = "channels.layers.InMemoryChannelLayer"
+REDIS_SOCKET_TIMEOUT = 15.0
 LOG_FORMATS = ("json", "plain")
 POSTGRES_CONNECT_TIMEOUT = 5  # seconds
 
@@ -141,7 +142,11 @@ def channel_layers(redis_url: str | None, prefix: str = "") -> dict[str, Any]:
     deployments (or test runs) can share one Redis database without hearing each other.
     """
     if redis_url:
-        config: dict[str, Any] = {"hosts": [redis_url]}
+        # redis-py 8 reads with a 5 s timeout by default, no longer than the blocking pop a
+        # consumer waits in (channels-redis: 5 s), so an idle socket's consumer would crash
+        # (django/channels_redis#422). Longer than the pop, still finite if Redis goes away.
+        host = {"address": redis_url, "socket_timeout": REDIS_SOCKET_TIMEOUT}
+        config: dict[str, Any] = {"hosts": [host]}
         if prefix:
             config["prefix"] = prefix
         return {"default": {"BACKEND": REDIS_CHANNEL_LAYER, "CONFIG": config}}

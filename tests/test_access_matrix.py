@@ -474,6 +474,127 @@ def test_every_form_on_these_pages_carries_the_csrf_token(world: World) -> None:
     assert seen >= 5
 
 
+# -- websockets: who may listen, and from which pages -----------------------------------------
+
+# "open": accepted and listening; 4401/4403: accepted, then closed with that code (not signed
+# in / may not see the call); "refused": refused at the handshake (HTTP 403 from a server),
+# before the session is even read. A call's socket is open to exactly whom its page shows
+# (test_the_call_socket_rows_agree_with_the_call_page). Every row runs with each origin in
+# its column's set: "same" is the page's own origin (the Host, port included, as the sign-in
+# form's CSRF check wants it); "foreign" is each of FOREIGN_ORIGINS.
+WS_MATRIX = """
+                         anonymous outsider caller assignee member after_claim admin operator
+user  ws:call    same       4401     4403    open    open     4403     4403     open   4403
+group ws:call    same       4401     4403    open    4403     open     4403     open   4403
+user  ws:inbox   same       4401     open    open    open     open     open     open   open
+user  ws:call    foreign   refused  refused refused refused  refused  refused  refused refused
+group ws:call    foreign   refused  refused refused refused  refused  refused  refused refused
+user  ws:inbox   foreign   refused  refused refused refused  refused  refused  refused refused
+"""
+WS_ROWS = parse_matrix(WS_MATRIX)
+WS_HOST = "127.0.0.1:8000"
+SAME_ORIGIN = f"http://{WS_HOST}"
+FOREIGN_ORIGINS = (
+    "http://127.0.0.1:9999",  # a page served from another port of the same host
+    "http://127.0.0.1",  # the default port is another port too
+    "https://127.0.0.1:8000",  # another scheme
+    "http://localhost:8000",  # another name for the same machine
+    "https://evil.example",  # another site
+    "null",  # a sandboxed frame, a file: page
+    "",  # no Origin header at all
+)
+WS_CASES = [
+    (row, origin)
+    for row in WS_ROWS
+    for origin in ((SAME_ORIGIN,) if row.method == "same" else FOREIGN_ORIGINS)
+]
+
+
+def ws_path(world: World, row: Row) -> str:
+    if row.name == "ws:inbox":
+        return "/ws/inbox/"
+    return f"/ws/calls/{world.call(row.routing).pk}/"
+
+
+def session_cookie(client: Client) -> bytes:
+    name = settings.SESSION_COOKIE_NAME
+    return f"{name}={client.cookies[name].value}".encode() if name in client.cookies else b""
+
+
+async def listens(cookie: bytes, path: str, origin: str) -> str:
+    """What a socket opened at ``path`` with ``cookie`` from a page at ``origin`` gets, in the
+    matrix's words."""
+    from channels.testing.websocket import WebsocketCommunicator
+
+    from mrtrweb.asgi import application
+
+    headers = [(b"host", WS_HOST.encode())]
+    if cookie:
+        headers.append((b"cookie", cookie))
+    if origin:
+        headers.append((b"origin", origin.encode()))
+    socket = WebsocketCommunicator(application, path, headers=headers)
+    connected, _ = await socket.connect(timeout=5)
+    if not connected:
+        return "refused"
+    try:
+        if await socket.receive_nothing(timeout=0.1):
+            return "open"
+        output = await socket.receive_output(timeout=1)
+        return str(output.get("code")) if output["type"] == "websocket.close" else str(output)
+    finally:
+        await socket.disconnect()
+
+
+@pytest.fixture
+def sockets_in_process(settings: Any) -> Iterator[None]:
+    """The app's own in-memory channel layer, and no task worker started by the first socket."""
+    from channels.layers import channel_layers
+
+    from mrtrweb.live import events
+
+    settings.MRTRWEB_INPROCESS_WORKER = False
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    channel_layers.backends.clear()
+    yield
+    channel_layers.backends.clear()
+    events.remember_web_loop(None)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("sockets_in_process")
+@pytest.mark.parametrize(
+    ("row", "origin"),
+    WS_CASES,
+    ids=[f"{r.routing}-{r.name}-{origin or 'no-origin'}" for r, origin in WS_CASES],
+)
+async def test_websockets(world: World, row: Row, origin: str) -> None:
+    from channels.db import database_sync_to_async
+
+    path = await database_sync_to_async(ws_path)(world, row)
+    problems = []
+    # Committed, not rolled back: the consumer reads the database from its own connection.
+    # Roles run in order, and the claim "after_claim" needs changes nothing for the others.
+    for role in ROLES:
+        await database_sync_to_async(world.prepare)(role, row.routing)
+        cookie = await database_sync_to_async(lambda r=role: session_cookie(world.client(r)))()
+        got = await listens(cookie, path, origin)
+        if got != row.expected[role]:
+            problems.append(f"{role}: expected {row.expected[role]}, got {got}")
+    assert not problems, "\n".join(problems)
+
+
+def test_the_call_socket_rows_agree_with_the_call_page() -> None:
+    """Whoever may open the call's page may listen to it, and nobody else."""
+    page = {r.routing: r.expected for r in ROWS if r.name == "calls:call"}
+    as_socket = {"200": "open", "404": "4403", "302": "4401"}
+    for row in WS_ROWS:
+        if row.name == "ws:call" and row.method == "same":
+            assert row.expected == {
+                role: as_socket[cell] for role, cell in page[row.routing].items()
+            }
+
+
 # -- the matrix covers the URLconf -----------------------------------------------------------
 
 # Pages outside this matrix on purpose: sign-in and password pages, the home page and the

@@ -4,20 +4,28 @@ Both are thin: they check who is asking (``calls.access`` decides who sees a cal
 channel-layer groups that ``events.py`` publishes to, and turn each message into a frame
 (``frames.py``). A refused socket is accepted and closed at once with 4401 (not signed in) or
 4403 (not allowed), so the browser learns why and htmx does not reconnect.
+
+An open socket is closed with 4401 once its person may no longer listen: ``signouts.py`` tells
+it when they sign out, their session is deleted or they are deactivated, and it checks the
+session again before sending anything (``PersonSocket``), which also catches a session that
+expired or whose password changed.
 """
 
 from __future__ import annotations
 
 import time
+from importlib import import_module
 from typing import Any
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
 from django.urls import reverse
+from django.utils.crypto import constant_time_compare
 
 from . import frames
-from .events import call_group, is_quiet, user_group
+from .events import call_group, is_quiet, session_group, user_group, user_sockets_group
 
 NOT_SIGNED_IN = 4401
 NOT_ALLOWED = 4403
@@ -25,6 +33,10 @@ NOT_ALLOWED = 4403
 # On a round page a claim or release must not wipe what the person is typing: whoever may still
 # answer keeps the form, and whoever may not learns it when they post.
 _KEEPS_ROUND_FORM = frozenset({"claimed", "released"})
+
+# Progress may stream many messages a second: its socket checks the session at most this often
+# (seconds). Everything else is checked every time.
+PROGRESS_RECHECK = 2.0
 
 
 def _query(scope: dict[str, Any]) -> dict[str, str]:
@@ -34,6 +46,95 @@ def _query(scope: dict[str, Any]) -> dict[str, str]:
 
 def _signed_in(user: Any) -> bool:
     return bool(getattr(user, "is_authenticated", False) and getattr(user, "is_active", False))
+
+
+@database_sync_to_async
+def _current_person(session_key: str, person_id: Any) -> Any | None:
+    """The person still signed in with this session, read again from the session store, or
+    None: as Django's ``auth.get_user`` decides, but without its side effects (it would flush
+    a session whose password hash no longer matches; a socket only listens)."""
+    from django.contrib.auth import (
+        BACKEND_SESSION_KEY,
+        HASH_SESSION_KEY,
+        SESSION_KEY,
+        get_user_model,
+        load_backend,
+    )
+
+    # A deleted or expired session loads as an empty one.
+    session = import_module(settings.SESSION_ENGINE).SessionStore(session_key)
+    backend_path = session.get(BACKEND_SESSION_KEY)
+    if SESSION_KEY not in session or backend_path not in settings.AUTHENTICATION_BACKENDS:
+        return None
+    user_id = get_user_model()._meta.pk.to_python(session[SESSION_KEY])
+    # ModelBackend gives no user for one who is not active.
+    user = load_backend(backend_path).get_user(user_id)
+    if user is None or user.pk != person_id or not user.is_active:
+        return None
+    stored_hash = session.get(HASH_SESSION_KEY) or ""
+    if not constant_time_compare(stored_hash, user.get_session_auth_hash()):
+        return None  # the password changed: Django signs this session out on its next page
+    return user
+
+
+class PersonSocket(AsyncWebsocketConsumer):
+    """A socket that listens for one signed-in person and stops when they may no longer.
+
+    :meth:`listen_as` joins the groups that ``signouts.py`` closes (``sockets.close``), then
+    checks the session; :meth:`still_signed_in` checks it again before anything is sent.
+    After it closes, nothing more is sent (messages already queued are dropped).
+    """
+
+    person_id: Any = None
+    session_key: str = ""
+    closing = False
+    checked_at = 0.0
+
+    async def listen_as(self, user: Any) -> bool:
+        """Whether ``user`` (the scope's) is signed in with the scope's session; if so the
+        socket is in the groups that close it."""
+        session_key = getattr(self.scope.get("session"), "session_key", None)
+        if not _signed_in(user) or not session_key:
+            return False
+        self.person_id, self.session_key = user.pk, session_key
+        # Joined before the check: a sign-out after it is heard, one before it is seen.
+        for group in (session_group(session_key), user_sockets_group(user.pk)):
+            await self.channel_layer.group_add(group, self.channel_name)
+            self.groups.append(group)  # channels leaves them when the socket goes
+        return await self.current_person() is not None
+
+    async def current_person(self) -> Any | None:
+        self.checked_at = time.monotonic()
+        if self.person_id is None:
+            return None
+        return await _current_person(self.session_key, self.person_id)
+
+    async def still_signed_in(self) -> Any | None:
+        """The person, read again; or None, and the socket is closed with 4401."""
+        person = await self.current_person()
+        if person is None:
+            await self.close(code=NOT_SIGNED_IN)
+        return person
+
+    async def sockets_close(self, message: dict[str, Any]) -> None:
+        """From ``signouts.py``: signed out, session gone, or deactivated."""
+        await self.close(code=NOT_SIGNED_IN)
+
+    async def close(self, code: int | bool | None = None, reason: str | None = None) -> None:
+        if self.closing:
+            return
+        self.closing = True
+        await super().close(code=code, reason=reason)
+
+    async def send(
+        self, text_data: str | None = None, bytes_data: bytes | None = None, close: bool = False
+    ) -> None:
+        if self.closing:
+            return
+        await super().send(text_data=text_data, bytes_data=bytes_data, close=close)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        """Browsers have nothing to say on these sockets."""
 
 
 @database_sync_to_async
@@ -81,7 +182,7 @@ def _stale_kind(call_id: int, shown: str, round_page: bool) -> str | None:
     return next((kind for kind in kinds if not is_quiet(kind)), "changed")
 
 
-class CallConsumer(AsyncWebsocketConsumer):
+class CallConsumer(PersonSocket):
     """``/ws/calls/<call_id>/?view=call|round&state=<shown>``: the call's changes and progress.
 
     ``view=round`` (a round page) follows the call to its next round's form or its result;
@@ -100,7 +201,7 @@ class CallConsumer(AsyncWebsocketConsumer):
         user = self.scope.get("user")
         refusal = (
             NOT_SIGNED_IN
-            if not _signed_in(user)
+            if not await self.listen_as(user)
             else None
             if await _sees_call(user, self.call_id)
             else NOT_ALLOWED
@@ -108,8 +209,8 @@ class CallConsumer(AsyncWebsocketConsumer):
         if refusal is None:
             # Subscribed before the socket is open: an event raised as soon as the browser
             # knows it is listening must reach it.
-            self.group = call_group(self.call_id)
-            await self.channel_layer.group_add(self.group, self.channel_name)
+            await self.channel_layer.group_add(call_group(self.call_id), self.channel_name)
+            self.groups.append(call_group(self.call_id))
         # Accepted either way, so a refusal carries its close code.
         await self.accept()
         if refusal is not None:
@@ -121,27 +222,27 @@ class CallConsumer(AsyncWebsocketConsumer):
             if kind is not None:
                 await self._refresh(kind, time.time())
 
-    async def disconnect(self, code: int) -> None:
-        group = getattr(self, "group", None)
-        if group is not None:
-            await self.channel_layer.group_discard(group, self.channel_name)
-
-    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        """Browsers have nothing to say on this socket."""
-
     # -- messages from events.py ----------------------------------------------------------------
 
     async def call_event(self, message: dict[str, Any]) -> None:
         kind = str(message["kind"])
-        if self.round_page and kind in _KEEPS_ROUND_FORM:
+        if self.closing or (self.round_page and kind in _KEEPS_ROUND_FORM):
+            return
+        person = await self.still_signed_in()
+        if person is None:
             return
         # Rounds move between people: whoever no longer sees the call stops hearing of it.
-        if not await _sees_call(self.scope["user"], self.call_id):
+        if not await _sees_call(person, self.call_id):
             await self.close(code=NOT_ALLOWED)
             return
         await self._refresh(kind, float(message["at"]))
 
     async def call_progress(self, message: dict[str, Any]) -> None:
+        if self.closing:
+            return
+        due = time.monotonic() - self.checked_at >= PROGRESS_RECHECK
+        if due and await self.still_signed_in() is None:
+            return
         frame = frames.progress(
             call_id=self.call_id,
             at=float(message["at"]),
@@ -162,7 +263,7 @@ class CallConsumer(AsyncWebsocketConsumer):
         await self.send(text_data=str(frame))
 
 
-class InboxConsumer(AsyncWebsocketConsumer):
+class InboxConsumer(PersonSocket):
     """``/ws/inbox/?page=<path of the page>``: "your inbox changed", for the signed-in person.
 
     Every page of a signed-in person holds one (the count in the header); on the inbox pages the
@@ -171,24 +272,19 @@ class InboxConsumer(AsyncWebsocketConsumer):
 
     async def connect(self) -> None:
         user = self.scope.get("user")
-        if _signed_in(user):
+        signed_in = await self.listen_as(user)
+        if signed_in:
             # Subscribed before the socket is open (see CallConsumer.connect).
             self.refetch_url, self.select = _inbox_parts(_query(self.scope).get("page", ""))
-            self.group = user_group(user.pk)
-            await self.channel_layer.group_add(self.group, self.channel_name)
+            await self.channel_layer.group_add(user_group(user.pk), self.channel_name)
+            self.groups.append(user_group(user.pk))
         await self.accept()
-        if not _signed_in(user):
+        if not signed_in:
             await self.close(code=NOT_SIGNED_IN)
 
-    async def disconnect(self, code: int) -> None:
-        group = getattr(self, "group", None)
-        if group is not None:
-            await self.channel_layer.group_discard(group, self.channel_name)
-
-    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        """Browsers have nothing to say on this socket."""
-
     async def inbox_changed(self, message: dict[str, Any]) -> None:
+        if self.closing or await self.still_signed_in() is None:
+            return
         frame = frames.refresh_inbox(
             kind=str(message["kind"]),
             at=float(message["at"]),

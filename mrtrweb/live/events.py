@@ -6,14 +6,17 @@ small messages to channel-layer groups; the consumers (``consumers.py``) turn th
 frames for each socket. Nothing here renders a person's data: the inbox gets "your inbox
 changed" and fetches its own rows through its view, which applies the access rules.
 
-Groups: ``call.<id>`` (every socket watching that call) and ``user.<id>`` (every socket of that
-person). Each message carries ``at``, ``time.time()`` when it was published, which the frames
-carry as ``data-live-at`` so the benchmarks can measure the latency to the browser.
+Groups: ``call.<id>`` (every socket watching that call) and ``user.<id>`` (every inbox socket
+of that person); ``signouts.py`` closes sockets through ``session.<hash>`` and
+``user.<id>.sockets``. Each message carries ``at``, ``time.time()`` when it was published,
+which the frames carry as ``data-live-at`` so the benchmarks can measure the latency to the
+browser.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -35,6 +38,17 @@ def call_group(call_id: int) -> str:
 
 def user_group(user_id: int) -> str:
     return f"user.{user_id}"
+
+
+def user_sockets_group(user_id: int) -> str:
+    """Every socket of that person, whatever it watches: closed when they are deactivated."""
+    return f"user.{user_id}.sockets"
+
+
+def session_group(session_key: str) -> str:
+    """Every socket opened with that session: closed when it ends. Named by a hash, so the
+    key (a bearer credential) never travels through the channel layer."""
+    return "session." + hashlib.sha256(session_key.encode()).hexdigest()
 
 
 def is_quiet(kind: str) -> bool:

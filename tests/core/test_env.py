@@ -29,7 +29,17 @@ def test_redis_url_selects_the_redis_channel_layer():
     layers = env.channel_layers("redis://127.0.0.1:6379/3")
 
     assert layers["default"]["BACKEND"] == "channels_redis.core.RedisChannelLayer"
-    assert layers["default"]["CONFIG"]["hosts"] == ["redis://127.0.0.1:6379/3"]
+    (host,) = layers["default"]["CONFIG"]["hosts"]
+    assert host["address"] == "redis://127.0.0.1:6379/3"
+
+
+def test_the_redis_layer_reads_longer_than_its_consumers_block():
+    """A consumer waits for messages in a blocking pop; a read timeout no longer than that
+    pop would crash every socket idle for a few seconds."""
+    from channels_redis.core import RedisChannelLayer
+
+    (host,) = env.channel_layers("redis://127.0.0.1:6379/3")["default"]["CONFIG"]["hosts"]
+    assert host["socket_timeout"] > RedisChannelLayer.brpop_timeout
 
 
 @pytest.mark.parametrize("url", [None, ""])
@@ -143,7 +153,7 @@ def test_a_connect_timeout_in_the_url_wins(tmp_path: Path):
 def test_the_channel_prefix_namespaces_the_redis_layer():
     layers = env.channel_layers("redis://127.0.0.1:6379/3", prefix="blue:")
 
-    assert layers["default"]["CONFIG"] == {"hosts": ["redis://127.0.0.1:6379/3"], "prefix": "blue:"}
+    assert layers["default"]["CONFIG"]["prefix"] == "blue:"
     assert "prefix" not in env.channel_layers("redis://127.0.0.1:6379/3")["default"]["CONFIG"]
 
 

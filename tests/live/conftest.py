@@ -31,6 +31,8 @@ from mrtrweb.calls.models import Call
 from mrtrweb.live import events, worker
 from mrtrweb.servers.models import Connection, Routing
 
+# A page of the site itself (mrtrweb/live/origins.py): its origin is the Host it was served from.
+HOST = (b"host", b"127.0.0.1")
 ORIGIN = (b"origin", b"http://127.0.0.1")
 LIVE_AT = re.compile(r'data-live-at="(\d+\.\d+(?:e[+-]?\d+)?)"')
 LIVE_KIND = re.compile(r'data-live-kind="([a-z_]+)"')
@@ -81,7 +83,7 @@ async def connect() -> AsyncIterator[Callable[..., Any]]:
     opened: list[WebsocketCommunicator] = []
 
     async def open_socket(user: Any, path: str) -> WebsocketCommunicator:
-        headers = [ORIGIN]
+        headers = [HOST, ORIGIN]
         if user is not None:
             headers.append((b"cookie", await sync_to_async(session_cookie)(user)))
         communicator = WebsocketCommunicator(application, path, headers=headers)

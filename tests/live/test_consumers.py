@@ -62,8 +62,20 @@ async def test_people_who_may_not_see_the_call_are_closed_with_4403(
     assert await closed_with(await connect(people["caller"], "/ws/calls/999999/")) == 4403
 
 
-async def test_a_socket_from_another_site_is_refused(
-    people: dict[str, Any], fastmcp_peer: Any
+FOREIGN_ORIGINS = [
+    "https://evil.example",
+    "http://127.0.0.1:9999",  # another port of the same host
+    "http://127.0.0.1",  # the default port
+    "https://127.0.0.1:8000",  # another scheme
+    "http://localhost:8000",
+    "null",
+    None,
+]
+
+
+@pytest.mark.parametrize("origin", FOREIGN_ORIGINS)
+async def test_a_socket_from_another_origin_is_refused_at_the_handshake(
+    people: dict[str, Any], fastmcp_peer: Any, origin: str | None
 ) -> None:
     from channels.testing.websocket import WebsocketCommunicator
 
@@ -73,13 +85,27 @@ async def test_a_socket_from_another_site_is_refused(
 
     call = await start_deploy(fastmcp_peer, people["caller"])
     cookie = await database_sync_to_async(session_cookie)(people["caller"])
-    communicator = WebsocketCommunicator(
+    for path in (f"/ws/calls/{call.pk}/", "/ws/inbox/"):
+        headers = [(b"host", b"127.0.0.1:8000"), (b"cookie", cookie)]
+        if origin is not None:
+            headers.append((b"origin", origin.encode()))
+        communicator = WebsocketCommunicator(application, path, headers=headers)
+        connected, _ = await communicator.connect(timeout=5)
+        assert not connected, path
+    # The same person's own page, on the same port, is heard.
+    own = WebsocketCommunicator(
         application,
         f"/ws/calls/{call.pk}/",
-        headers=[(b"origin", b"https://evil.example"), (b"cookie", cookie)],
+        headers=[
+            (b"host", b"127.0.0.1:8000"),
+            (b"origin", b"http://127.0.0.1:8000"),
+            (b"cookie", cookie),
+        ],
     )
-    connected, _ = await communicator.connect(timeout=5)
-    assert not connected
+    connected, _ = await own.connect(timeout=5)
+    assert connected
+    assert await own.receive_nothing(timeout=0.2)
+    await own.disconnect()
 
 
 # -- what they hear --------------------------------------------------------------------------

@@ -6,6 +6,7 @@ transition (a claim); this process holds the sockets, as a web process does.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -18,6 +19,8 @@ import redis
 from channels.db import database_sync_to_async
 from channels.layers import channel_layers
 from django.db import connection
+
+from mrtrweb import env
 
 from .conftest import frames_until, kinds_of, start_deploy
 
@@ -38,12 +41,8 @@ def redis_layer(settings: Any) -> Any:
         pytest.skip(message)
     # A prefix of its own, so no other test (or run) hears this one's messages.
     prefix = f"mrtrweb-live-{uuid.uuid4().hex[:12]}"
-    settings.CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "prefix": prefix},
-        }
-    }
+    # The layer as the settings make it from REDIS_URL.
+    settings.CHANNEL_LAYERS = env.channel_layers(REDIS_URL, prefix)
     channel_layers.backends.clear()
     yield prefix
     channel_layers.backends.clear()
@@ -101,3 +100,51 @@ async def test_an_event_raised_in_another_process_reaches_this_one_s_sockets(
 
     assert kinds_of(await frames_until(watching, "claimed")) == ["claimed"]
     assert kinds_of(await frames_until(inbox, "claimed")) == ["claimed"]
+
+
+async def test_a_sign_out_in_another_process_closes_this_one_s_sockets(
+    connect: Any, people: dict[str, Any], fastmcp_peer: Any, redis_layer: str
+) -> None:
+    caller, member = people["caller"], people["member"]
+    call = await start_deploy(fastmcp_peer, caller, group=people["group"])
+    caller_socket = await connect(caller, f"/ws/calls/{call.pk}/?view=call")
+    member_inbox = await connect(member, "/ws/inbox/")
+
+    # An admin deactivates the member on another web process.
+    await database_sync_to_async(in_another_process)(
+        "from django.contrib.auth import get_user_model\n"
+        f"user = get_user_model().objects.get(pk={member.pk})\n"
+        "user.is_active = False\n"
+        "user.save()\n",
+        redis_layer,
+    )
+    assert await member_inbox.receive_output(timeout=10) == {
+        "type": "websocket.close",
+        "code": 4401,
+    }
+    assert await caller_socket.receive_nothing(timeout=0.3)
+
+    # The caller's sessions end there too (signed out, flushed, cleared).
+    await database_sync_to_async(in_another_process)(
+        "from django.contrib.sessions.models import Session\n"
+        "for session in Session.objects.all():\n"
+        "    session.delete()\n",
+        redis_layer,
+    )
+    assert await caller_socket.receive_output(timeout=10) == {
+        "type": "websocket.close",
+        "code": 4401,
+    }
+
+
+async def test_an_idle_socket_outlives_the_layer_s_blocking_pop(redis_layer: str) -> None:
+    """Nothing arrives for longer than channels-redis blocks in one pop: the receive goes on
+    waiting (redis-py's own 5 s read timeout would have crashed it)."""
+    from channels_redis.core import RedisChannelLayer
+
+    layer = channel_layers["default"]
+    channel = await layer.new_channel()
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(layer.receive(channel), RedisChannelLayer.brpop_timeout + 1.5)
+    await layer.send(channel, {"type": "still.there"})
+    assert await asyncio.wait_for(layer.receive(channel), 5) == {"type": "still.there"}
