@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -56,6 +57,7 @@ INSTALLED_APPS = [
     "mrtrweb.live",
     "mrtrweb.api",
     "mrtrweb.webhooks",
+    "axes",
 ]
 
 MIDDLEWARE = [
@@ -68,6 +70,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as axes asks: it turns a sign-in refused for too many failures into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "mrtrweb.urls"
@@ -145,6 +149,26 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "core:home"
 LOGOUT_REDIRECT_URL = "core:home"
+
+# Failed sign-ins are limited (django-axes): FAILURE_LIMIT failures against one entry of
+# SIGNIN_LOCKOUT (an account, an address), none older than LOCKOUT_MINUTES, pause signing in
+# there for LOCKOUT_MINUTES after the last of them. The address is the connection's, which uvicorn
+# takes from X-Forwarded-For only for the proxies in --forwarded-allow-ips (docs/deployment.md).
+AUTHENTICATION_BACKENDS = [
+    # First: a paused account or address is refused before any password is checked.
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env.env_int(ENV, "MRTRWEB_SIGNIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.env_float(ENV, "MRTRWEB_SIGNIN_LOCKOUT_MINUTES", 15.0))
+AXES_LOCKOUT_PARAMETERS = env.signin_lockout(ENV)
+AXES_RESET_ON_SUCCESS = True
+# Tries while paused are refused unchecked and do not extend the pause, so the lockout page can
+# say when it ends (and an attacker who keeps trying cannot keep the owner out for good).
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_HANDLER = "mrtrweb.core.signin_limits.SignInLimitsHandler"
+AXES_LOCKOUT_CALLABLE = "mrtrweb.core.signin_limits.locked_out"
+AXES_SENSITIVE_PARAMETERS = ["username", "ip_address", "csrfmiddlewaretoken"]
 
 # Links in emails point here (the public address of the site).
 MRTRWEB_BASE_URL = ENV.get("MRTRWEB_BASE_URL", "http://127.0.0.1:8000")
