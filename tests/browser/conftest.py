@@ -298,7 +298,8 @@ def signed_in_page(
 
 # Every page of a watched context reports what the Content-Security-Policy refused, from the
 # page itself (the securitypolicyviolation event) and from Chromium's console ("Refused to ...
-# because it violates the following Content Security Policy directive").
+# because it violates the following Content Security Policy directive"); the console also
+# says when the Permissions-Policy header has a feature Chromium does not know.
 _CSP_LISTENER = """
 document.addEventListener("securitypolicyviolation", (event) => {
   window.__mrtrwebCspViolation({
@@ -310,6 +311,9 @@ document.addEventListener("securitypolicyviolation", (event) => {
   });
 });
 """
+
+
+_HEADER_COMPLAINTS = ("Content Security Policy", "Permissions-Policy")
 
 
 class CspWatch:
@@ -334,7 +338,7 @@ class CspWatch:
         return context._mrtrweb_csp_watch
 
     def _console(self, message: Any) -> None:
-        if "Content Security Policy" in message.text:
+        if any(phrase in message.text for phrase in _HEADER_COMPLAINTS):
             self.violations.append(f"console: {message.text}")
 
     def assert_none(self) -> None:

@@ -33,10 +33,26 @@ POLICY = {
 }
 
 
+HEADERS = {
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cross-Origin-Opener-Policy": "same-origin",
+}
+DENIED_FEATURES = ("camera", "microphone", "geolocation", "payment", "usb", "serial", "hid")
+
+
 def policy_of(response: Any) -> dict[str, list[str]]:
     header = response["Content-Security-Policy"]
     directives = [part.split() for part in header.split(";") if part.strip()]
     return {name: values for name, *values in directives}
+
+
+def assert_secured(response: Any) -> None:
+    assert policy_of(response) == POLICY
+    assert {name: response.get(name) for name in HEADERS} == HEADERS
+    permissions = dict(item.split("=") for item in response["Permissions-Policy"].split(", "))
+    assert all(permissions[feature] == "()" for feature in DENIED_FEATURES), permissions
 
 
 @pytest.fixture
@@ -48,30 +64,45 @@ def signed_in(db: Any) -> Client:
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("path", ["/", "/accounts/login/", "/api/v1/docs/", "/healthz"])
-def test_every_page_carries_the_policy(path: str) -> None:
+def test_every_page_carries_the_headers(path: str) -> None:
     response = Client().get(path)
 
     assert response.status_code == 200
-    assert policy_of(response) == POLICY
+    assert_secured(response)
 
 
-@pytest.mark.parametrize("path", ["/inbox/", "/dashboard/rounds/", "/operators/", "/admin/"])
-def test_signed_in_pages_and_the_admin_carry_the_policy(signed_in: Client, path: str) -> None:
+@pytest.mark.parametrize(
+    "path", ["/inbox/", "/dashboard/rounds/", "/operators/", "/account/tokens/", "/admin/"]
+)
+def test_signed_in_pages_and_the_admin_carry_the_headers(signed_in: Client, path: str) -> None:
     response = signed_in.get(path)
 
     assert response.status_code == 200
-    assert policy_of(response) == POLICY
+    assert_secured(response)
 
 
 @pytest.mark.django_db
-def test_the_api_carries_the_policy_too() -> None:
+def test_refusals_carry_the_headers_too() -> None:
+    client = Client()
+    missing = client.get("/calls/999999/")
+    for _ in range(5):
+        locked = client.post("/accounts/login/", {"username": "x", "password": "y"})
+
+    assert missing.status_code == 302  # to the sign-in page
+    assert_secured(missing)
+    assert locked.status_code == 429
+    assert_secured(locked)
+
+
+@pytest.mark.django_db
+def test_the_api_carries_the_headers_too() -> None:
     user = get_user_model().objects.create_user("ann", password="pw-ann-123")
     _, token = ApiToken.issue(user, "ci")
 
     response = Client().get("/api/v1/servers", headers={"Authorization": f"Bearer {token}"})
 
     assert response.status_code == 200
-    assert policy_of(response)["default-src"] == ["'self'"]
+    assert_secured(response)
 
 
 def test_nothing_inline_is_allowed() -> None:
