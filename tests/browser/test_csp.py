@@ -142,6 +142,15 @@ def test_a_person_walks_home_inbox_calls_tokens_and_the_reference(signed_in_page
     visit(page, "/api/v1/docs/", re.compile(r"^mrtrweb"))
 
 
+def test_an_end_user_walks_their_pages(page_as: Any) -> None:
+    page = page_as("end_user")
+    visit(page, "/", "mrtrweb")
+    visit(page, "/inbox/", "Inbox")
+    visit(page, "/calls/start/", "Start a call")
+    visit(page, "/calls/", "My calls")
+    visit(page, "/account/tokens/", "API tokens")
+
+
 def test_a_round_form_with_every_field_kind(signed_in_page: Page, csp_connection: str) -> None:
     page = signed_in_page
     page.goto(f"/calls/start/{csp_connection}/")

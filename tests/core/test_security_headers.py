@@ -133,3 +133,15 @@ def test_no_inline_script_or_style_in_the_markup(path: Path) -> None:
     found = [match.group(0) for match in INLINE.finditer(path.read_text(encoding="utf-8"))]
 
     assert not found, f"{path.relative_to(REPO)} has {found}"
+
+
+@pytest.mark.django_db
+def test_a_failed_csrf_check_shows_a_page_the_policy_allows() -> None:
+    response = Client(enforce_csrf_checks=True).post(
+        "/accounts/login/", {"username": "x", "password": "y"}
+    )
+
+    assert response.status_code == 403
+    assert b"The form could not be sent" in response.content
+    assert not INLINE.search(response.content.decode())
+    assert_secured(response)
