@@ -167,6 +167,35 @@ def log_format(environ: Mapping[str, str]) -> str:
     return raw
 
 
+# What a failed sign-in counts against (django-axes' lockout parameters), in plain words.
+SIGNIN_LOCKOUT_WORDS = {"account": "username", "address": "ip_address"}
+DEFAULT_SIGNIN_LOCKOUT = "account,address"
+
+
+def signin_lockout(environ: Mapping[str, str]) -> list[str | list[str]]:
+    """``MRTRWEB_SIGNIN_LOCKOUT``: what failed sign-ins are counted against.
+
+    A comma-separated list; each entry is counted and locked on its own: ``account`` (the
+    username typed, from any address), ``address`` (the client's address, whatever username)
+    or ``account+address`` (that username from that address). The default,
+    ``account,address``, locks an account tried too often from anywhere and an address that
+    tried too often on any accounts.
+    """
+    raw = environ.get("MRTRWEB_SIGNIN_LOCKOUT", "").strip().lower() or DEFAULT_SIGNIN_LOCKOUT
+    parameters: list[str | list[str]] = []
+    for entry in (item.strip() for item in raw.split(",")):
+        words = [word.strip() for word in entry.split("+")]
+        unknown = [word for word in words if word not in SIGNIN_LOCKOUT_WORDS]
+        if not entry or unknown:
+            raise EnvError(
+                f"MRTRWEB_SIGNIN_LOCKOUT={raw!r}: use account, address or account+address, "
+                "separated by commas"
+            )
+        names = [SIGNIN_LOCKOUT_WORDS[word] for word in dict.fromkeys(words)]
+        parameters.append(names[0] if len(names) == 1 else names)
+    return parameters
+
+
 def secret_key(environ: Mapping[str, str], key_file: Path) -> str:
     """``DJANGO_SECRET_KEY`` if set, else a key generated once and kept in ``key_file``."""
     from_env = environ.get("DJANGO_SECRET_KEY", "").strip()

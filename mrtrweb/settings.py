@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import os
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 
+from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 from mrtrweb import env
@@ -56,10 +58,13 @@ INSTALLED_APPS = [
     "mrtrweb.live",
     "mrtrweb.api",
     "mrtrweb.webhooks",
+    "axes",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
+    "django_permissions_policy.PermissionsPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -68,6 +73,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as axes asks: it turns a sign-in refused for too many failures into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "mrtrweb.urls"
@@ -150,6 +157,26 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "core:home"
 LOGOUT_REDIRECT_URL = "core:home"
 
+# Failed sign-ins are limited (django-axes): FAILURE_LIMIT failures against one entry of
+# SIGNIN_LOCKOUT (an account, an address), none older than LOCKOUT_MINUTES, pause signing in
+# there for LOCKOUT_MINUTES after the last of them. The address is the connection's, which uvicorn
+# takes from X-Forwarded-For only for the proxies in --forwarded-allow-ips (docs/deployment.md).
+AUTHENTICATION_BACKENDS = [
+    # First: a paused account or address is refused before any password is checked.
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env.env_int(ENV, "MRTRWEB_SIGNIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.env_float(ENV, "MRTRWEB_SIGNIN_LOCKOUT_MINUTES", 15.0))
+AXES_LOCKOUT_PARAMETERS = env.signin_lockout(ENV)
+AXES_RESET_ON_SUCCESS = True
+# Tries while paused are refused unchecked and do not extend the pause, so the lockout page can
+# say when it ends (and an attacker who keeps trying cannot keep the owner out for good).
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_HANDLER = "mrtrweb.core.signin_limits.SignInLimitsHandler"
+AXES_LOCKOUT_CALLABLE = "mrtrweb.core.signin_limits.locked_out"
+AXES_SENSITIVE_PARAMETERS = ["username", "ip_address", "csrfmiddlewaretoken"]
+
 # Links in emails point here (the public address of the site).
 MRTRWEB_BASE_URL = ENV.get("MRTRWEB_BASE_URL", "http://127.0.0.1:8000")
 # Console in development; SMTP when EMAIL_HOST is set.
@@ -170,6 +197,59 @@ LANGUAGE_CODE = "en-us"
 TIME_ZONE = ENV.get("DJANGO_TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True
+
+# Pages run only the site's own script files: no inline script, style attribute or on*
+# handler, no eval (htmx is told not to use it: templates/base.html), nothing from elsewhere.
+# Images and audio a server sends are shown as checked data: URIs (calls/rendering.py).
+# 'self' in connect-src covers the same-origin websockets (ws:, wss:) of live updates.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],
+        "media-src": [SELF, "data:"],
+        "connect-src": [SELF],
+        "font-src": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+        "base-uri": [NONE],
+        "object-src": [NONE],
+    }
+}
+
+# The other headers every response carries (SecurityMiddleware, XFrameOptionsMiddleware;
+# these are Django's defaults, stated so that they stay): never framed (with frame-ancestors
+# above, for browsers that know only one of them), no MIME sniffing, no address sent to other
+# sites, and a window of its own that pages of other sites it opens cannot reach.
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+# No page needs the browser's devices or sensors, so none may use them, nor any frame in it.
+# Only features Chromium knows: it complains in the console about the others.
+PERMISSIONS_POLICY: dict[str, list[str]] = {
+    feature: []
+    for feature in (
+        "accelerometer",
+        "autoplay",
+        "browsing-topics",
+        "camera",
+        "display-capture",
+        "geolocation",
+        "gyroscope",
+        "hid",
+        "idle-detection",
+        "magnetometer",
+        "microphone",
+        "midi",
+        "payment",
+        "screen-wake-lock",
+        "serial",
+        "usb",
+        "xr-spatial-tracking",
+    )
+}
 
 STATIC_URL = "static/"
 STATIC_ROOT = Path(ENV.get("DJANGO_STATIC_ROOT", "") or BASE_DIR / "staticfiles")

@@ -234,12 +234,20 @@ def browser() -> Iterator[Any]:
             chromium.close()
 
 
-def _new_page(browser: Any, app: LiveApp, storage_state: Any = None) -> Any:
+def _new_page(browser: Any, app: LiveApp, storage_state: Any = None, **options: Any) -> Any:
     context = browser.new_context(
-        base_url=app.base_url, viewport=VIEWPORT, storage_state=storage_state
+        base_url=app.base_url, viewport=VIEWPORT, storage_state=storage_state, **options
     )
     context.set_default_timeout(15_000)
+    CspWatch.attach(context)
     return context.new_page()
+
+
+def _close(page: Any) -> None:
+    """Close the page's context, then fail if any of its pages broke the CSP."""
+    watch = CspWatch.of(page.context)
+    page.context.close()
+    watch.assert_none()
 
 
 @pytest.fixture
@@ -249,7 +257,7 @@ def page(browser: Any, live_app: LiveApp) -> Iterator[Any]:
     try:
         yield fresh
     finally:
-        fresh.context.close()
+        _close(fresh)
 
 
 def sign_in(page: Any, username: str, password: str, next_path: str = "/") -> None:
@@ -283,10 +291,67 @@ def signed_in_page(
     try:
         yield fresh
     finally:
-        fresh.context.close()
+        _close(fresh)
 
 
 # -- checks and pictures -----------------------------------------------------------------------
+
+# Every page of a watched context reports what the Content-Security-Policy refused, from the
+# page itself (the securitypolicyviolation event) and from Chromium's console ("Refused to ...
+# because it violates the following Content Security Policy directive"); the console also
+# says when the Permissions-Policy header has a feature Chromium does not know.
+_CSP_LISTENER = """
+document.addEventListener("securitypolicyviolation", (event) => {
+  window.__mrtrwebCspViolation({
+    page: document.location.href,
+    directive: event.effectiveDirective,
+    blocked: event.blockedURI,
+    source: event.sourceFile + ":" + event.lineNumber,
+    sample: event.sample,
+  });
+});
+"""
+
+
+_HEADER_COMPLAINTS = ("Content Security Policy", "Permissions-Policy")
+
+
+class CspWatch:
+    """What the CSP refused on the pages of one browser context."""
+
+    def __init__(self) -> None:
+        self.violations: list[str] = []
+
+    @classmethod
+    def attach(cls, context: Any) -> CspWatch:
+        watch = cls()
+        context.expose_binding(
+            "__mrtrwebCspViolation", lambda _source, seen: watch.violations.append(str(seen))
+        )
+        context.add_init_script(_CSP_LISTENER)
+        context.on("console", watch._console)
+        context._mrtrweb_csp_watch = watch
+        return watch
+
+    @staticmethod
+    def of(context: Any) -> CspWatch:
+        return context._mrtrweb_csp_watch
+
+    def _console(self, message: Any) -> None:
+        if any(phrase in message.text for phrase in _HEADER_COMPLAINTS):
+            self.violations.append(f"console: {message.text}")
+
+    def assert_none(self) -> None:
+        assert not self.violations, "the Content-Security-Policy refused:\n" + "\n".join(
+            self.violations
+        )
+
+
+def assert_no_csp_violations(page: Any) -> None:
+    """Nothing on this page's context was refused by the CSP so far (waits for the reports a
+    moment: they arrive as events after the fact)."""
+    page.wait_for_timeout(100)
+    CspWatch.of(page.context).assert_none()
 
 
 def _axe_path() -> Path:
@@ -313,10 +378,11 @@ def format_violations(violations: list[dict[str, Any]]) -> str:
 
 def axe_violations(page: Any) -> list[dict[str, Any]]:
     """What axe-core (WCAG 2.x A/AA and best practices) finds wrong with the page as shown."""
-    path = str(_axe_path())
+    # Evaluated rather than added as a <script> element, which the CSP refuses as inline.
+    source = _axe_path().read_text(encoding="utf-8")
     for attempt in range(3):
         try:
-            page.add_script_tag(path=path)
+            page.evaluate(source)
             return list(page.evaluate("axe.run(document)")["violations"])
         except Exception as exc:
             # A page that reloads itself (the call page while delivering) can navigate away
@@ -454,3 +520,5 @@ def page_as(
         for each in opened:
             with contextlib.suppress(Exception):
                 each.context.close()
+        for each in opened:
+            CspWatch.of(each.context).assert_none()

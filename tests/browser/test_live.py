@@ -16,7 +16,7 @@ import pytest
 
 from tests.peers.fixtures import Peer, start_peer
 
-from .conftest import PERSON, LiveApp, assert_accessible, expect
+from .conftest import PERSON, LiveApp, _close, _new_page, assert_accessible, expect
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
@@ -42,16 +42,11 @@ def progress_connection(live_app: LiveApp) -> Iterator[str]:
 @pytest.fixture
 def second_page(browser: Any, live_app: LiveApp, person_session: dict[str, Any]) -> Iterator[Any]:
     """The same person in another browser (another context): what "elsewhere" means here."""
-    context = browser.new_context(
-        base_url=live_app.base_url,
-        viewport={"width": 1200, "height": 800},
-        storage_state=person_session,
-    )
-    context.set_default_timeout(15_000)
+    other = _new_page(browser, live_app, storage_state=person_session)
     try:
-        yield context.new_page()
+        yield other
     finally:
-        context.close()
+        _close(other)
 
 
 def start_call(app: LiveApp, server: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:

@@ -186,3 +186,25 @@ def test_env_float_positive_unless_zero_is_allowed():
         env.env_float({"X": "-1"}, "X", 2.0, allow_zero=True)
     with pytest.raises(env.EnvError, match="not a number"):
         env.env_float({"X": "soon"}, "X", 2.0, allow_zero=True)
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (None, ["username", "ip_address"]),
+        ("", ["username", "ip_address"]),
+        ("account", ["username"]),
+        ("Address", ["ip_address"]),
+        ("account+address", [["username", "ip_address"]]),
+        (" account + address , address ", [["username", "ip_address"], "ip_address"]),
+    ],
+)
+def test_signin_lockout_in_plain_words(raw, expected):
+    environ = {} if raw is None else {"MRTRWEB_SIGNIN_LOCKOUT": raw}
+    assert env.signin_lockout(environ) == expected
+
+
+@pytest.mark.parametrize("raw", ["user", "account,", "account+ip", "account++address"])
+def test_an_unknown_signin_lockout_is_refused(raw):
+    with pytest.raises(env.EnvError, match="MRTRWEB_SIGNIN_LOCKOUT"):
+        env.signin_lockout({"MRTRWEB_SIGNIN_LOCKOUT": raw})
