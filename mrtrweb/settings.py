@@ -174,6 +174,8 @@ AXES_RESET_ON_SUCCESS = True
 # say when it ends (and an attacker who keeps trying cannot keep the owner out for good).
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_HANDLER = "mrtrweb.core.signin_limits.SignInLimitsHandler"
+# Its start-up banner on every manage.py command says nothing the settings don't.
+AXES_VERBOSE = False
 AXES_LOCKOUT_CALLABLE = "mrtrweb.core.signin_limits.locked_out"
 AXES_SENSITIVE_PARAMETERS = ["username", "ip_address", "csrfmiddlewaretoken"]
 
