@@ -44,6 +44,11 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    # Two-step sign-in (mrtrweb/accounts): authenticator apps and backup codes.
+    "django_otp",
+    "django_otp.plugins.otp_totp",
+    "django_otp.plugins.otp_static",
+    "mrtrweb.accounts",
     "channels",
     "django_htmx",
     "django_tasks",
@@ -65,6 +70,9 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # user.is_verified(), then: no page but the code's own until a second factor is passed.
+    "django_otp.middleware.OTPMiddleware",
+    "mrtrweb.accounts.middleware.SecondFactorMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -145,6 +153,8 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "core:home"
 LOGOUT_REDIRECT_URL = "core:home"
+# Authenticator apps show the account as "<issuer>:<username>".
+OTP_TOTP_ISSUER = ENV.get("MRTRWEB_OTP_ISSUER", "").strip() or "mrtrweb"
 
 # Links in emails point here (the public address of the site).
 MRTRWEB_BASE_URL = ENV.get("MRTRWEB_BASE_URL", "http://127.0.0.1:8000")

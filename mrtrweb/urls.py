@@ -11,5 +11,6 @@ urlpatterns = [
     path("operators/", include("mrtrweb.servers.urls")),
     path("api/v1/", include("mrtrweb.api.urls")),
     path("account/tokens/", include("mrtrweb.api.page_urls")),
+    path("account/two-step/", include("mrtrweb.accounts.urls")),
     path("admin/", admin.site.urls),
 ]

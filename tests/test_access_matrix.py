@@ -480,8 +480,9 @@ def test_every_form_on_these_pages_carries_the_csrf_token(world: World) -> None:
 # health check (public), Django's admin (its own permission system). The JSON API ("api":
 # bearer tokens, no sessions) and a person's API token pages ("tokens") have their own access
 # tests in tests/api/ (test_auth.py, test_calls.py, test_rounds.py, test_servers.py,
-# test_token_pages.py).
-NOT_IN_MATRIX_NAMESPACES = ("admin", "core", "api", "tokens")
+# test_token_pages.py). Two-step sign-in ("accounts": a person's own devices only) is tested in
+# tests/accounts/.
+NOT_IN_MATRIX_NAMESPACES = ("admin", "core", "api", "tokens", "accounts")
 NOT_IN_MATRIX_NAMES = frozenset(
     {
         "login",
