@@ -153,8 +153,6 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "core:home"
 LOGOUT_REDIRECT_URL = "core:home"
-# Authenticator apps show the account as "<issuer>:<username>".
-OTP_TOTP_ISSUER = ENV.get("MRTRWEB_OTP_ISSUER", "").strip() or "mrtrweb"
 
 # Links in emails point here (the public address of the site).
 MRTRWEB_BASE_URL = ENV.get("MRTRWEB_BASE_URL", "http://127.0.0.1:8000")
@@ -227,3 +225,18 @@ LOGGING = {
         ),
     },
 }
+
+# -- Sign-in beyond the password (mrtrweb/accounts; docs/deployment.md, "Second factor and
+# single sign-on") --------------------------------------------------------------------------
+# Authenticator apps show the account as "<issuer>:<username>".
+OTP_TOTP_ISSUER = ENV.get("MRTRWEB_OTP_ISSUER", "").strip() or "mrtrweb"
+# Single sign-on through the organisation's OpenID Connect provider, beside local accounts:
+# off unless OIDC_RP_CLIENT_ID is set. The OIDC_* names are mozilla-django-oidc's settings.
+globals().update(env.oidc(ENV))
+OIDC_USE_PKCE = True
+OIDC_TIMEOUT = env.env_float(ENV, "MRTRWEB_OIDC_TIMEOUT", 10.0)
+# After whatever backends are listed above; it answers only the provider's callback.
+AUTHENTICATION_BACKENDS = [
+    *globals().get("AUTHENTICATION_BACKENDS", ["django.contrib.auth.backends.ModelBackend"]),
+    "mrtrweb.accounts.oidc.OidcBackend",
+]

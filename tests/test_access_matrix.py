@@ -493,6 +493,9 @@ NOT_IN_MATRIX_NAMES = frozenset(
         "password_reset_done",
         "password_reset_confirm",
         "password_reset_complete",
+        # Single sign-on's two legs (tests/accounts/test_single_sign_on.py).
+        "oidc_authentication_init",
+        "oidc_authentication_callback",
     }
 )
 

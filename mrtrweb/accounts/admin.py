@@ -9,6 +9,7 @@ from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 
+from .models import OidcIdentity
 from .second_factor import remove_devices
 
 User = get_user_model()
@@ -35,3 +36,14 @@ class TwoStepUserAdmin(UserAdmin):
 if admin.site.is_registered(User):
     admin.site.unregister(User)
 admin.site.register(User, TwoStepUserAdmin)
+
+
+@admin.register(OidcIdentity)
+class OidcIdentityAdmin(admin.ModelAdmin):
+    """Who signs in through the identity provider as whom. Adding a row here links a provider
+    identity to an existing local account (single sign-on never does that by itself)."""
+
+    list_display = ("user", "subject", "issuer", "created_at", "last_sign_in_at")
+    search_fields = ("user__username", "subject")
+    raw_id_fields = ("user",)
+    readonly_fields = ("created_at", "last_sign_in_at")
