@@ -45,20 +45,18 @@ def inline_tasks(settings):
 
 @pytest.fixture(autouse=True)
 def _verified_force_login(monkeypatch):
-    """``force_login`` of an admin, operator or staff member gives a session that passed
-    two-step sign-in, as a person's would after their code (tests/support/second_factor.py).
+    """``force_login`` gives the session a person has after their code when they must pass
+    a second factor or set one up (tests/support/second_factor.py: admins, operators, staff).
     ``force_login(user, verified=False)`` gives the bare session a password alone gives."""
     from django.test import Client
 
-    from mrtrweb.accounts.second_factor import is_required
     from tests.support.second_factor import verify_client
 
     password_only = Client.force_login
 
     def force_login(self, user, backend=None, verified=True):
         password_only(self, user, backend)
-        # Judged on a fresh copy: the caller's object keeps no permission cache from here.
-        if verified and is_required(type(user)._default_manager.get(pk=user.pk)):
+        if verified:
             verify_client(self, user)
 
     monkeypatch.setattr(Client, "force_login", force_login)
