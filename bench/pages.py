@@ -133,6 +133,9 @@ def _login(base_url: str, username: str) -> httpx.Client:
     )
     if response.status_code != 302:
         raise RuntimeError(f"login failed for {username}")
+    from tests.support.second_factor import pass_code_page
+
+    pass_code_page(client)  # the admin's second factor
     return client
 
 
@@ -142,8 +145,12 @@ def _queries(username: str, url: str) -> int:
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
+    from tests.support.second_factor import verify_client
+
     client = Client()
-    client.force_login(get_user_model().objects.get(username=username))
+    user = get_user_model().objects.get(username=username)
+    client.force_login(user)
+    verify_client(client, user)  # as after the admin's second factor
     with CaptureQueriesContext(connection) as captured:
         response = client.get(url)
     if response.status_code != 200:

@@ -18,8 +18,12 @@ def _client(username: str) -> Any:
     from django.contrib.auth import get_user_model
     from django.test import Client
 
+    from tests.support.second_factor import verify_client
+
     client = Client()
-    client.force_login(get_user_model().objects.get(username=username))
+    user = get_user_model().objects.get(username=username)
+    client.force_login(user)
+    verify_client(client, user)  # as after the admin's second factor
     return client
 
 

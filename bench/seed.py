@@ -23,15 +23,20 @@ def setup_django() -> None:
 def prepare(mcp_url: str) -> dict[str, Any]:
     """Users (a person and an admin), the connection with its catalog, the tool exposed."""
     from django.contrib.auth import get_user_model
+    from django_otp.plugins.otp_totp.models import TOTPDevice
 
     from mrtrweb.servers.catalog import refresh_catalog
     from mrtrweb.servers.models import Connection, ToolExposure
+    from tests.support.second_factor import HARNESS_KEY, HARNESS_STEP
 
     from .stack import ADMIN, CONNECTION, PASSWORD, PERSON, TOOL
 
     users = get_user_model()
     person = users.objects.create_user(PERSON, password=PASSWORD)
     admin = users.objects.create_superuser(ADMIN, password=PASSWORD)
+    # Admins pass two-step sign-in: the admin's pages are measured with a verified session,
+    # signed in with the test harness's authenticator (tests/support/second_factor.py).
+    TOTPDevice.objects.create(user=admin, key=HARNESS_KEY, step=HARNESS_STEP, confirmed=True)
     connection = Connection.objects.create(name=CONNECTION, title="Bench server", url=mcp_url)
     refresh_catalog(connection)
     connection.refresh_from_db()

@@ -135,6 +135,91 @@ def inprocess_worker(environ: Mapping[str, str]) -> bool:
     )
 
 
+DEFAULT_OIDC_SCOPES = "openid email profile"
+DEFAULT_OIDC_MFA_AMR = ("mfa", "otp")
+
+
+def oidc_group_map(raw: str) -> dict[str, list[str]]:
+    """``MRTRWEB_OIDC_GROUP_MAP``: ``idp-group=App group,...`` as {IdP group: [app groups]}.
+
+    An IdP group may be given several times (it then grants several groups); several IdP
+    groups may grant the same one."""
+    mapping: dict[str, list[str]] = {}
+    for entry in (item.strip() for item in raw.split(",")):
+        if not entry:
+            continue
+        idp_group, equals, app_group = (part.strip() for part in entry.partition("="))
+        if not equals or not idp_group or not app_group:
+            raise EnvError(
+                f"MRTRWEB_OIDC_GROUP_MAP: {entry!r} is not idp-group=App group "
+                "(entries separated by commas)"
+            )
+        mapping.setdefault(idp_group, [])
+        if app_group not in mapping[idp_group]:
+            mapping[idp_group].append(app_group)
+    return mapping
+
+
+def oidc(environ: Mapping[str, str]) -> dict[str, Any]:
+    """Single sign-on through an OpenID Connect provider: the settings it needs.
+
+    Off (``MRTRWEB_OIDC_ENABLED`` false and nothing else) unless ``OIDC_RP_CLIENT_ID`` is set.
+    Then the client secret and the provider are required: ``OIDC_OP_DISCOVERY_URL`` or
+    ``OIDC_OP_ISSUER`` (whose ``/.well-known/openid-configuration`` is read on first use), or
+    every endpoint (``OIDC_OP_AUTHORIZATION_ENDPOINT``, ``OIDC_OP_TOKEN_ENDPOINT``,
+    ``OIDC_OP_USER_ENDPOINT``, ``OIDC_OP_JWKS_ENDPOINT``) with ``OIDC_OP_ISSUER``. Endpoints
+    that are set win over discovered ones.
+    """
+
+    def text(name: str) -> str:
+        return environ.get(name, "").strip()
+
+    client_id = text("OIDC_RP_CLIENT_ID")
+    if not client_id:
+        return {"MRTRWEB_OIDC_ENABLED": False}
+    if not text("OIDC_RP_CLIENT_SECRET"):
+        raise EnvError("OIDC_RP_CLIENT_ID is set: set OIDC_RP_CLIENT_SECRET too")
+    endpoints = {
+        name: text(name)
+        for name in (
+            "OIDC_OP_AUTHORIZATION_ENDPOINT",
+            "OIDC_OP_TOKEN_ENDPOINT",
+            "OIDC_OP_USER_ENDPOINT",
+            "OIDC_OP_JWKS_ENDPOINT",
+        )
+    }
+    issuer = text("OIDC_OP_ISSUER").rstrip("/")
+    discovery = text("OIDC_OP_DISCOVERY_URL")
+    if not discovery and issuer and not all(endpoints.values()):
+        discovery = f"{issuer}/.well-known/openid-configuration"
+    if not discovery and not (issuer and all(endpoints.values())):
+        missing = [name for name, value in endpoints.items() if not value]
+        raise EnvError(
+            "OIDC_RP_CLIENT_ID is set: set OIDC_OP_DISCOVERY_URL or OIDC_OP_ISSUER, or every "
+            f"endpoint and OIDC_OP_ISSUER (missing: {', '.join(missing or ['OIDC_OP_ISSUER'])})"
+        )
+    algorithm = text("OIDC_RP_SIGN_ALGO") or "RS256"
+    if algorithm.lower() == "none":
+        raise EnvError("OIDC_RP_SIGN_ALGO=none: ID tokens must be signed")
+    amr = env_list(environ, "MRTRWEB_OIDC_MFA_AMR", DEFAULT_OIDC_MFA_AMR)
+    return {
+        "MRTRWEB_OIDC_ENABLED": True,
+        "OIDC_RP_CLIENT_ID": client_id,
+        "OIDC_RP_CLIENT_SECRET": text("OIDC_RP_CLIENT_SECRET"),
+        **endpoints,
+        "OIDC_OP_ISSUER": issuer,
+        "OIDC_OP_DISCOVERY_URL": discovery,
+        "OIDC_RP_SIGN_ALGO": algorithm,
+        "OIDC_RP_SCOPES": text("OIDC_RP_SCOPES") or DEFAULT_OIDC_SCOPES,
+        "MRTRWEB_OIDC_NAME": text("MRTRWEB_OIDC_NAME") or "single sign-on",
+        "MRTRWEB_OIDC_GROUPS_CLAIM": text("MRTRWEB_OIDC_GROUPS_CLAIM") or "groups",
+        "MRTRWEB_OIDC_GROUP_MAP": oidc_group_map(text("MRTRWEB_OIDC_GROUP_MAP")),
+        "MRTRWEB_OIDC_CREATE_USERS": env_bool(environ, "MRTRWEB_OIDC_CREATE_USERS", True),
+        "MRTRWEB_OIDC_TRUST_MFA": env_bool(environ, "MRTRWEB_OIDC_TRUST_MFA", True),
+        "MRTRWEB_OIDC_MFA_AMR": [value.lower() for value in amr],
+    }
+
+
 def channel_layers(redis_url: str | None, prefix: str = "") -> dict[str, Any]:
     """``CHANNEL_LAYERS``: Redis when several processes must reach each other's browsers.
 

@@ -46,6 +46,11 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    # Two-step sign-in (mrtrweb/accounts): authenticator apps and backup codes.
+    "django_otp",
+    "django_otp.plugins.otp_totp",
+    "django_otp.plugins.otp_static",
+    "mrtrweb.accounts",
     "channels",
     "django_htmx",
     "django_tasks",
@@ -70,6 +75,9 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # user.is_verified(), then: no page but the code's own until a second factor is passed.
+    "django_otp.middleware.OTPMiddleware",
+    "mrtrweb.accounts.middleware.SecondFactorMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -303,3 +311,15 @@ LOGGING = {
         ),
     },
 }
+
+# -- Sign-in beyond the password (mrtrweb/accounts; docs/deployment.md, "Second factor and
+# single sign-on") --------------------------------------------------------------------------
+# Authenticator apps show the account as "<issuer>:<username>".
+OTP_TOTP_ISSUER = ENV.get("MRTRWEB_OTP_ISSUER", "").strip() or "mrtrweb"
+# Single sign-on through the organisation's OpenID Connect provider, beside local accounts:
+# off unless OIDC_RP_CLIENT_ID is set. The OIDC_* names are mozilla-django-oidc's settings.
+globals().update(env.oidc(ENV))
+OIDC_USE_PKCE = True
+OIDC_TIMEOUT = env.env_float(ENV, "MRTRWEB_OIDC_TIMEOUT", 10.0)
+# After the sign-in limits and the local accounts; it answers only the provider's callback.
+AUTHENTICATION_BACKENDS = [*AUTHENTICATION_BACKENDS, "mrtrweb.accounts.oidc.OidcBackend"]

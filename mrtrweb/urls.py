@@ -11,5 +11,7 @@ urlpatterns = [
     path("operators/", include("mrtrweb.servers.urls")),
     path("api/v1/", include("mrtrweb.api.urls")),
     path("account/tokens/", include("mrtrweb.api.page_urls")),
+    path("account/two-step/", include("mrtrweb.accounts.urls")),
+    path("oidc/", include("mrtrweb.accounts.oidc_urls")),
     path("admin/", admin.site.urls),
 ]

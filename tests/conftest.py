@@ -41,3 +41,22 @@ def inline_tasks(settings):
     received the retry by the time the post returns.
     """
     settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"}}
+
+
+@pytest.fixture(autouse=True)
+def _verified_force_login(monkeypatch):
+    """``force_login`` gives the session a person has after their code when they must pass
+    a second factor or set one up (tests/support/second_factor.py: admins, operators, staff).
+    ``force_login(user, verified=False)`` gives the bare session a password alone gives."""
+    from django.test import Client
+
+    from tests.support.second_factor import verify_client
+
+    password_only = Client.force_login
+
+    def force_login(self, user, backend=None, verified=True):
+        password_only(self, user, backend)
+        if verified:
+            verify_client(self, user)
+
+    monkeypatch.setattr(Client, "force_login", force_login)

@@ -601,8 +601,9 @@ def test_the_call_socket_rows_agree_with_the_call_page() -> None:
 # health check (public), Django's admin (its own permission system). The JSON API ("api":
 # bearer tokens, no sessions) and a person's API token pages ("tokens") have their own access
 # tests in tests/api/ (test_auth.py, test_calls.py, test_rounds.py, test_servers.py,
-# test_token_pages.py).
-NOT_IN_MATRIX_NAMESPACES = ("admin", "core", "api", "tokens")
+# test_token_pages.py). Two-step sign-in ("accounts": a person's own devices only) is tested in
+# tests/accounts/.
+NOT_IN_MATRIX_NAMESPACES = ("admin", "core", "api", "tokens", "accounts")
 NOT_IN_MATRIX_NAMES = frozenset(
     {
         "login",
@@ -613,6 +614,9 @@ NOT_IN_MATRIX_NAMES = frozenset(
         "password_reset_done",
         "password_reset_confirm",
         "password_reset_complete",
+        # Single sign-on's two legs (tests/accounts/test_single_sign_on.py).
+        "oidc_authentication_init",
+        "oidc_authentication_callback",
     }
 )
 

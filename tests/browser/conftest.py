@@ -39,6 +39,7 @@ import httpx
 import pytest
 
 from tests.peers.fixtures import Peer
+from tests.support import second_factor
 from tests.support.processes import (
     ServedApp,
     app_environment,
@@ -114,7 +115,10 @@ def _restart_web(app: LiveApp, *, inprocess_worker: bool) -> None:
     wait_until_served(app)
 
 
-_CREATE_USERS = """
+# Both must pass two-step sign-in: they use the harness's authenticator (sign_in types its code).
+_CREATE_USERS = (
+    second_factor.ENROL
+    + """
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 User = get_user_model()
@@ -122,8 +126,10 @@ person = User.objects.create_user({person!r}, password={person_pw!r})
 # The rounds tests start calls on every tool of the test peers, which nobody exposed:
 # operators see the whole catalog. (End users' own walk-throughs expose tools first.)
 person.groups.add(Group.objects.get(name="Operators"))
-User.objects.create_superuser({admin!r}, email="", password={admin_pw!r})
+enrol(person)
+enrol(User.objects.create_superuser({admin!r}, email="", password={admin_pw!r}))
 """
+)
 
 
 @pytest.fixture(scope="package")
@@ -261,12 +267,14 @@ def page(browser: Any, live_app: LiveApp) -> Iterator[Any]:
 
 
 def sign_in(page: Any, username: str, password: str, next_path: str = "/") -> None:
-    """Sign in through the login page, as a person would."""
+    """Sign in through the login page, as a person would (with the harness authenticator's
+    code when the code page asks for one)."""
     page.goto(f"/accounts/login/?next={next_path}")
     page.get_by_label("Username").fill(username)
     page.get_by_label("Password").fill(password)
     page.get_by_role("button", name="Sign in", exact=True).click()
     page.wait_for_load_state()
+    second_factor.pass_code_page_in_browser(page)
     assert "/login/" not in page.url, f"still on the login page: {page.url}"
 
 
@@ -456,7 +464,10 @@ APPROVER_2 = ("bob", "bob-browser-pw-1")
 END_USER = ("eve", "eve-browser-pw-1")
 APPROVERS = "Approvers"
 
-_CREATE_ROLE_USERS = """
+# The operator and the admin use the harness's authenticator (two-step sign-in).
+_CREATE_ROLE_USERS = (
+    second_factor.ENROL
+    + """
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 User = get_user_model()
@@ -464,12 +475,14 @@ approvers, _ = Group.objects.get_or_create(name={approvers!r})
 def person(username, password, *groups):
     user = User.objects.create_user(username, password=password)
     user.groups.add(*[Group.objects.get(name=name) for name in groups])
-person({operator!r}, {operator_pw!r}, "Operators")
-person({admin!r}, {admin_pw!r}, "Admins")
+    return user
+enrol(person({operator!r}, {operator_pw!r}, "Operators"))
+enrol(person({admin!r}, {admin_pw!r}, "Admins"))
 person({one!r}, {one_pw!r}, "End users", {approvers!r})
 person({two!r}, {two_pw!r}, "End users", {approvers!r})
 person({end_user!r}, {end_user_pw!r}, "End users")
 """
+)
 
 
 @pytest.fixture(scope="package")

@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from tests.support import second_factor
+
 from .conftest import ADMIN, PERSON, LiveApp, assert_accessible, expect, shoot, sign_in
 
 pytestmark = pytest.mark.browser
@@ -43,6 +45,8 @@ def test_a_person_signs_in_and_finds_start_a_call(page: Any) -> None:
     page.get_by_label("Password").fill(PERSON[1])
     shoot(page, "sign-in")
     page.get_by_role("button", name="Sign in", exact=True).click()
+    page.wait_for_load_state()
+    second_factor.pass_code_page_in_browser(page)  # an operator: two-step sign-in
     expect(page.get_by_role("heading", name="Start a call", level=1)).to_be_visible()
     page.get_by_role("link", name="Home", exact=True).click()
     assert_accessible(page)

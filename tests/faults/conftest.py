@@ -33,6 +33,7 @@ import httpx
 import pytest
 
 from tests.peers.fixtures import Peer
+from tests.support import second_factor
 from tests.support.processes import (
     REPO_ROOT,
     ServedApp,
@@ -291,16 +292,20 @@ class Stack:
         )
 
 
-_SETUP = """
+# The admin passes two-step sign-in with the harness's authenticator (signed_in_client).
+_SETUP = (
+    second_factor.ENROL
+    + """
 from django.contrib.auth import get_user_model
 from mrtrweb.servers.catalog import refresh_catalog
 from mrtrweb.servers.models import Connection
 User = get_user_model()
 User.objects.create_user({person!r}, password={person_pw!r})
-User.objects.create_superuser({admin!r}, email="", password={admin_pw!r})
+enrol(User.objects.create_superuser({admin!r}, email="", password={admin_pw!r}))
 conn = Connection.objects.create(name="flaky", url={url!r}, connect_timeout=1.0, read_timeout=3.0)
 refresh_catalog(conn)
 """
+)
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])

@@ -37,6 +37,7 @@ import redis
 
 from tests.browser.conftest import browser  # noqa: F401  (the Chromium fixture, reused as is)
 from tests.peers.fixtures import Peer
+from tests.support import second_factor
 from tests.support.processes import (
     ServedApp,
     app_environment,
@@ -111,11 +112,16 @@ class Topology:
         )
 
 
-_PEOPLE = """
+# Each session passed two-step sign-in (the operator and the admins must) with the harness's
+# authenticator, as django-otp records it.
+_PEOPLE = (
+    second_factor.ENROL
+    + """
 import json
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
 from django.contrib.auth.models import Group
 from django.contrib.sessions.backends.db import SessionStore
+from django_otp import DEVICE_ID_SESSION_KEY
 from mrtrweb.calls.roles import ADMINS, OPERATORS
 User = get_user_model()
 caller = User.objects.create_user({caller!r}, password={caller_pw!r})
@@ -128,17 +134,20 @@ for n in range(1, {answerers}):
     people.append(person)
 sessions = {{}}
 for person in people:
+    device = enrol(person)
     keys = []
     for _ in range({each}):
         store = SessionStore()
         store[SESSION_KEY] = str(person.pk)
         store[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
         store[HASH_SESSION_KEY] = person.get_session_auth_hash()
+        store[DEVICE_ID_SESSION_KEY] = device.persistent_id
         store.create()
         keys.append(store.session_key)
     sessions[person.get_username()] = keys
 print(json.dumps(sessions))
 """
+)
 
 
 @pytest.fixture(scope="package")

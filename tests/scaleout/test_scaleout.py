@@ -14,6 +14,7 @@ import pytest
 
 from mrtrweb.elicitation import field_name_for, prefix_for_key
 from tests.scaleout.conftest import CALLER, Topology, start_call
+from tests.support import second_factor
 from tests.support.web import csrf_token
 
 try:
@@ -41,6 +42,7 @@ def _sign_in(page: Any, username: str, password: str) -> None:
     page.get_by_label("Password").fill(password)
     page.get_by_role("button", name="Sign in", exact=True).click()
     page.wait_for_load_state()
+    second_factor.pass_code_page_in_browser(page)
     assert "/login/" not in page.url, f"still on the login page: {page.url}"
 
 

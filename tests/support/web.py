@@ -7,6 +7,8 @@ from typing import Any
 
 import httpx
 
+from tests.support.second_factor import pass_code_page
+
 _CSRF_INPUT = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
 
 
@@ -25,7 +27,8 @@ def session_client(base_url: str, session_key: str, **kwargs: Any) -> httpx.Clie
 
 
 def signed_in_client(base_url: str, username: str, password: str) -> httpx.Client:
-    """A client that signed in through the login page, as a person would."""
+    """A client that signed in through the login page, as a person would (typing the harness
+    authenticator's code when the code page asks: tests/support/second_factor.py)."""
     client = httpx.Client(base_url=base_url, timeout=30, follow_redirects=False)
     page = client.get("/accounts/login/")
     done = client.post(
@@ -37,4 +40,5 @@ def signed_in_client(base_url: str, username: str, password: str) -> httpx.Clien
         },
     )
     assert done.status_code == 302, done.text[:500]
+    pass_code_page(client)
     return client

@@ -1,0 +1,49 @@
+"""The Django admin's user list gets an action to reset two-step sign-in (a lost phone);
+django-otp's own admin pages list the devices themselves."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
+
+from .models import OidcIdentity
+from .second_factor import remove_devices
+
+User = get_user_model()
+
+
+@admin.action(description="Reset two-step sign-in (lost phone)", permissions=["change"])
+def reset_two_step(modeladmin: admin.ModelAdmin, request: Any, queryset: Any) -> None:
+    people = list(queryset)
+    for user in people:
+        remove_devices(user)
+    names = ", ".join(user.get_username() for user in people)
+    modeladmin.message_user(
+        request,
+        f"Two-step sign-in reset for {names}: admins and operators set it up again at their "
+        "next page; others sign in with their password.",
+        messages.SUCCESS,
+    )
+
+
+class TwoStepUserAdmin(UserAdmin):
+    actions = [*(UserAdmin.actions or []), reset_two_step]
+
+
+if admin.site.is_registered(User):
+    admin.site.unregister(User)
+admin.site.register(User, TwoStepUserAdmin)
+
+
+@admin.register(OidcIdentity)
+class OidcIdentityAdmin(admin.ModelAdmin):
+    """Who signs in through the identity provider as whom. Adding a row here links a provider
+    identity to an existing local account (single sign-on never does that by itself)."""
+
+    list_display = ("user", "subject", "issuer", "created_at", "last_sign_in_at")
+    search_fields = ("user__username", "subject")
+    raw_id_fields = ("user",)
+    readonly_fields = ("created_at", "last_sign_in_at")

@@ -1,0 +1,21 @@
+"""At sign-in, the session notes whether this person has a code device to verify with."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.signals import user_logged_in
+from django.dispatch import receiver
+
+from .second_factor import CODE_PENDING, has_code_device
+
+
+@receiver(user_logged_in, dispatch_uid="mrtrweb.accounts.code_pending")
+def note_code_device(sender: Any, request: Any, user: Any, **kwargs: Any) -> None:
+    session = getattr(request, "session", None)
+    if session is None:
+        return
+    if has_code_device(user):
+        session[CODE_PENDING] = True
+    else:
+        session.pop(CODE_PENDING, None)
