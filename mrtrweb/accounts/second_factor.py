@@ -10,12 +10,13 @@ let them.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django.db import transaction
-from django_otp import devices_for_user
+from django_otp import DEVICE_ID_SESSION_KEY, devices_for_user
 from django_otp.models import Device
 from django_otp.plugins.otp_static.models import StaticDevice, StaticToken
 from django_otp.plugins.otp_totp.models import TOTPDevice
@@ -39,6 +40,19 @@ def is_required(user: Any) -> bool:
         getattr(user, "is_active", False)
         and (user.is_superuser or user.is_staff or is_admin(user) or is_operator(user))
     )
+
+
+def session_passed(session: Mapping[str, Any], user: Any) -> bool:
+    """Whether a session of ``user`` may be used as far as the second factor goes: it passed
+    one (the device django-otp's ``login`` stored is still this person's and confirmed), or
+    it needs none. For code that reads a session without ``OTPMiddleware`` (websockets), by
+    the rule :mod:`.middleware` applies to pages."""
+    device_id = session.get(DEVICE_ID_SESSION_KEY)
+    if isinstance(device_id, str) and device_id:
+        device = Device.from_persistent_id(device_id)
+        if device is not None and device.user_id == user.pk and device.confirmed:
+            return True
+    return not (session.get(CODE_PENDING) or is_required(user))
 
 
 def has_code_device(user: Any) -> bool:

@@ -8,7 +8,8 @@ channel-layer groups that ``events.py`` publishes to, and turn each message into
 An open socket is closed with 4401 once its person may no longer listen: ``signouts.py`` tells
 it when they sign out, their session is deleted or they are deactivated, and it checks the
 session again before sending anything (``PersonSocket``), which also catches a session that
-expired or whose password changed.
+expired or whose password changed, and one that still owes its second factor (an admin or
+operator who typed the password but not yet the code is not listened to either).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.urls import reverse
 from django.utils.crypto import constant_time_compare
+
+from mrtrweb.accounts.second_factor import session_passed
 
 from . import frames
 from .events import call_group, is_quiet, session_group, user_group, user_sockets_group
@@ -74,6 +77,8 @@ def _current_person(session_key: str, person_id: Any) -> Any | None:
     stored_hash = session.get(HASH_SESSION_KEY) or ""
     if not constant_time_compare(stored_hash, user.get_session_auth_hash()):
         return None  # the password changed: Django signs this session out on its next page
+    if not session_passed(session, user):
+        return None  # still owes its second factor: no page would show it anything either
     return user
 
 

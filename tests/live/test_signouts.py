@@ -300,3 +300,41 @@ async def test_a_deactivated_person_cannot_open_a_socket_with_their_old_cookie(
     for path in (f"/ws/calls/{call.pk}/", "/ws/inbox/"):
         socket = await browser.connect(path)
         assert await socket.receive_output(timeout=5) == CLOSED
+
+
+# -- the second factor ------------------------------------------------------------------------
+
+
+async def test_a_session_that_owes_its_second_factor_hears_nothing(
+    browsers: Any, people: dict[str, Any], fastmcp_peer: Any
+) -> None:
+    """An operator who typed the password but not yet the code sees no page but the code's;
+    their sockets are refused the same way, until the code is given."""
+    from django.contrib.auth.models import Group
+
+    from mrtrweb.calls.roles import OPERATORS
+    from tests.support.second_factor import verify_client
+
+    caller = people["caller"]
+    await database_sync_to_async(lambda: caller.groups.add(Group.objects.get(name=OPERATORS)))()
+    call = await start_deploy(fastmcp_peer, caller)
+
+    def password_only() -> Browser:
+        browser = Browser.__new__(Browser)
+        browser.client, browser.sockets = Client(), []
+        browser.client.force_login(caller, verified=False)
+        return browser
+
+    browser = await database_sync_to_async(password_only)()
+    try:
+        for path in (f"/ws/calls/{call.pk}/?view=call", "/ws/inbox/"):
+            socket = await browser.connect(path)
+            assert await socket.receive_output(timeout=5) == CLOSED
+
+        # Once the session passed its code, the same cookie listens.
+        await database_sync_to_async(verify_client)(browser.client, caller)
+        sockets = await watching(browser, call)
+        await move_round(call, people["outsider"])
+        await assert_hears(sockets)
+    finally:
+        await browser.close()
