@@ -18,6 +18,8 @@ __all__ = [
 ]
 
 DEFAULT_MAX_RESPONSE_BYTES = 10_000_000
+# Deep enough for any real result or schema; far below where parsers and serializers break.
+DEFAULT_MAX_JSON_DEPTH = 64
 
 
 def default_capabilities() -> mcp_types.ClientCapabilities:
@@ -61,6 +63,8 @@ class ConnectionSettings:
     connect_timeout: float = 10.0
     read_timeout: float = 60.0
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+    # How deeply a response (or an SSE event) may nest arrays and objects.
+    max_json_depth: int = DEFAULT_MAX_JSON_DEPTH
     protocol_version: str = LATEST_MODERN_VERSION
     client_info: mcp_types.Implementation = field(default_factory=default_client_info)
     capabilities: mcp_types.ClientCapabilities = field(default_factory=default_capabilities)

@@ -12,7 +12,8 @@ error came from:
   request provably never reached the server, so resending is safe;
   ``OutcomeUnknown`` means it may have been processed, so a blind resend could
   run a tool twice.
-- ``ProtocolError``: the peer said something this revision does not allow.
+- ``ProtocolError``: the peer said something this revision does not allow;
+  ``TooDeeplyNested`` is one: JSON nested deeper than the client reads.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ __all__ = [
     "ResourceNotFound",
     "ResponseTooLarge",
     "ServerBusy",
+    "TooDeeplyNested",
     "TransportError",
     "UnsupportedInputRequest",
     "UnsupportedProtocolVersion",
@@ -54,6 +56,21 @@ class MCPError(Exception):
 
 class ProtocolError(MCPError):
     """The server's answer breaks the protocol (bad JSON, bad shape, wrong id, ...)."""
+
+
+class TooDeeplyNested(ProtocolError):
+    """The server sent JSON nested deeper than the limit; it was not parsed.
+
+    A protocol error like garbage: a first request fails, a resubmission's outcome is unknown
+    (the server may have acted before answering with it).
+    """
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"The server's answer is nested more than {limit} levels deep, "
+            "deeper than mrtrweb reads"
+        )
+        self.limit = limit
 
 
 class UnsupportedInputRequest(ProtocolError):

@@ -7,7 +7,6 @@ returns the JSON-RPC response message whose id matches, or raises. Meaning
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import UTC, datetime
@@ -25,6 +24,7 @@ from .errors import (
     ResponseTooLarge,
     ServerBusy,
 )
+from .jsonparse import DEFAULT_MAX_DEPTH, loads
 
 __all__ = ["HTTPTransport", "NotificationHandler", "RawResponse"]
 
@@ -134,10 +134,12 @@ class HTTPTransport:
         *,
         http: httpx.AsyncClient,
         max_response_bytes: int,
+        max_json_depth: int = DEFAULT_MAX_DEPTH,
     ) -> None:
         self.url = url
         self._http = http
         self._limit = max_response_bytes
+        self._depth = max_json_depth
 
     async def post(
         self,
@@ -199,7 +201,8 @@ class HTTPTransport:
                 raise ProtocolError("The server answered a request with 202 Accepted and no body")
             raise ProtocolError(f"Unexpected content type {content_type!r} (HTTP {status})")
         try:
-            message = json.loads(body)
+            # TooDeeplyNested is no ValueError: it is reported as itself, whatever the status.
+            message = loads(body, max_depth=self._depth)
         except ValueError as exc:
             if status in _MAYBE_HANDLED:
                 raise self._maybe_handled(status, body) from exc
@@ -223,7 +226,7 @@ class HTTPTransport:
     ) -> RawResponse:
         async for data in _sse_data(response, self._limit):
             try:
-                message = json.loads(data)
+                message = loads(data, max_depth=self._depth)
             except ValueError as exc:
                 raise ProtocolError("The server sent invalid JSON in an SSE event") from exc
             if _is_jsonrpc_response(message):

@@ -110,6 +110,7 @@ class Connection(RoutingTarget):
             connect_timeout=self.connect_timeout,
             read_timeout=self.read_timeout,
             max_response_bytes=self.max_response_bytes,
+            max_json_depth=int(getattr(settings, "MRTRWEB_MAX_JSON_DEPTH", 64)),
         )
 
     # -- the catalog ----------------------------------------------------------------------

@@ -45,6 +45,11 @@ FAILURES: dict[str, tuple[str, str]] = {
         "too_large",
         "The server's answer is larger than this connection's max response size.",
     ),
+    "TooDeeplyNested": (
+        "too_deep",
+        "The server's answer nests arrays and objects deeper than mrtrweb reads "
+        "(MRTRWEB_MAX_JSON_DEPTH, 64 levels by default).",
+    ),
     "UnsupportedProtocolVersion": (
         "version",
         "The server does not speak MCP 2026-07-28.",

@@ -1,0 +1,91 @@
+"""A server's answer that breaks a limit ends the call in a state a person can act on, through
+the real start page, the API and a resubmission, against tests/peers/limits_server.py.
+
+Delivery runs inline at commit (ImmediateBackend, transactional tests).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.urls import reverse
+
+from mrtrweb.calls import engine
+from mrtrweb.calls.models import Call, Round
+from mrtrweb.elicitation import field_name_for
+from mrtrweb.servers.models import Connection
+from tests.api.support import api_for, start
+from tests.inbox.support import browser, connection, expose, operator, person
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+GO = {"go": {"action": "accept", "content": {"ok": True}}}
+TOO_DEEP = "nested more than 64 levels deep"
+
+
+@pytest.fixture(autouse=True)
+def _inline_tasks(inline_tasks: None) -> None:
+    """Answers are delivered inline."""
+
+
+@pytest.fixture
+def limits(limits_peer: Any) -> Connection:
+    return connection(limits_peer, "limits")
+
+
+def start_on_page(conn: Connection, user: Any, tool: str, **arguments: str) -> Any:
+    """Post the start page's form as a browser does (the catalog is fetched on the way)."""
+    web = browser(user)
+    url = reverse("calls:start", kwargs={"connection": conn.name}) + f"?tool={tool}"
+    assert web.get(url).status_code == 200
+    data = {f"arg-{field_name_for(k)}": v for k, v in arguments.items()}
+    return web, web.post(url, {**data, "start": "1"})
+
+
+def parked(conn: Connection, user: Any, tool: str, **arguments: Any) -> Round:
+    call = engine.start_call(
+        connection=conn,
+        method=Call.Method.TOOL,
+        target=tool,
+        arguments={"ask_first": True, **arguments},
+        user=user,
+    )
+    return call.rounds.get(status=Round.Status.PENDING)
+
+
+@pytest.mark.parametrize("sse", ["", "on"], ids=["json", "sse"])
+@pytest.mark.parametrize("depth", ["100000", "950"])
+def test_a_deep_result_fails_the_call_on_the_start_page(limits: Connection, depth: str, sse: str):
+    otto = operator()
+    arguments = {"depth": depth, **({"sse": sse} if sse else {})}
+    web, response = start_on_page(limits, otto, "deep", **arguments)
+    call = Call.objects.get()
+    assert response.status_code == 303 and response["Location"] == call.get_absolute_url()
+    assert call.status == Call.Status.FAILED and TOO_DEEP in call.error
+    page = web.get(call.get_absolute_url())
+    assert page.status_code == 200
+    assert "The call failed" in page.content.decode()
+    assert TOO_DEEP in page.content.decode()
+
+
+def test_a_deep_result_fails_the_call_started_through_the_api(limits: Connection) -> None:
+    ann = person("ann")
+    expose(limits, "deep")
+    response = start(api_for(ann), "limits", "deep", arguments={"depth": 950, "sse": True})
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert body["status"] == "failed" and body["finished"] is True
+    assert TOO_DEEP in Call.objects.get(pk=body["id"]).error
+
+
+@pytest.mark.parametrize("sse", [False, True], ids=["json", "sse"])
+def test_a_deep_answer_to_a_resubmission_flags_the_round(limits: Connection, sse: bool) -> None:
+    otto = operator()
+    round = parked(limits, otto, "deep", depth=100_000, sse=sse)
+    engine.submit_answers(round, GO, otto)
+    round.refresh_from_db()
+    # The server may have acted on the answers before answering with that: an admin decides.
+    assert round.status == Round.Status.UNKNOWN and TOO_DEEP in round.delivery_error
+    assert round.answers == GO
+    assert round.call.status == Call.Status.WAITING
