@@ -89,3 +89,109 @@ def test_a_deep_answer_to_a_resubmission_flags_the_round(limits: Connection, sse
     assert round.status == Round.Status.UNKNOWN and TOO_DEEP in round.delivery_error
     assert round.answers == GO
     assert round.call.status == Call.Status.WAITING
+
+
+# -- the guard at the engine's edge: the issue's 500, with the depth limit raised past it ---
+
+
+SERIALIZATION = "Maximum serialization depth exceeded"
+
+
+@pytest.fixture
+def depth_unlimited(settings: Any) -> None:
+    """JSON as deep as 1000 levels is read, so a result 300 deep gets through to the engine,
+    whose storing of it fails (pydantic gives up serializing at 255 levels): the issue's 500."""
+    settings.MRTRWEB_MAX_JSON_DEPTH = 1000
+
+
+def crash_logs(caplog: Any) -> list[Any]:
+    return [r for r in caplog.records if "the exchange with the server broke" in r.getMessage()]
+
+
+def test_a_result_that_cannot_be_stored_fails_the_call_not_the_page(
+    limits: Connection, depth_unlimited: None, caplog: Any
+) -> None:
+    otto = operator()
+    web, response = start_on_page(limits, otto, "deep", depth="300")
+    call = Call.objects.get()
+    assert response.status_code == 303 and response["Location"] == call.get_absolute_url()
+    assert call.status == Call.Status.FAILED
+    assert SERIALIZATION in call.error and "mrtrweb could not complete" in call.error
+    assert call.events.filter(kind="failed").count() == 1
+    assert len(crash_logs(caplog)) == 1  # logged once, with its traceback
+    assert crash_logs(caplog)[0].exc_info is not None
+    page = web.get(call.get_absolute_url())
+    assert page.status_code == 200 and "The call failed" in page.content.decode()
+
+
+def test_a_result_that_cannot_be_stored_fails_the_call_started_through_the_api(
+    limits: Connection, depth_unlimited: None
+) -> None:
+    ann = person("ann")
+    expose(limits, "deep")
+    response = start(api_for(ann), "limits", "deep", arguments={"depth": 300})
+    assert response.status_code == 201, response.content
+    assert response.json()["status"] == "failed"
+    assert SERIALIZATION in Call.objects.get().error
+
+
+def test_an_answer_that_cannot_be_stored_flags_the_round_not_delivering(
+    limits: Connection, depth_unlimited: None, caplog: Any
+) -> None:
+    otto = operator()
+    round = parked(limits, otto, "deep", depth=300)
+    engine.submit_answers(round, GO, otto)
+    round.refresh_from_db()
+    assert round.status == Round.Status.UNKNOWN, round.status
+    assert SERIALIZATION in round.delivery_error
+    assert round.call.status == Call.Status.WAITING
+    assert len(crash_logs(caplog)) == 1
+
+
+# -- the watchdog and the sweep: a call left running ---------------------------------------
+
+
+def test_the_sweep_fails_a_call_left_running_and_its_late_answer_is_ignored(
+    limits: Connection,
+) -> None:
+    import threading
+    import time
+    from datetime import timedelta
+
+    from django.db import connection as db
+    from django.utils import timezone
+
+    otto = operator()
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            engine.start_call(
+                connection=limits,
+                method=Call.Method.TOOL,
+                target="progress",
+                arguments={"every": 0.2, "finish_after": 2},
+                user=otto,
+            )
+        finally:
+            db.close()
+            done.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    while not Call.objects.exists():
+        time.sleep(0.02)
+    call = Call.objects.get()
+    assert call.status == Call.Status.RUNNING
+    # Not due yet: nothing happens (a live sender is never failed).
+    assert engine.sweep()["failed"] == 0
+    # Past its deadline (as if its sender died): the sweep fails it, with a plain message.
+    later = timezone.now() + engine._call_stuck_after(limits) + timedelta(seconds=1)
+    assert engine.sweep(now=later)["failed"] == 1
+    call.refresh_from_db()
+    assert call.status == Call.Status.FAILED and "got no answer by" in call.error
+    assert done.wait(20)
+    # The sender was alive after all: its answer came, and the call stays failed.
+    call.refresh_from_db()
+    assert call.status == Call.Status.FAILED and call.result is None
+    assert call.events.filter(kind="late_answer_ignored").exists()
+    assert call.events.filter(kind="failed").count() == 1
