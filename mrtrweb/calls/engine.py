@@ -508,9 +508,10 @@ def _backoff(attempt: int) -> float:
 
 
 def _stuck_after(connection: Connection) -> timedelta:
-    """How long a delivery may take before its sender is presumed dead."""
+    """How long a delivery may go unheard (no progress) before its sender is presumed dead:
+    the client's answer deadline ends every live exchange by then."""
     grace = float(_setting("MRTRWEB_DELIVERY_GRACE", 60.0))
-    return timedelta(seconds=connection.connect_timeout + connection.read_timeout + grace)
+    return timedelta(seconds=connection.connect_timeout + connection.answer_deadline + grace)
 
 
 def _enqueue(
@@ -1024,8 +1025,11 @@ def check_delivery(round_id: int, attempt: int, *, now: datetime | None = None) 
 
 
 def _call_stuck_after(connection: Connection) -> timedelta:
-    """How long one request of a call may take before its sender is presumed dead."""
-    return _stuck_after(connection)
+    """How long one request of a call may take before its sender is presumed dead: nothing
+    notes a call's progress, so the longest progress may extend the answer deadline to."""
+    grace = float(_setting("MRTRWEB_DELIVERY_GRACE", 60.0))
+    longest = max(connection.answer_deadline, connection.answer_deadline_max)
+    return timedelta(seconds=connection.connect_timeout + longest + grace)
 
 
 def _watch_call(call: Call) -> None:

@@ -4,6 +4,7 @@ from .client import Era, Listing, MCPClient, NotificationCallback, forget_era
 from .config import DEFAULT_CAPABILITIES, ConnectionSettings, default_client_info
 from .errors import (
     AuthenticationRequired,
+    DeadlineExceeded,
     HeaderMismatch,
     HTTPStatusError,
     InvalidParams,
@@ -31,6 +32,7 @@ __all__ = [
     "DEFAULT_MAX_ROUNDS",
     "AuthenticationRequired",
     "ConnectionSettings",
+    "DeadlineExceeded",
     "Era",
     "HTTPStatusError",
     "HeaderMismatch",

@@ -133,6 +133,8 @@ class MCPClient:
             http=self._http,
             max_response_bytes=settings.max_response_bytes,
             max_json_depth=settings.max_json_depth,
+            answer_deadline=settings.answer_deadline,
+            answer_deadline_max=settings.answer_deadline_max,
         )
         self._version = settings.protocol_version
         self._ids = itertools.count(1)

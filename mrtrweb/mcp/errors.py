@@ -11,7 +11,7 @@ error came from:
 - ``TransportError``: the exchange itself failed. ``NotDelivered`` means the
   request provably never reached the server, so resending is safe;
   ``OutcomeUnknown`` means it may have been processed, so a blind resend could
-  run a tool twice.
+  run a tool twice; ``DeadlineExceeded`` is one: no answer within the connection's deadline.
 - ``ProtocolError``: the peer said something this revision does not allow;
   ``TooDeeplyNested`` is one: JSON nested deeper than the client reads.
 """
@@ -24,6 +24,7 @@ import mcp_types
 
 __all__ = [
     "AuthenticationRequired",
+    "DeadlineExceeded",
     "HTTPStatusError",
     "HeaderMismatch",
     "InvalidParams",
@@ -229,6 +230,15 @@ class OutcomeUnknown(TransportError):
     500/502/504 without a JSON-RPC error). The server may have acted on it; do not resend
     blindly.
     """
+
+
+class DeadlineExceeded(OutcomeUnknown):
+    """No answer within the connection's deadline (progress notifications extend it, up to a
+    cap). The request was cancelled by closing its stream, but the server may have acted."""
+
+    def __init__(self, message: str, *, seconds: float | None) -> None:
+        super().__init__(message)
+        self.seconds = seconds
 
 
 _BY_CODE: dict[int, type[JSONRPCError]] = {

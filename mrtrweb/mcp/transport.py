@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 
+from .deadline import AnswerDeadline
 from .errors import (
     AuthenticationRequired,
     HTTPStatusError,
@@ -135,11 +136,15 @@ class HTTPTransport:
         http: httpx.AsyncClient,
         max_response_bytes: int,
         max_json_depth: int = DEFAULT_MAX_DEPTH,
+        answer_deadline: float | None = None,
+        answer_deadline_max: float | None = None,
     ) -> None:
         self.url = url
         self._http = http
         self._limit = max_response_bytes
         self._depth = max_json_depth
+        self._deadline = answer_deadline
+        self._deadline_max = answer_deadline_max
 
     async def post(
         self,
@@ -147,6 +152,18 @@ class HTTPTransport:
         request_id: str | int,
         headers: Mapping[str, str],
         on_notification: NotificationHandler | None = None,
+    ) -> RawResponse:
+        """Send one request and return its response, all within the answer deadline."""
+        async with AnswerDeadline(self._deadline, self._deadline_max) as deadline:
+            return await self._exchange(body, request_id, headers, on_notification, deadline)
+
+    async def _exchange(
+        self,
+        body: bytes,
+        request_id: str | int,
+        headers: Mapping[str, str],
+        on_notification: NotificationHandler | None,
+        deadline: AnswerDeadline,
     ) -> RawResponse:
         all_headers = {"Accept": ACCEPT, "Content-Type": "application/json", **headers}
         request = self._http.build_request("POST", self.url, content=body, headers=all_headers)
@@ -162,7 +179,7 @@ class HTTPTransport:
                 f"{exc or type(exc).__name__}"
             ) from exc
         try:
-            return await self._read(response, request_id, on_notification)
+            return await self._read(response, request_id, on_notification, deadline)
         except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
             raise OutcomeUnknown(
                 f"The answer from {self.url} broke off: {exc or type(exc).__name__}",
@@ -177,6 +194,7 @@ class HTTPTransport:
         response: httpx.Response,
         request_id: str | int,
         on_notification: NotificationHandler | None,
+        deadline: AnswerDeadline,
     ) -> RawResponse:
         status = response.status_code
         if status in (401, 403):
@@ -190,7 +208,7 @@ class HTTPTransport:
             )
         content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
         if content_type == "text/event-stream" and status < 400:
-            return await self._read_stream(response, request_id, on_notification)
+            return await self._read_stream(response, request_id, on_notification, deadline)
         body = await _read_body(response, self._limit)
         if content_type != "application/json":
             if status in _MAYBE_HANDLED:
@@ -223,6 +241,7 @@ class HTTPTransport:
         response: httpx.Response,
         request_id: str | int,
         on_notification: NotificationHandler | None,
+        deadline: AnswerDeadline,
     ) -> RawResponse:
         async for data in _sse_data(response, self._limit):
             try:
@@ -233,6 +252,8 @@ class HTTPTransport:
                 self._check_id(message, request_id)
                 return RawResponse(message, response.status_code)
             if isinstance(message, dict) and "method" in message and "id" not in message:
+                if message["method"] == "notifications/progress":
+                    deadline.progressed()  # comments and log messages do not extend it
                 if on_notification is not None:
                     outcome = on_notification(message)
                     if outcome is not None:

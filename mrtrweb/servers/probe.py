@@ -41,6 +41,11 @@ FAILURES: dict[str, tuple[str, str]] = {
         "The server took the request but no complete answer came back (read timeout, or "
         "the connection broke).",
     ),
+    "DeadlineExceeded": (
+        "no_answer",
+        "The server did not answer within this connection's answer deadline (keep-alives do "
+        "not extend it; progress notifications do, up to the longest answer with progress).",
+    ),
     "ResponseTooLarge": (
         "too_large",
         "The server's answer is larger than this connection's max response size.",

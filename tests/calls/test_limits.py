@@ -195,3 +195,49 @@ def test_the_sweep_fails_a_call_left_running_and_its_late_answer_is_ignored(
     assert call.status == Call.Status.FAILED and call.result is None
     assert call.events.filter(kind="late_answer_ignored").exists()
     assert call.events.filter(kind="failed").count() == 1
+
+
+# -- the answer deadline, per connection ----------------------------------------------------
+
+
+def test_a_server_sending_only_keepalives_fails_the_call_at_the_deadline(
+    limits_peer: Any,
+) -> None:
+    import time
+
+    conn = connection(limits_peer, "slow", answer_deadline=2.0, answer_deadline_max=10.0)
+    otto = operator()
+    started = time.monotonic()
+    _, response = start_on_page(conn, otto, "keepalive", every="0.5")
+    took = time.monotonic() - started
+    call = Call.objects.get()
+    assert response.status_code == 303
+    assert call.status == Call.Status.FAILED, call.status
+    assert "The server did not answer within 2 s" in call.error
+    assert took < 6, took  # not held by the keep-alives (the catalog fetch included)
+
+
+def test_progress_forever_fails_the_call_at_the_cap(limits_peer: Any) -> None:
+    conn = connection(limits_peer, "chatty", answer_deadline=1.0, answer_deadline_max=3.0)
+    call = engine.start_call(
+        connection=conn,
+        method=Call.Method.TOOL,
+        target="progress",
+        arguments={"every": 0.5},
+        user=operator(),
+    )
+    assert call.status == Call.Status.FAILED
+    assert "did not finish within 3 s" in call.error
+
+
+def test_a_resubmission_past_the_deadline_is_flagged_not_left_delivering(
+    limits_peer: Any,
+) -> None:
+    conn = connection(limits_peer, "slow", answer_deadline=2.0, answer_deadline_max=10.0)
+    otto = operator()
+    round = parked(conn, otto, "keepalive", every=0.5)
+    engine.submit_answers(round, GO, otto)
+    round.refresh_from_db()
+    assert round.status == Round.Status.UNKNOWN, round.status
+    assert "The server did not answer within 2 s" in round.delivery_error
+    assert round.call.status == Call.Status.WAITING

@@ -8,7 +8,15 @@ from typing import Any
 
 import pytest
 
-from mrtrweb.mcp import ConnectionSettings, MCPClient, ProtocolError, TooDeeplyNested, forget_era
+from mrtrweb.mcp import (
+    ConnectionSettings,
+    DeadlineExceeded,
+    MCPClient,
+    OutcomeUnknown,
+    ProtocolError,
+    TooDeeplyNested,
+    forget_era,
+)
 from mrtrweb.mcp.jsonparse import json_depth, loads
 
 
@@ -70,3 +78,83 @@ def test_an_answer_within_the_limit_is_read(limits_peer: Any, sse: bool) -> None
 def test_the_limit_is_a_setting(limits_peer: Any) -> None:
     result = call_deep(limits_peer.url, 200, False, max_json_depth=250)
     assert result.structured_content["deep"]
+
+
+# -- the answer deadline: across the whole response, not per chunk ---------------------------
+
+
+def call_streaming(url: str, tool: str, arguments: dict[str, Any], **settings: Any) -> Any:
+    """Call ``tool``; the result (or the exception), the seconds it took, the progress heard."""
+    import asyncio
+    import time
+
+    heard: list[Any] = []
+
+    async def go() -> Any:
+        forget_era(url)
+        # The per-chunk read timeout is far away: only the deadline can stop these streams.
+        config = ConnectionSettings(url=url, read_timeout=30.0, **settings)
+        async with MCPClient(config) as client:
+            return await client.call_tool(tool, arguments, on_notification=heard.append)
+
+    started = time.monotonic()
+    try:
+        outcome: Any = asyncio.run(go())
+    except Exception as exc:  # the test looks at what was raised
+        outcome = exc
+    return outcome, time.monotonic() - started, heard
+
+
+def test_keepalives_do_not_hold_a_request_past_the_deadline(limits_peer: Any) -> None:
+    outcome, took, _ = call_streaming(
+        limits_peer.url, "keepalive", {"every": 0.5}, answer_deadline=2.0, answer_deadline_max=10.0
+    )
+    assert isinstance(outcome, DeadlineExceeded), outcome
+    # Outcome unknown: the server may have acted (a resubmission is flagged, not resent).
+    assert isinstance(outcome, OutcomeUnknown)
+    assert str(outcome) == "The server did not answer within 2 s"
+    assert 1.9 <= took < 3.5, took
+    # Closing the stream is the cancellation, and the server saw it.
+    wait_for_output(limits_peer, "stream ended: client left after 2.")
+
+
+def test_progress_extends_the_deadline_until_the_answer(limits_peer: Any) -> None:
+    outcome, took, heard = call_streaming(
+        limits_peer.url,
+        "progress",
+        {"every": 0.5, "finish_after": 3},
+        answer_deadline=2.0,
+        answer_deadline_max=10.0,
+    )
+    assert not isinstance(outcome, Exception), outcome
+    assert outcome.content[0].text.startswith("finished after 3")
+    assert 3.0 <= took < 5.0 and len(heard) >= 5
+
+
+def test_progress_forever_is_stopped_at_the_cap(limits_peer: Any) -> None:
+    outcome, took, heard = call_streaming(
+        limits_peer.url, "progress", {"every": 0.5}, answer_deadline=1.0, answer_deadline_max=3.0
+    )
+    assert isinstance(outcome, DeadlineExceeded), outcome
+    assert "did not finish within 3 s" in str(outcome) and outcome.seconds == 3.0
+    assert 2.9 <= took < 4.5, took
+    assert len(heard) >= 4
+
+
+def test_progress_that_stops_leaves_the_deadline_after_the_last_one(limits_peer: Any) -> None:
+    # Progress every 1.5 s against a 1 s deadline: the first gap already runs it out.
+    outcome, took, heard = call_streaming(
+        limits_peer.url, "progress", {"every": 1.5}, answer_deadline=1.0, answer_deadline_max=9.0
+    )
+    assert isinstance(outcome, DeadlineExceeded), outcome
+    assert "within 1 s of its last progress notification" in str(outcome)
+    assert 0.9 <= took < 2.0 and len(heard) == 1
+
+
+def wait_for_output(peer: Any, text: str, timeout: float = 5.0) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while text not in peer.output():
+        assert time.monotonic() < deadline, peer.output()[-2000:]
+        time.sleep(0.05)
