@@ -8,6 +8,8 @@ error came from:
   declare a capability, start the call again, ...).
 - ``AuthenticationRequired``: 401/403; a credentials problem, never an era signal.
 - ``LegacyServer``: the endpoint speaks only the handshake era (2025-11-25 or older).
+- ``Redirected``: a 3xx; redirects are never followed (they could take the request, and its
+  credentials, elsewhere), so the connection's URL needs changing.
 - ``TransportError``: the exchange itself failed. ``NotDelivered`` means the
   request provably never reached the server, so resending is safe;
   ``OutcomeUnknown`` means it may have been processed, so a blind resend could
@@ -37,6 +39,7 @@ __all__ = [
     "NotDelivered",
     "OutcomeUnknown",
     "ProtocolError",
+    "Redirected",
     "ResourceNotFound",
     "ResponseTooLarge",
     "ServerBusy",
@@ -176,6 +179,19 @@ class HTTPStatusError(MCPError):
         super().__init__(f"HTTP {status} without a JSON-RPC error body: {body_excerpt!r}")
         self.status = status
         self.body_excerpt = body_excerpt
+
+
+class Redirected(MCPError):
+    """A 3xx answer. Not followed: the request and its bearer token stay with the URL an
+    operator configured. ``location`` is the Location header, made safe to show."""
+
+    def __init__(self, status: int, location: str | None) -> None:
+        where = f"to {location}" if location else "without saying where (no Location)"
+        super().__init__(
+            f"The server redirected {where}; redirects are not followed (HTTP {status})"
+        )
+        self.status = status
+        self.location = location
 
 
 class LegacyServer(MCPError):

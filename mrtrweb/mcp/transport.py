@@ -22,10 +22,12 @@ from .errors import (
     NotDelivered,
     OutcomeUnknown,
     ProtocolError,
+    Redirected,
     ResponseTooLarge,
     ServerBusy,
 )
 from .jsonparse import DEFAULT_MAX_DEPTH, loads
+from .oneline import one_line
 
 __all__ = ["HTTPTransport", "NotificationHandler", "RawResponse"]
 
@@ -199,6 +201,9 @@ class HTTPTransport:
         status = response.status_code
         if status in (401, 403):
             raise AuthenticationRequired(status, response.headers.get("www-authenticate"))
+        if 300 <= status < 400:
+            location = response.headers.get("location")
+            raise Redirected(status, one_line(location, 300) if location else None)
         if status in _NOT_HANDLED:
             body = await _read_body(response, self._limit)
             raise ServerBusy(

@@ -46,6 +46,12 @@ FAILURES: dict[str, tuple[str, str]] = {
         "The server did not answer within this connection's answer deadline (keep-alives do "
         "not extend it; progress notifications do, up to the longest answer with progress).",
     ),
+    "Redirected": (
+        "redirect",
+        "The server answered with a redirect. mrtrweb does not follow redirects (the request "
+        "and its credentials would go elsewhere): if the new address is the server's, put it "
+        "in the URL field.",
+    ),
     "ResponseTooLarge": (
         "too_large",
         "The server's answer is larger than this connection's max response size.",

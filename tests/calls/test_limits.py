@@ -241,3 +241,25 @@ def test_a_resubmission_past_the_deadline_is_flagged_not_left_delivering(
     assert round.status == Round.Status.UNKNOWN, round.status
     assert "The server did not answer within 2 s" in round.delivery_error
     assert round.call.status == Call.Status.WAITING
+
+
+# -- redirects -------------------------------------------------------------------------------
+
+
+def test_a_redirect_fails_the_call_saying_where_to(limits: Connection) -> None:
+    elsewhere = "https://moved.example/mcp"
+    _, response = start_on_page(limits, operator(), "redirect", location=elsewhere)
+    call = Call.objects.get()
+    assert response.status_code == 303 and call.status == Call.Status.FAILED
+    assert f"The server redirected to {elsewhere}; redirects are not followed" in call.error
+    assert "invalid JSON" not in call.error
+
+
+def test_a_redirected_resubmission_can_be_retried(limits: Connection) -> None:
+    otto = operator()
+    round = parked(limits, otto, "redirect", location="https://moved.example/mcp")
+    engine.submit_answers(round, GO, otto)
+    round.refresh_from_db()
+    # Nothing ran: a person may retry once the operator has fixed the URL.
+    assert round.status == Round.Status.FAILED
+    assert "redirected to https://moved.example/mcp" in round.delivery_error

@@ -4,6 +4,7 @@ server that sends it, and the depth scanner behind it."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from mrtrweb.mcp import (
     MCPClient,
     OutcomeUnknown,
     ProtocolError,
+    Redirected,
     TooDeeplyNested,
     forget_era,
 )
@@ -158,3 +160,40 @@ def wait_for_output(peer: Any, text: str, timeout: float = 5.0) -> None:
     while text not in peer.output():
         assert time.monotonic() < deadline, peer.output()[-2000:]
         time.sleep(0.05)
+
+
+# -- redirects -------------------------------------------------------------------------------
+
+
+def test_a_redirect_says_where_to_and_is_not_followed(limits_peer: Any) -> None:
+    import asyncio
+
+    elsewhere = limits_peer.base_url + "/elsewhere"
+
+    async def go() -> Any:
+        async with MCPClient(ConnectionSettings(url=limits_peer.url)) as client:
+            return await client.call_tool("redirect", {"location": elsewhere})
+
+    with pytest.raises(Redirected) as caught:
+        asyncio.run(go())
+    assert str(caught.value) == (
+        f"The server redirected to {elsewhere}; redirects are not followed (HTTP 307)"
+    )
+    assert (caught.value.status, caught.value.location) == (307, elsewhere)
+    assert not isinstance(caught.value, ProtocolError)
+
+
+def test_a_server_that_redirects_everything_is_not_taken_for_a_legacy_one(
+    peer_factory: Any,
+) -> None:
+    import asyncio
+
+    peer = peer_factory("limits_server", "--redirect-all", "https://moved.example/mcp")
+
+    async def go() -> Any:
+        forget_era(peer.url)
+        async with MCPClient(ConnectionSettings(url=peer.url)) as client:
+            return await client.list_tools()
+
+    with pytest.raises(Redirected, match=re.escape("redirected to https://moved.example/mcp")):
+        asyncio.run(go())

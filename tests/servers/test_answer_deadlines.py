@@ -1,4 +1,4 @@
-"""The answer deadline and its cap on the operators' console and the API."""
+"""The answer deadline and its cap on the operators' console and the API; a redirect on test."""
 
 from __future__ import annotations
 
@@ -53,3 +53,14 @@ def test_the_api_reads_and_sets_them(operator: Any) -> None:
     refused = api.patch("/servers/billing", {"answerDeadlineMax": 5})
     assert refused.status_code == 422
     assert refused.json()["errors"][0]["pointer"] == "/answerDeadlineMax"
+
+
+def test_testing_a_server_that_redirects_says_so(operator: Any, peer_factory: Any) -> None:
+    from mrtrweb.mcp import forget_era
+
+    peer = peer_factory("limits_server", "--redirect-all", "https://moved.example/mcp")
+    forget_era(peer.url)
+    conn = Connection.objects.create(name="moved", url=peer.url)
+    text = text_of(signed_in(operator).post(url("test", conn)))
+    assert "Redirected" in text and "does not follow redirects" in text
+    assert "The server redirected to https://moved.example/mcp" in text
