@@ -214,7 +214,7 @@ def test_a_server_sending_only_keepalives_fails_the_call_at_the_deadline(
     assert response.status_code == 303
     assert call.status == Call.Status.FAILED, call.status
     assert "The server did not answer within 2 s" in call.error
-    assert took < 6, took  # not held by the keep-alives (the catalog fetch included)
+    assert took < 10, took  # not held by the keep-alives (the catalog fetch included)
 
 
 def test_progress_forever_fails_the_call_at_the_cap(limits_peer: Any) -> None:
