@@ -265,7 +265,7 @@ def _crashed(call: Call, round: Round | None, exc: Exception) -> None:
         ).exists():
             return  # a newer attempt owns the round now; its outcome counts
     # The first request, or the retries that followed this attempt's delivered round.
-    _fail_call(call, message, reason=message)
+    _fail_call(call, message, reason=f"{type(exc).__name__}: {str(exc)[:500]}")
 
 
 def _fail_call(call: Call, error: str, **detail: Any) -> bool:

@@ -266,7 +266,7 @@ class HTTPTransport:
                 continue
             if isinstance(message, dict) and "method" in message:
                 # 2026-07-28 has no server-to-client requests on the stream.
-                logger.warning("ignoring a server request on the stream: %s", message.get("method"))
+                logger.warning("ignoring a server request on the stream: %r", message.get("method"))
                 continue
             raise ProtocolError("The server sent a message that is not JSON-RPC on the stream")
         raise OutcomeUnknown(

@@ -12,8 +12,9 @@ connection's catalog can list the tools); ``tools/call`` does what the tool's na
 - ``progress`` (``every`` 0.5, ``finish_after`` null = never): ``notifications/progress``
   every ``every`` seconds, then (with ``finish_after``) the result ``"finished after N s"``;
 - ``redirect`` (``location``): HTTP 307 with that ``Location`` and no body;
-- ``ask\\r\\nBcc: evil@example.com`` (title with a CR/LF too): asks ``go`` {``ok``: boolean}
-  with the message ``"Go on?\\r\\nBcc: evil@example.com"``, then answers ``"went on"``.
+- ``ask\\r\\nBcc: evil@example.com`` (``message``, default ``""``; its title has a CR/LF
+  too): asks ``go`` {``ok``: boolean} with that message (an empty one puts the tool's name in
+  the email's subject), then answers ``"went on"``.
 
 Every tool takes ``ask_first`` (false): when true, a first request (no ``inputResponses``)
 asks ``go`` {``ok``: boolean} with ``requestState`` ``"limits-state"`` and the behaviour
@@ -27,6 +28,7 @@ When a stream ends because the client left, the server prints
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import time
 from typing import Any
@@ -43,7 +45,6 @@ from tests.peers.faults import (
 )
 
 CRLF_TOOL = "ask\r\nBcc: evil@example.com"
-CRLF_MESSAGE = "Go on?\r\nBcc: evil@example.com"
 STATE = "limits-state"
 
 
@@ -62,7 +63,11 @@ TOOLS = [
         "inputSchema": _schema(every={"type": "number"}, finish_after={"type": "number"}),
     },
     {"name": "redirect", "inputSchema": _schema(location={"type": "string"})},
-    {"name": CRLF_TOOL, "title": "Ask\r\nSubject: forged", "inputSchema": _schema()},
+    {
+        "name": CRLF_TOOL,
+        "title": "Ask\r\nSubject: forged",
+        "inputSchema": _schema(message={"type": "string"}),
+    },
 ]
 
 
@@ -87,6 +92,16 @@ def _reply(rpc_id: Any, result: dict[str, Any]) -> dict[str, Any]:
 
 def _text(text: str) -> dict[str, Any]:
     return {"resultType": "complete", "content": [{"type": "text", "text": text}]}
+
+
+def _header_name(value: str | None) -> str | None:
+    """The Mcp-Name header's value, its base64 sentinel decoded."""
+    if value and value.startswith("=?base64?") and value.endswith("?="):
+        try:
+            return base64.b64decode(value[9:-2], validate=True).decode("utf-8")
+        except ValueError:
+            return None
+    return value
 
 
 def _json(writer: asyncio.StreamWriter, message: dict[str, Any], status: str = "200 OK") -> None:
@@ -126,12 +141,17 @@ class Limits:
             return True
         params = body.get("params") or {}
         name = params.get("name")
+        if _header_name(request.headers.get("mcp-name")) != name:
+            # What real servers answer (the SDK's transport checks it too).
+            error = {"code": -32020, "message": "mcp-name header does not match the body"}
+            _json(writer, {"jsonrpc": "2.0", "id": rpc_id, "error": error}, "400 Bad Request")
+            return True
         arguments = params.get("arguments") or {}
         first = "inputResponses" not in params
         if name == CRLF_TOOL:
             if first:
                 asked = {"resultType": "input_required", "inputRequests": {}}
-                asked["inputRequests"]["go"] = _question(CRLF_MESSAGE)
+                asked["inputRequests"]["go"] = _question(str(arguments.get("message", "")))
                 asked["requestState"] = STATE
                 _json(writer, _reply(rpc_id, asked))
             else:
