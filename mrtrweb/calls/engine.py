@@ -241,8 +241,11 @@ def _run(call: Call, *, round: Round | None, responses: Any, state: str | None) 
     state a person can act on, never in an exception for the page or a call left running.
     """
     if round is None:
-        # Should this process die (or hang) before the call settles, the watchdog fails it.
+        # Should this process die (or hang) before the call settles, the watchdog fails it;
+        # its clock (updated_at) starts now, when the request leaves, not when it was queued.
         with transaction.atomic():
+            call.updated_at = timezone.now()
+            Call.objects.filter(pk=call.pk).update(updated_at=call.updated_at)
             _watch_call(call)
     try:
         _exchange(call, round=round, responses=responses, state=state)
