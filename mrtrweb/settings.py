@@ -127,6 +127,9 @@ MRTRWEB_DELIVERY_ATTEMPTS = env.env_int(ENV, "MRTRWEB_DELIVERY_ATTEMPTS", defaul
 MRTRWEB_DELIVERY_BACKOFF = env.env_float(ENV, "MRTRWEB_DELIVERY_BACKOFF", 2.0)
 MRTRWEB_DELIVERY_BACKOFF_MAX = env.env_float(ENV, "MRTRWEB_DELIVERY_BACKOFF_MAX", 300.0)
 MRTRWEB_DELIVERY_GRACE = env.env_float(ENV, "MRTRWEB_DELIVERY_GRACE", 60.0)
+# What a server sends is parsed only when nested no deeper than this (arrays and objects);
+# deeper answers are refused (mrtrweb/mcp/jsonparse.py). The size limit is per connection.
+MRTRWEB_MAX_JSON_DEPTH = env.env_int(ENV, "MRTRWEB_MAX_JSON_DEPTH", default=64)
 # Parked rounds whose state lifetime ends within the same EXPIRY_STEP seconds are expired by
 # one task at the step's end (calls/tasks.py: schedule_expiry), not by a task row per round.
 MRTRWEB_EXPIRY_STEP = env.env_float(ENV, "MRTRWEB_EXPIRY_STEP", 60.0, allow_zero=True)
@@ -137,9 +140,6 @@ MRTRWEB_EXPIRY_STEP = env.env_float(ENV, "MRTRWEB_EXPIRY_STEP", 60.0, allow_zero
 MRTRWEB_DELIVER_ON_ANSWER = env.env_bool(ENV, "MRTRWEB_DELIVER_ON_ANSWER", default=True)
 MRTRWEB_DELIVERY_THREADS = env.env_int(ENV, "MRTRWEB_DELIVERY_THREADS", default=8)
 MRTRWEB_ANSWER_WAIT = env.env_float(ENV, "MRTRWEB_ANSWER_WAIT", 2.0, allow_zero=True)
-# What a server sends is parsed only when nested no deeper than this (arrays and objects);
-# deeper answers are refused (mrtrweb/mcp/jsonparse.py). The size limit is per connection.
-MRTRWEB_MAX_JSON_DEPTH = env.env_int(ENV, "MRTRWEB_MAX_JSON_DEPTH", default=64)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
