@@ -134,12 +134,17 @@ MRTRWEB_INPROCESS_WORKER = env.inprocess_worker(ENV)
 MRTRWEB_INPROCESS_WORKER_INTERVAL = env.env_float(ENV, "MRTRWEB_INPROCESS_WORKER_INTERVAL", 0.5)
 # Undelivered answers (refused, 429, 503) are retried by tasks: at most this many attempts,
 # waiting BACKOFF seconds doubling up to BACKOFF_MAX (with jitter), never past the round's
-# state lifetime. A delivery still running GRACE seconds after its connection's connect and
-# read timeouts is presumed dead (its sender was killed) and flagged (mrtrweb/calls/engine.py).
+# state lifetime. A delivery still running GRACE seconds after its connection's connect timeout
+# and answer deadline (from its last progress) is presumed dead (its sender was killed) and
+# flagged; a call's first request, past the longest answer with progress, is failed
+# (mrtrweb/calls/engine.py).
 MRTRWEB_DELIVERY_ATTEMPTS = env.env_int(ENV, "MRTRWEB_DELIVERY_ATTEMPTS", default=8)
 MRTRWEB_DELIVERY_BACKOFF = env.env_float(ENV, "MRTRWEB_DELIVERY_BACKOFF", 2.0)
 MRTRWEB_DELIVERY_BACKOFF_MAX = env.env_float(ENV, "MRTRWEB_DELIVERY_BACKOFF_MAX", 300.0)
 MRTRWEB_DELIVERY_GRACE = env.env_float(ENV, "MRTRWEB_DELIVERY_GRACE", 60.0)
+# What a server sends is parsed only when nested no deeper than this (arrays and objects);
+# deeper answers are refused (mrtrweb/mcp/jsonparse.py). The size limit is per connection.
+MRTRWEB_MAX_JSON_DEPTH = env.env_int(ENV, "MRTRWEB_MAX_JSON_DEPTH", default=64)
 # Parked rounds whose state lifetime ends within the same EXPIRY_STEP seconds are expired by
 # one task at the step's end (calls/tasks.py: schedule_expiry), not by a task row per round.
 MRTRWEB_EXPIRY_STEP = env.env_float(ENV, "MRTRWEB_EXPIRY_STEP", 60.0, allow_zero=True)

@@ -194,6 +194,8 @@ class ServerFields(_In):
     max_response_bytes: int | None = None
     state_lifetime_minutes: float | None = None
     max_rounds: int | None = None
+    answer_deadline: float | None = None
+    answer_deadline_max: float | None = None
     routing: Routing | None = None
     route_user: str | None = None
     route_group: str | None = None
@@ -224,6 +226,8 @@ class ServerSettingsOut(_Out):
     max_response_bytes: int
     state_lifetime_minutes: float
     max_rounds: int
+    answer_deadline: float
+    answer_deadline_max: float
     routing: Routing
     route_user: str | None = None
     route_group: str | None = None

@@ -139,6 +139,8 @@ def server_settings_out(connection: Connection) -> ServerSettingsOut:
         max_response_bytes=connection.max_response_bytes,
         state_lifetime_minutes=float(lifetime_minutes(connection.state_lifetime)),
         max_rounds=connection.max_rounds,
+        answer_deadline=connection.answer_deadline,
+        answer_deadline_max=connection.answer_deadline_max,
         routing=connection.routing,
         route_user=_username(connection.route_user),
         route_group=connection.route_group.name if connection.route_group else None,

@@ -75,6 +75,7 @@ __all__ = [
     "abandon",
     "abandon_flagged",
     "cancel_round",
+    "check_call",
     "check_delivery",
     "claim",
     "create_call",
@@ -270,8 +271,57 @@ def _heard(round: Round) -> None:
 def _run(call: Call, *, round: Round | None, responses: Any, state: str | None) -> None:
     """Send the call (or a round's answers) and record what came back.
 
-    State-only rounds are retried here with backoff; no person ever sees them.
+    State-only rounds are retried here with backoff; no person ever sees them. This is the
+    engine's edge: whatever goes wrong here (a bug, an answer that cannot be stored) ends in a
+    state a person can act on, never in an exception for the page or a call left running.
     """
+    if round is None:
+        # Should this process die (or hang) before the call settles, the watchdog fails it;
+        # its clock (updated_at) starts now, when the request leaves, not when it was queued.
+        with transaction.atomic():
+            call.updated_at = timezone.now()
+            Call.objects.filter(pk=call.pk).update(updated_at=call.updated_at)
+            _watch_call(call)
+    try:
+        _exchange(call, round=round, responses=responses, state=state)
+    except Exception as exc:
+        logger.exception("call %s: the exchange with the server broke in mrtrweb", call.pk)
+        _crashed(call, round, exc)
+
+
+def _crashed(call: Call, round: Round | None, exc: Exception) -> None:
+    """Settle what an unexpected exception interrupted (see :func:`_run`)."""
+    message = f"mrtrweb could not complete the exchange with the server ({type(exc).__name__}: "
+    message += f"{str(exc)[:500]})."
+    if round is not None:
+        if _mine(round).exists():
+            # Sent, perhaps acted on, and the answer lost here: an admin decides.
+            _outcome_unknown(call, round, OutcomeUnknown(message))
+            return
+        if not Round.objects.filter(
+            pk=round.pk, status=Round.Status.DELIVERED, delivering_since=round.delivering_since
+        ).exists():
+            return  # a newer attempt owns the round now; its outcome counts
+    # The first request, or the retries that followed this attempt's delivered round.
+    _fail_call(call, message, reason=f"{type(exc).__name__}: {str(exc)[:500]}")
+
+
+def _fail_call(call: Call, error: str, **detail: Any) -> bool:
+    """Fail a call that has not finished yet (False if it had); records ``failed``."""
+    with transaction.atomic():
+        now = timezone.now()
+        if (
+            not Call.objects.filter(pk=call.pk)
+            .exclude(status__in=Call.FINISHED)
+            .update(status=Call.Status.FAILED, error=error, finished_at=now, updated_at=now)
+        ):
+            return False
+        call.status, call.error, call.finished_at = Call.Status.FAILED, error, now
+        _record(call, "failed", **detail)
+    return True
+
+
+def _exchange(call: Call, *, round: Round | None, responses: Any, state: str | None) -> None:
     connection = call.connection
     backoff = _FIRST_BACKOFF
     while True:
@@ -304,10 +354,17 @@ def _run(call: Call, *, round: Round | None, responses: Any, state: str | None) 
                 if not _close_round(round, http_status=http_status):
                     return
                 round = None
+            elif Call.objects.filter(pk=call.pk, status__in=Call.FINISHED).exists():
+                # The watchdog failed the call while its answer was on the way: it stays so.
+                _record(call, "late_answer_ignored")
+                return
             if not isinstance(result, mcp_types.InputRequiredResult):
                 _complete(call, result)
                 return
-            Call.objects.filter(pk=call.pk).update(rounds_used=F("rounds_used") + 1)
+            # Each request of the call restarts the watchdog's clock (updated_at).
+            Call.objects.filter(pk=call.pk).update(
+                rounds_used=F("rounds_used") + 1, updated_at=timezone.now()
+            )
             call.refresh_from_db(fields=["rounds_used"])
             if call.rounds_used > connection.max_rounds:
                 _set_call(
@@ -406,7 +463,8 @@ def _park(call: Call, raw: Mapping[str, Any], *, unsupported: str = "") -> Round
             request_state_sha256=parked.request_state_sha256,
             **routed,
         )
-        transaction.on_commit(lambda: notify_new_round(parked))
+        # Robust: a failing notification must not look like a failed exchange (_run).
+        transaction.on_commit(lambda: notify_new_round(parked), robust=True)
         # Its expiry, due when its state dies: one task per minute of deadlines, not per round
         # (a task row per round was a third of what a parked round stored).
         from .tasks import schedule_expiry
@@ -449,8 +507,7 @@ def _delivery_failed(call: Call, round: Round | None, exc: MCPError, *, gave_up:
     message, http_status = _describe(exc)
     if round is None:
         # Nothing was parked yet, so there is nothing to keep: the call failed to start.
-        _set_call(call, status=Call.Status.FAILED, error=message)
-        _record(call, "failed", reason=message)
+        _fail_call(call, message, reason=message)
         return
     with transaction.atomic():
         if not _mine(round).update(
@@ -489,9 +546,10 @@ def _backoff(attempt: int) -> float:
 
 
 def _stuck_after(connection: Connection) -> timedelta:
-    """How long a delivery may take before its sender is presumed dead."""
+    """How long a delivery may go unheard (no progress) before its sender is presumed dead:
+    the client's answer deadline ends every live exchange by then."""
     grace = float(_setting("MRTRWEB_DELIVERY_GRACE", 60.0))
-    return timedelta(seconds=connection.connect_timeout + connection.read_timeout + grace)
+    return timedelta(seconds=connection.connect_timeout + connection.answer_deadline + grace)
 
 
 def _enqueue(
@@ -1092,11 +1150,55 @@ def check_delivery(round_id: int, attempt: int, *, now: datetime | None = None) 
     return True
 
 
+def _call_stuck_after(connection: Connection) -> timedelta:
+    """How long one request of a call may take before its sender is presumed dead: nothing
+    notes a call's progress, so the longest progress may extend the answer deadline to."""
+    grace = float(_setting("MRTRWEB_DELIVERY_GRACE", 60.0))
+    longest = max(connection.answer_deadline, connection.answer_deadline_max)
+    return timedelta(seconds=connection.connect_timeout + longest + grace)
+
+
+def _watch_call(call: Call) -> None:
+    _enqueue(
+        "watch_call",
+        call.pk,
+        at=timezone.now() + _call_stuck_after(call.connection),
+        deferred_only=True,
+    )
+
+
+def check_call(call_id: int, *, now: datetime | None = None) -> bool:
+    """Fail a call still ``running`` past its deadline: the process sending its first request
+    died or hangs (the client's own deadlines end every live exchange sooner). True when it
+    was found stuck."""
+    now = now or timezone.now()
+    call = (
+        Call.objects.select_related("connection")
+        .filter(pk=call_id, status=Call.Status.RUNNING)
+        .first()
+    )
+    if call is None:
+        return False
+    deadline = call.updated_at + _call_stuck_after(call.connection)
+    if now < deadline:
+        with transaction.atomic():
+            _enqueue("watch_call", call.pk, at=deadline, deferred_only=True)
+        return False
+    message = (
+        f"The call got no answer by {deadline:%Y-%m-%d %H:%M:%S %Z}: the process sending it "
+        "stopped, so the server may or may not have run it. Start it again if it should run."
+    )
+    stuck = _fail_call(call, message, reason=message, stuck=True)
+    if stuck:
+        logger.warning("call %s: still running past its deadline, failed", call.pk)
+    return stuck
+
+
 def sweep(*, now: datetime | None = None, only_expire: bool = False) -> dict[str, int]:
     """The safety net behind the tasks: expire open rounds past their state lifetime,
-    requeue answered rounds whose delivery task was lost, and flag deliveries whose sender
-    died. Safe to run any time, from any number of processes. ``only_expire`` does the first
-    part alone (the expiry tasks)."""
+    requeue answered rounds whose delivery task was lost, flag deliveries whose sender
+    died, and fail calls left running by a sender that died. Safe to run any time, from any
+    number of processes. ``only_expire`` does the first part alone (the expiry tasks)."""
     now = now or timezone.now()
     counts = {"expired": 0, "requeued": 0, "flagged": 0}
     due = Round.objects.filter(
@@ -1119,4 +1221,7 @@ def sweep(*, now: datetime | None = None, only_expire: bool = False) -> dict[str
     delivering = Round.objects.filter(status=Round.Status.DELIVERING)
     for round_id, attempt in delivering.values_list("pk", "attempts"):
         counts["flagged"] += check_delivery(round_id, attempt, now=now)
+    counts["failed"] = 0
+    for call_id in Call.objects.filter(status=Call.Status.RUNNING).values_list("pk", flat=True):
+        counts["failed"] += check_call(call_id, now=now)
     return counts

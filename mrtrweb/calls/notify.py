@@ -8,6 +8,12 @@ from typing import Any
 from django.conf import settings
 from django.core.mail import send_mass_mail
 
+from mrtrweb.mcp.oneline import one_line
+
+# Subjects are headers: what a server sent (tool names, questions) is put on one line there, or
+# Django refuses the whole email (BadHeaderError) and nobody is told.
+SUBJECT_LENGTH = 200
+
 logger = logging.getLogger(__name__)
 
 
@@ -34,9 +40,11 @@ def notify_new_round(round: Any) -> None:
     for request in round.input_requests.values():
         params = request.get("params") if isinstance(request, dict) else None
         if isinstance(params, dict) and isinstance(params.get("message"), str):
-            first_message = params["message"].splitlines()[0][:200] if params["message"] else ""
+            first_message = one_line(params["message"], SUBJECT_LENGTH)
             break
-    subject = f"[mrtrweb] {call.connection} asks: {first_message or call.target}"[:200]
+    subject = one_line(
+        f"[mrtrweb] {call.connection} asks: {first_message or call.target}", SUBJECT_LENGTH
+    )
     body = (
         f"{call.connection} needs your input for {call.get_method_display()} {call.target}.\n\n"
         f"{first_message}\n\nAnswer it here: {link}\n"
@@ -63,7 +71,8 @@ def notify_expired(round: Any) -> None:
         "expired: the server no longer keeps its state, so it cannot be answered any more.\n\n"
         f"Any answers given are kept. Start the call again from: {link}\n"
     )
+    subject = one_line(subject, SUBJECT_LENGTH)
     try:
-        send_mass_mail([(subject[:200], body, None, [address]) for address in to])
+        send_mass_mail([(subject, body, None, [address]) for address in to])
     except Exception:  # an unreachable mail server must not stop the sweep
         logger.exception("could not email the expiry of round %s to %s", round.pk, to)

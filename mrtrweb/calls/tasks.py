@@ -1,7 +1,8 @@
 """Background entry points (django-tasks). They only call the engine.
 
-``deliver_round`` sends answers; ``watch_delivery`` is enqueued to run at a deadline
-(``run_after``) and does nothing if the round moved on by then; ``expire_rounds_due`` runs when
+``deliver_round`` sends answers; ``watch_delivery`` (a round's attempt) and ``watch_call`` (a
+call's first request) are enqueued to run at a deadline (``run_after``) and do nothing if the
+round or call moved on by then; ``expire_rounds_due`` runs when
 parked rounds' state lifetimes end: :func:`schedule_expiry` enqueues one per minute of
 deadlines (not one per round: a task row per parked round was a third of its storage), and it
 expires every open round due by then. ``sweep_rounds`` is the safety net behind them (also
@@ -55,6 +56,11 @@ def expire_rounds_due() -> int:
 @task()
 def watch_delivery(round_id: int, attempt: int) -> None:
     engine.check_delivery(round_id, attempt)
+
+
+@task()
+def watch_call(call_id: int) -> None:
+    engine.check_call(call_id)
 
 
 @task()

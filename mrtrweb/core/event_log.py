@@ -38,6 +38,7 @@ SAFE_DETAIL = frozenset(
         "resent_automatically",
         "status",
         "swept",
+        "stuck",
         "expires_at",
     }
 )

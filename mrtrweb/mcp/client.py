@@ -129,7 +129,12 @@ class MCPClient:
             verify=_tls_context(),
         )
         self._transport = HTTPTransport(
-            settings.url, http=self._http, max_response_bytes=settings.max_response_bytes
+            settings.url,
+            http=self._http,
+            max_response_bytes=settings.max_response_bytes,
+            max_json_depth=settings.max_json_depth,
+            answer_deadline=settings.answer_deadline,
+            answer_deadline_max=settings.answer_deadline_max,
         )
         self._version = settings.protocol_version
         self._ids = itertools.count(1)

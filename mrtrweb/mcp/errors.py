@@ -8,11 +8,14 @@ error came from:
   declare a capability, start the call again, ...).
 - ``AuthenticationRequired``: 401/403; a credentials problem, never an era signal.
 - ``LegacyServer``: the endpoint speaks only the handshake era (2025-11-25 or older).
+- ``Redirected``: a 3xx; redirects are never followed (they could take the request, and its
+  credentials, elsewhere), so the connection's URL needs changing.
 - ``TransportError``: the exchange itself failed. ``NotDelivered`` means the
   request provably never reached the server, so resending is safe;
   ``OutcomeUnknown`` means it may have been processed, so a blind resend could
-  run a tool twice.
-- ``ProtocolError``: the peer said something this revision does not allow.
+  run a tool twice; ``DeadlineExceeded`` is one: no answer within the connection's deadline.
+- ``ProtocolError``: the peer said something this revision does not allow;
+  ``TooDeeplyNested`` is one: JSON nested deeper than the client reads.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import mcp_types
 
 __all__ = [
     "AuthenticationRequired",
+    "DeadlineExceeded",
     "HTTPStatusError",
     "HeaderMismatch",
     "InvalidParams",
@@ -35,9 +39,11 @@ __all__ = [
     "NotDelivered",
     "OutcomeUnknown",
     "ProtocolError",
+    "Redirected",
     "ResourceNotFound",
     "ResponseTooLarge",
     "ServerBusy",
+    "TooDeeplyNested",
     "TransportError",
     "UnsupportedInputRequest",
     "UnsupportedProtocolVersion",
@@ -54,6 +60,21 @@ class MCPError(Exception):
 
 class ProtocolError(MCPError):
     """The server's answer breaks the protocol (bad JSON, bad shape, wrong id, ...)."""
+
+
+class TooDeeplyNested(ProtocolError):
+    """The server sent JSON nested deeper than the limit; it was not parsed.
+
+    A protocol error like garbage: a first request fails, a resubmission's outcome is unknown
+    (the server may have acted before answering with it).
+    """
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"The server's answer is nested more than {limit} levels deep, "
+            "deeper than mrtrweb reads"
+        )
+        self.limit = limit
 
 
 class UnsupportedInputRequest(ProtocolError):
@@ -160,6 +181,19 @@ class HTTPStatusError(MCPError):
         self.body_excerpt = body_excerpt
 
 
+class Redirected(MCPError):
+    """A 3xx answer. Not followed: the request and its bearer token stay with the URL an
+    operator configured. ``location`` is the Location header, made safe to show."""
+
+    def __init__(self, status: int, location: str | None) -> None:
+        where = f"to {location}" if location else "without saying where (no Location)"
+        super().__init__(
+            f"The server redirected {where}; redirects are not followed (HTTP {status})"
+        )
+        self.status = status
+        self.location = location
+
+
 class LegacyServer(MCPError):
     """The server speaks only the handshake era (MCP 2025-11-25 or older)."""
 
@@ -212,6 +246,15 @@ class OutcomeUnknown(TransportError):
     500/502/504 without a JSON-RPC error). The server may have acted on it; do not resend
     blindly.
     """
+
+
+class DeadlineExceeded(OutcomeUnknown):
+    """No answer within the connection's deadline (progress notifications extend it, up to a
+    cap). The request was cancelled by closing its stream, but the server may have acted."""
+
+    def __init__(self, message: str, *, seconds: float | None) -> None:
+        super().__init__(message)
+        self.seconds = seconds
 
 
 _BY_CODE: dict[int, type[JSONRPCError]] = {

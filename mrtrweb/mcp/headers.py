@@ -68,7 +68,10 @@ def encode_header_value(value: str) -> str:
     """Return ``value`` as is when it is safe in a header, else its base64 sentinel form."""
     if _PLAIN.fullmatch(value) and value == value.strip() and not _SENTINEL.fullmatch(value):
         return value
-    return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
+    # A lone surrogate (legal in a server's JSON string) has no UTF-8 form; its bytes are sent
+    # as Python writes them and the server decides, rather than this raising mid-request.
+    raw = value.encode("utf-8", errors="surrogatepass")
+    return "=?base64?" + base64.b64encode(raw).decode("ascii") + "?="
 
 
 def decode_header_value(value: str) -> str | None:

@@ -7,7 +7,6 @@ returns the JSON-RPC response message whose id matches, or raises. Meaning
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import UTC, datetime
@@ -16,15 +15,19 @@ from typing import Any
 
 import httpx
 
+from .deadline import AnswerDeadline
 from .errors import (
     AuthenticationRequired,
     HTTPStatusError,
     NotDelivered,
     OutcomeUnknown,
     ProtocolError,
+    Redirected,
     ResponseTooLarge,
     ServerBusy,
 )
+from .jsonparse import DEFAULT_MAX_DEPTH, loads
+from .oneline import one_line
 
 __all__ = ["HTTPTransport", "NotificationHandler", "RawResponse"]
 
@@ -134,10 +137,16 @@ class HTTPTransport:
         *,
         http: httpx.AsyncClient,
         max_response_bytes: int,
+        max_json_depth: int = DEFAULT_MAX_DEPTH,
+        answer_deadline: float | None = None,
+        answer_deadline_max: float | None = None,
     ) -> None:
         self.url = url
         self._http = http
         self._limit = max_response_bytes
+        self._depth = max_json_depth
+        self._deadline = answer_deadline
+        self._deadline_max = answer_deadline_max
 
     async def post(
         self,
@@ -145,6 +154,18 @@ class HTTPTransport:
         request_id: str | int,
         headers: Mapping[str, str],
         on_notification: NotificationHandler | None = None,
+    ) -> RawResponse:
+        """Send one request and return its response, all within the answer deadline."""
+        async with AnswerDeadline(self._deadline, self._deadline_max) as deadline:
+            return await self._exchange(body, request_id, headers, on_notification, deadline)
+
+    async def _exchange(
+        self,
+        body: bytes,
+        request_id: str | int,
+        headers: Mapping[str, str],
+        on_notification: NotificationHandler | None,
+        deadline: AnswerDeadline,
     ) -> RawResponse:
         all_headers = {"Accept": ACCEPT, "Content-Type": "application/json", **headers}
         request = self._http.build_request("POST", self.url, content=body, headers=all_headers)
@@ -160,7 +181,7 @@ class HTTPTransport:
                 f"{exc or type(exc).__name__}"
             ) from exc
         try:
-            return await self._read(response, request_id, on_notification)
+            return await self._read(response, request_id, on_notification, deadline)
         except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
             raise OutcomeUnknown(
                 f"The answer from {self.url} broke off: {exc or type(exc).__name__}",
@@ -175,10 +196,14 @@ class HTTPTransport:
         response: httpx.Response,
         request_id: str | int,
         on_notification: NotificationHandler | None,
+        deadline: AnswerDeadline,
     ) -> RawResponse:
         status = response.status_code
         if status in (401, 403):
             raise AuthenticationRequired(status, response.headers.get("www-authenticate"))
+        if 300 <= status < 400:
+            location = response.headers.get("location")
+            raise Redirected(status, one_line(location, 300) if location else None)
         if status in _NOT_HANDLED:
             body = await _read_body(response, self._limit)
             raise ServerBusy(
@@ -188,7 +213,7 @@ class HTTPTransport:
             )
         content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
         if content_type == "text/event-stream" and status < 400:
-            return await self._read_stream(response, request_id, on_notification)
+            return await self._read_stream(response, request_id, on_notification, deadline)
         body = await _read_body(response, self._limit)
         if content_type != "application/json":
             if status in _MAYBE_HANDLED:
@@ -199,7 +224,8 @@ class HTTPTransport:
                 raise ProtocolError("The server answered a request with 202 Accepted and no body")
             raise ProtocolError(f"Unexpected content type {content_type!r} (HTTP {status})")
         try:
-            message = json.loads(body)
+            # TooDeeplyNested is no ValueError: it is reported as itself, whatever the status.
+            message = loads(body, max_depth=self._depth)
         except ValueError as exc:
             if status in _MAYBE_HANDLED:
                 raise self._maybe_handled(status, body) from exc
@@ -220,16 +246,19 @@ class HTTPTransport:
         response: httpx.Response,
         request_id: str | int,
         on_notification: NotificationHandler | None,
+        deadline: AnswerDeadline,
     ) -> RawResponse:
         async for data in _sse_data(response, self._limit):
             try:
-                message = json.loads(data)
+                message = loads(data, max_depth=self._depth)
             except ValueError as exc:
                 raise ProtocolError("The server sent invalid JSON in an SSE event") from exc
             if _is_jsonrpc_response(message):
                 self._check_id(message, request_id)
                 return RawResponse(message, response.status_code)
             if isinstance(message, dict) and "method" in message and "id" not in message:
+                if message["method"] == "notifications/progress":
+                    deadline.progressed()  # comments and log messages do not extend it
                 if on_notification is not None:
                     outcome = on_notification(message)
                     if outcome is not None:
@@ -237,7 +266,7 @@ class HTTPTransport:
                 continue
             if isinstance(message, dict) and "method" in message:
                 # 2026-07-28 has no server-to-client requests on the stream.
-                logger.warning("ignoring a server request on the stream: %s", message.get("method"))
+                logger.warning("ignoring a server request on the stream: %r", message.get("method"))
                 continue
             raise ProtocolError("The server sent a message that is not JSON-RPC on the stream")
         raise OutcomeUnknown(

@@ -69,6 +69,8 @@ class ConnectionAdminForm(forms.ModelForm):
             "max_response_bytes",
             "state_lifetime",
             "max_rounds",
+            "answer_deadline",
+            "answer_deadline_max",
             "era",
             "routing",
             "route_user",
@@ -183,6 +185,8 @@ class ConnectionAdmin(_OperatorsEdit, admin.ModelAdmin):
                     "max_response_bytes",
                     "state_lifetime",
                     "max_rounds",
+                    "answer_deadline",
+                    "answer_deadline_max",
                 )
             },
         ),

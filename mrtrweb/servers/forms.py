@@ -119,6 +119,8 @@ class ConnectionForm(forms.ModelForm):
             "read_timeout",
             "max_response_bytes",
             "max_rounds",
+            "answer_deadline",
+            "answer_deadline_max",
             "routing",
             "route_group",
         ]
@@ -129,6 +131,8 @@ class ConnectionForm(forms.ModelForm):
             "read_timeout": "Read timeout (seconds)",
             "max_response_bytes": "Max response size (bytes)",
             "max_rounds": "Round cap",
+            "answer_deadline": "Answer deadline (seconds)",
+            "answer_deadline_max": "Longest answer with progress (seconds)",
             "routing": "Who answers the rounds",
             "route_group": "Group",
         }
@@ -137,6 +141,10 @@ class ConnectionForm(forms.ModelForm):
             "title": "A friendlier name shown to people.",
             "url": "The MCP endpoint, e.g. https://mcp.example.com/mcp.",
             "max_rounds": "Input rounds one call may take before it is stopped.",
+            "answer_deadline": "How long the server has to answer a request, with a result or "
+            "a question, however it keeps the connection alive.",
+            "answer_deadline_max": "Each progress notification gives the server the answer "
+            "deadline again, up to this.",
             "route_group": "With “a group”: its members claim the rounds.",
         }
 
@@ -153,6 +161,8 @@ class ConnectionForm(forms.ModelForm):
         "max_response_bytes",
         "state_lifetime",
         "max_rounds",
+        "answer_deadline",
+        "answer_deadline_max",
         "routing",
         "route_user",
         "route_group",

@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from mrtrweb.mcp import ConnectionSettings
+from mrtrweb.mcp.config import DEFAULT_ANSWER_DEADLINE, DEFAULT_ANSWER_DEADLINE_MAX
 
 from .fields import EncryptedJSONField, EncryptedTextField
 
@@ -76,6 +77,18 @@ class Connection(RoutingTarget):
         help_text="How long the server keeps a round's requestState valid.",
     )
     max_rounds = models.PositiveSmallIntegerField(default=10, validators=[MinValueValidator(1)])
+    # Across the whole answer, unlike read_timeout (per chunk): a server that only sends
+    # keep-alives is stopped; progress notifications extend it, up to the max.
+    answer_deadline = models.FloatField(
+        default=DEFAULT_ANSWER_DEADLINE,
+        validators=[MinValueValidator(0.1)],
+        help_text="Seconds the server has to answer a request (with a result or a question).",
+    )
+    answer_deadline_max = models.FloatField(
+        default=DEFAULT_ANSWER_DEADLINE_MAX,
+        validators=[MinValueValidator(0.1)],
+        help_text="The longest progress notifications may extend that to, in seconds.",
+    )
     era = models.CharField(max_length=16, choices=Era.choices, blank=True, default="")
 
     # The catalog as last listed; re-listed once `catalog_expires_at` passes (the server's ttlMs).
@@ -96,6 +109,17 @@ class Connection(RoutingTarget):
     def get_absolute_url(self) -> str:
         return reverse("calls:start", kwargs={"connection": self.name})
 
+    def clean(self) -> None:
+        super().clean()
+        if (
+            self.answer_deadline is not None
+            and self.answer_deadline_max is not None
+            and self.answer_deadline_max < self.answer_deadline
+        ):
+            raise ValidationError(
+                {"answer_deadline_max": "At least the answer deadline: progress only extends it."}
+            )
+
     def credentials(self) -> dict[str, Any]:
         """The secrets a call starts with; its later rounds are sent with the same ones."""
         return {"bearer_token": self.bearer_token or "", "headers": dict(self.headers or {})}
@@ -110,6 +134,9 @@ class Connection(RoutingTarget):
             connect_timeout=self.connect_timeout,
             read_timeout=self.read_timeout,
             max_response_bytes=self.max_response_bytes,
+            max_json_depth=int(getattr(settings, "MRTRWEB_MAX_JSON_DEPTH", 64)),
+            answer_deadline=self.answer_deadline,
+            answer_deadline_max=max(self.answer_deadline_max, self.answer_deadline),
         )
 
     # -- the catalog ----------------------------------------------------------------------

@@ -41,9 +41,25 @@ FAILURES: dict[str, tuple[str, str]] = {
         "The server took the request but no complete answer came back (read timeout, or "
         "the connection broke).",
     ),
+    "DeadlineExceeded": (
+        "no_answer",
+        "The server did not answer within this connection's answer deadline (keep-alives do "
+        "not extend it; progress notifications do, up to the longest answer with progress).",
+    ),
+    "Redirected": (
+        "redirect",
+        "The server answered with a redirect. mrtrweb does not follow redirects (the request "
+        "and its credentials would go elsewhere): if the new address is the server's, put it "
+        "in the URL field.",
+    ),
     "ResponseTooLarge": (
         "too_large",
         "The server's answer is larger than this connection's max response size.",
+    ),
+    "TooDeeplyNested": (
+        "too_deep",
+        "The server's answer nests arrays and objects deeper than mrtrweb reads "
+        "(MRTRWEB_MAX_JSON_DEPTH, 64 levels by default).",
     ),
     "UnsupportedProtocolVersion": (
         "version",

@@ -238,7 +238,7 @@ def test_a_delivery_whose_sender_died_is_flagged_by_its_watchdog(
     flaky: Any, user: Any, settings: Any
 ) -> None:
     settings.MRTRWEB_DELIVERY_GRACE = 0.5
-    round = park(flaky, user, connect_timeout=0.5, read_timeout=0.5)
+    round = park(flaky, user, connect_timeout=0.5, read_timeout=0.5, answer_deadline=0.5)
     answer(round, user)
     # What a worker killed right after claiming leaves behind: the claim, and its watchdog.
     with pytest.MonkeyPatch.context() as patch:

@@ -140,6 +140,8 @@ def connection_form(conn: Connection, **changes: Any) -> dict[str, Any]:
         "max_response_bytes": "10000000",
         "state_lifetime": "00:10:00",
         "max_rounds": "10",
+        "answer_deadline": "60",
+        "answer_deadline_max": "600",
         "era": "",
         "routing": "caller",
         "route_user": "",

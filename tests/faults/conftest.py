@@ -304,6 +304,7 @@ User.objects.create_user({person!r}, password={person_pw!r})
 enrol(User.objects.create_superuser({admin!r}, email="", password={admin_pw!r}))
 conn = Connection.objects.create(name="flaky", url={url!r}, connect_timeout=1.0, read_timeout=3.0)
 refresh_catalog(conn)
+Connection.objects.filter(pk=conn.pk).update(answer_deadline=4.0)
 """
 )
 

@@ -6,6 +6,7 @@ Listed in ``tests/conftest.py`` as ``tests.peers.fixtures``. Fixtures:
 - ``short_ttl_peer`` (session): the same server with ``--state-ttl 2`` (state expires in 2 s).
 - ``sdk_peer`` (session): ``tests.peers.sdk_server --json-response`` (never SSE).
 - ``sdk_peer_sse`` (session): ``tests.peers.sdk_server`` (SSE once a notification is sent).
+- ``limits_peer`` (session): ``tests.peers.limits_server`` (deep JSON, endless streams, ...).
 - ``fault_peer`` (session): factory, ``fault_peer("drop")`` -> a running ``tests.peers.faults``
   server in that mode (extra CLI args allowed); one process per distinct (mode, args).
 - ``peer_factory`` (function): ``peer_factory("fastmcp_server", "--state-key", "k")`` for a
@@ -183,6 +184,13 @@ def sdk_peer() -> Iterator[Peer]:
 @pytest.fixture(scope="session")
 def sdk_peer_sse() -> Iterator[Peer]:
     with running_peer("sdk_server") as peer:
+        yield peer
+
+
+@pytest.fixture(scope="session")
+def limits_peer() -> Iterator[Peer]:
+    """``tests.peers.limits_server``: deep JSON, endless streams, redirects, CR/LF names."""
+    with running_peer("limits_server") as peer:
         yield peer
 
 

@@ -45,6 +45,8 @@ def form_data(**overrides: Any) -> dict[str, Any]:
         "max_response_bytes": "10000000",
         "state_lifetime": "10",
         "max_rounds": "10",
+        "answer_deadline": "60",
+        "answer_deadline_max": "600",
         "routing": "caller",
         "route_user": "",
         "route_group": "",

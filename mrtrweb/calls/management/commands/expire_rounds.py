@@ -3,7 +3,8 @@
 Every parked round already has its own expiry task, due when its state lifetime ends; this
 catches what those tasks could not (a queue that was down, a task lost with a killed worker):
 open rounds past their lifetime are expired and their assignees emailed, answered rounds whose
-delivery task was lost are queued again, and deliveries whose sender died are flagged.
+delivery task was lost are queued again, deliveries whose sender died are flagged, and calls
+whose first request was left running by a sender that died are failed.
 """
 
 from __future__ import annotations
@@ -16,11 +17,14 @@ from mrtrweb.calls import engine
 
 
 class Command(BaseCommand):
-    help = "Expire rounds past their state lifetime and recover stranded deliveries."
+    help = (
+        "Expire rounds past their state lifetime, recover stranded deliveries and fail calls "
+        "left running."
+    )
 
     def handle(self, *args: Any, **options: Any) -> None:
         counts = engine.sweep()
         self.stdout.write(
             f"expired {counts['expired']}, requeued {counts['requeued']}, "
-            f"flagged {counts['flagged']}"
+            f"flagged {counts['flagged']}, failed {counts['failed']}"
         )
