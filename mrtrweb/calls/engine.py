@@ -1221,7 +1221,15 @@ def sweep(*, now: datetime | None = None, only_expire: bool = False) -> dict[str
     delivering = Round.objects.filter(status=Round.Status.DELIVERING)
     for round_id, attempt in delivering.values_list("pk", "attempts"):
         counts["flagged"] += check_delivery(round_id, attempt, now=now)
+    running = Call.objects.filter(status=Call.Status.RUNNING)
+    # Started and never sent (their process died, and their send_call task is gone): sent
+    # now. A second task is harmless: only one sender can claim the call.
+    unsent = running.filter(sent_at__isnull=True, created_at__lte=now - grace)
+    for call_id in unsent.values_list("pk", flat=True):
+        with transaction.atomic():
+            _enqueue("send_call", call_id)
+        counts["requeued"] += 1
     counts["failed"] = 0
-    for call_id in Call.objects.filter(status=Call.Status.RUNNING).values_list("pk", flat=True):
+    for call_id in running.filter(sent_at__isnull=False).values_list("pk", flat=True):
         counts["failed"] += check_call(call_id, now=now)
     return counts

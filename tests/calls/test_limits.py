@@ -178,7 +178,8 @@ def test_the_sweep_fails_a_call_left_running_and_its_late_answer_is_ignored(
             done.set()
 
     threading.Thread(target=run, daemon=True).start()
-    while not Call.objects.exists():
+    # Until it is claimed for sending, a call is not stuck but unsent (the sweep sends those).
+    while not Call.objects.filter(sent_at__isnull=False).exists():
         time.sleep(0.02)
     call = Call.objects.get()
     assert call.status == Call.Status.RUNNING

@@ -9,7 +9,9 @@ with the call is only a safety net: it sends a call nobody sent, never one alrea
 
 from __future__ import annotations
 
+import json
 import time
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -167,3 +169,22 @@ def test_a_call_is_sent_once_however_many_try(conn: Connection, ada: Any) -> Non
     before = call.events.count()
     engine.send_call(call.pk)  # a late safety net, or a second thread: nothing happens
     assert call.events.count() == before
+
+
+def test_the_sweep_sends_a_call_whose_process_and_task_were_both_lost(
+    web: Client, conn: Connection, fastmcp_peer: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(handoff, "start_call", lambda call_id: None)
+    _start(web, conn, "echo", text="swept")
+    DBTaskResult.objects.filter(task_path__endswith=".send_call").delete()
+    call = Call.objects.get()
+    assert call.sent_at is None
+
+    # Not while its own process may still send it; then sent, never failed.
+    assert engine.sweep()["requeued"] == 0
+    later = timezone.now() + timedelta(minutes=5)
+    counts = engine.sweep(now=later)
+    assert counts["requeued"] == 1 and counts["failed"] == 0
+    run_tasks()
+    call.refresh_from_db()
+    assert call.status == Call.Status.COMPLETED and "swept" in json.dumps(call.result)
