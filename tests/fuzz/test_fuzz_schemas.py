@@ -180,7 +180,7 @@ def rounds(draw: st.DrawFn) -> tuple[list[tuple[str, Generated]], QueryDict]:
     return list(zip(keys, generated, strict=True)), as_query(posted)
 
 
-@fuzz(1000)
+@fuzz(900)
 @given(example=rounds())
 def test_input_requests_render_or_are_refused_cleanly(example: Any, _declared: None, page_: Page):
     questions, query = example
