@@ -9,10 +9,12 @@ with its delivery task (a database row no worker runs here) and goes no further.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from django_tasks_db.models import DBTaskResult
 
+from mrtrweb.calls.forms import RoundAnswers, Section
 from mrtrweb.calls.models import Event, Round
 from tests.dashboard.support import make_round
 from tests.fuzz.strategies import PAYLOADS
@@ -122,3 +124,10 @@ def check_each_answered_once(pool: Pool) -> None:
         round.refresh_from_db()
         assert round.status == Round.Status.PENDING, round.status
         assert answered_events(round) == 0
+
+
+@cache
+def sections(kind: str) -> tuple[Section, ...]:
+    """The sections the round page shows for a round of ``kind`` (unbound forms, to read the
+    field specs from). Built once per kind: every round of a kind asks the same questions."""
+    return tuple(RoundAnswers(Round(input_requests=ROUNDS[kind])).sections)

@@ -129,7 +129,9 @@ valid_properties = st.one_of(
 )
 
 
-@st.composite
+_TITLE_TEXT = st.sampled_from(PAYLOADS) | odd_text
+
+
 def hostile_annotations(draw: st.DrawFn, definition: dict[str, Any]) -> dict[str, Any]:
     """Script, bidi and endless text in every place a schema may carry free text."""
     for key in ("title", "description"):
@@ -139,7 +141,7 @@ def hostile_annotations(draw: st.DrawFn, definition: dict[str, Any]) -> dict[str
         if list_key in definition and draw(st.booleans()):
             items = definition[list_key]
             for i in range(len(items)):
-                title = draw(st.sampled_from(PAYLOADS) | odd_text)
+                title = draw(_TITLE_TEXT)
                 if item_key is None and isinstance(items[i], dict):
                     items[i] = {**items[i], "title": title}
                 else:
@@ -151,12 +153,20 @@ def hostile_annotations(draw: st.DrawFn, definition: dict[str, Any]) -> dict[str
 
 
 @st.composite
+def annotated_properties(draw: st.DrawFn) -> dict[str, Any]:
+    return hostile_annotations(draw, draw(valid_properties))
+
+
+# Built once: hypothesis validates every new strategy object, which is slow enough to matter.
+_PROPERTIES = st.dictionaries(any_text, valid_properties, max_size=6)
+_HOSTILE_PROPERTIES = st.dictionaries(
+    st.one_of(any_text, _TITLE_TEXT), annotated_properties(), max_size=6
+)
+
+
+@st.composite
 def valid_schemas(draw: st.DrawFn, annotate: bool = False) -> dict[str, Any]:
-    names = st.one_of(any_text, st.sampled_from(PAYLOADS), odd_text) if annotate else any_text
-    definitions = valid_properties
-    if annotate:
-        definitions = valid_properties.flatmap(hostile_annotations)
-    properties = draw(st.dictionaries(names, definitions, max_size=6))
+    properties = draw(_HOSTILE_PROPERTIES if annotate else _PROPERTIES)
     schema: dict[str, Any] = {"type": "object", "properties": properties}
     if properties and draw(st.booleans()):
         schema["required"] = draw(st.lists(st.sampled_from(sorted(properties)), unique=True))
@@ -168,9 +178,13 @@ def valid_schemas(draw: st.DrawFn, annotate: bool = False) -> dict[str, Any]:
     return schema
 
 
+VALID_SCHEMAS = valid_schemas()
+HOSTILE_SCHEMAS = valid_schemas(annotate=True)
+
+
 @st.composite
 def valid_requests(draw: st.DrawFn) -> Generated:
-    schema = draw(valid_schemas())
+    schema = draw(VALID_SCHEMAS)
     message = draw(any_text)
     request = form_request(schema, message)
     if draw(st.booleans()):
@@ -204,7 +218,11 @@ def url_requests(draw: st.DrawFn) -> Generated:
     return Generated("borderline", request, None)
 
 
+URL_REQUESTS = url_requests()
+
 # -- borderline -------------------------------------------------------------------------------
+
+_VERY_LONG = long_text(10_000, 80_000)
 
 
 @st.composite
@@ -217,7 +235,8 @@ def borderline_properties(draw: st.DrawFn) -> tuple[dict[str, Any], str | None]:
     big = draw(st.sampled_from([1e308, -1e308, 5e-324, 2**53 + 1, 10**300, 1.7976931348623157e308]))
     if choice == 13:  # a huge enumeration
         count = draw(st.integers(200, 3000))
-        values = [f"option {i} {draw(st.sampled_from(['', RTL, '<b>']))}" for i in range(count)]
+        suffix = draw(st.sampled_from(["", RTL, "<b>"]))  # one draw, not thousands
+        values = [f"option {i} {suffix}" for i in range(count)]
         style = draw(st.sampled_from(["enum", "oneOf", "multi"]))
         if style == "enum":
             return {"type": "string", "enum": values}, "render"
@@ -270,7 +289,7 @@ def borderline_properties(draw: st.DrawFn) -> tuple[dict[str, Any], str | None]:
             key: draw(st.sampled_from(NAN_LIKE)),
         }, "refuse"
     if choice == 12:  # very long everything
-        text = draw(long_text(10_000, 80_000))
+        text = draw(_VERY_LONG)
         return {
             "type": "string",
             "title": text,
@@ -335,6 +354,9 @@ def borderline_properties(draw: st.DrawFn) -> tuple[dict[str, Any], str | None]:
     ), None
 
 
+_BORDERLINE_LISTS = st.lists(borderline_properties(), min_size=1, max_size=3)
+
+
 @st.composite
 def borderline_requests(draw: st.DrawFn) -> Generated:
     shape = draw(st.integers(0, 4))
@@ -344,8 +366,8 @@ def borderline_requests(draw: st.DrawFn) -> Generated:
             schema["required"] = []
         return Generated("borderline", form_request(schema, draw(nasty_text)), "render")
     if shape == 1:
-        return draw(url_requests())
-    picked = draw(st.lists(borderline_properties(), min_size=1, max_size=3))
+        return draw(URL_REQUESTS)
+    picked = draw(_BORDERLINE_LISTS)
     names = draw(st.lists(nasty_text, min_size=len(picked), max_size=len(picked), unique=True))
     properties = {name: definition for name, (definition, _) in zip(names, picked, strict=True)}
     expects = [expect for _, expect in picked]
@@ -402,7 +424,7 @@ REFUSED_PROPERTIES = (
 def hostile_requests(draw: st.DrawFn) -> Generated:
     shape = draw(st.integers(0, 9))
     if shape == 0:  # a valid shape with script and odd text wherever text goes
-        schema = draw(valid_schemas(annotate=True))
+        schema = draw(HOSTILE_SCHEMAS)
         return Generated("hostile", form_request(schema, draw(nasty_text)), "render")
     if shape == 1:  # a property outside the vocabulary, beside valid ones
         bad = dict(draw(st.sampled_from(REFUSED_PROPERTIES)))
@@ -436,7 +458,7 @@ def hostile_requests(draw: st.DrawFn) -> Generated:
         )
         return Generated("hostile", form_request(schema, draw(nasty_text)), None)
     if shape == 3:  # the request around the schema is malformed
-        schema = draw(valid_schemas())
+        schema = draw(VALID_SCHEMAS)
         request = draw(
             st.sampled_from(
                 [
@@ -501,7 +523,7 @@ def hostile_requests(draw: st.DrawFn) -> Generated:
         }
         return Generated("hostile", request, None)
     # A valid request with one value somewhere inside replaced by random JSON, or one key added.
-    schema = draw(valid_schemas())
+    schema = draw(VALID_SCHEMAS)
     request = form_request(schema, draw(any_text))
     for _ in range(draw(st.integers(1, 3))):
         mutate(draw, request)

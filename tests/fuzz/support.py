@@ -4,7 +4,8 @@ The profile is applied per test (``@fuzz(n)``), not loaded globally, so the rest
 keeps hypothesis' defaults. It is derandomized: every run tries the same examples, so a
 failure is reproduced by running the test again (``.hypothesis/``, gitignored, also keeps
 shrunk examples). ``MRTRWEB_FUZZ_SCALE`` multiplies the example counts (``3`` for a longer
-hunt, ``0.1`` for a quick look); ``MRTRWEB_FUZZ_SHRINK=1`` shrinks a failure before reporting it.
+hunt, ``0.1`` for a quick look); ``MRTRWEB_FUZZ_RANDOM=1`` tries new examples on every run;
+``MRTRWEB_FUZZ_SHRINK=1`` shrinks a failure before reporting it.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ _PHASES = (
 settings.register_profile(
     "mrtrweb-fuzz",
     deadline=None,
-    derandomize=True,
+    derandomize=not os.environ.get("MRTRWEB_FUZZ_RANDOM"),
     phases=_PHASES,
     print_blob=True,
     suppress_health_check=[

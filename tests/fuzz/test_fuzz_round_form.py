@@ -32,7 +32,14 @@ from mrtrweb.calls.models import Round
 from mrtrweb.elicitation.fields import BooleanField, MultiChoiceField, SingleChoiceField
 from tests.dashboard.support import client_for, make_connection, make_end_user
 from tests.elicitation.support import elements
-from tests.fuzz.rounds import ROUNDS, Pool, answered_events, check_each_answered_once, deliveries
+from tests.fuzz.rounds import (
+    ROUNDS,
+    Pool,
+    answered_events,
+    check_each_answered_once,
+    deliveries,
+    sections,
+)
 from tests.fuzz.strategies import XSS_MARK, clean_values, nasty_text, posts_for
 from tests.fuzz.support import fuzz
 from tests.fuzz.tally import count, counting_errors, declare
@@ -73,11 +80,6 @@ class Post:
             return False  # an unknown charset is ignored
 
 
-def _section_specs(kind: str, pool: Pool) -> list[tuple[str, Any]]:
-    answers = RoundAnswers(pool.round(kind))
-    return [(s.prefix, s.form.spec if s.form is not None else None) for s in answers.sections]
-
-
 ACTIONS = st.sampled_from(["accept", "accept", "accept", "decline", "cancel", "abandon"])
 CHARSETS = st.sampled_from(["", "utf-8", "latin-1", "utf-16", "bogus", "UTF-8;x=1"])
 ENCODINGS = st.sampled_from(
@@ -86,12 +88,13 @@ ENCODINGS = st.sampled_from(
 
 
 @st.composite
-def posts(draw: st.DrawFn, pool: Pool) -> Post:
+def posts(draw: st.DrawFn) -> Post:
     kind = draw(st.sampled_from(sorted(ROUNDS)))
     fields: list[tuple[str, str]] = []
     # Hypothesis draws the low end of a range most, so the common case comes first.
     clean = draw(st.integers(0, 2)) == 0  # many are filled in as a careful person would
-    for prefix, spec in _section_specs(kind, pool):
+    for section in sections(kind):
+        prefix, spec = section.prefix, section.form.spec if section.form is not None else None
         if clean and spec is not None:
             for field_spec in spec:
                 name = f"{prefix}-{field_spec.field_name}"
@@ -255,7 +258,7 @@ def web(pool: Pool) -> Client:
 def test_posts_to_the_round_page_never_fail_and_never_answer_twice(
     data: Any, _declared: None, pool: Pool, web: Client
 ):
-    post = data.draw(posts(pool), label="post")
+    post = data.draw(posts(), label="post")
     with counting_errors(SUBJECT):
         round = pool.round(post.round_kind)
         url = round.get_absolute_url()

@@ -169,11 +169,15 @@ def _declared() -> None:
     declare(SUBJECT, ("rendered", "refused"), extra=("answers accepted",))
 
 
+_QUESTIONS = st.lists(input_requests, min_size=1, max_size=4)
+_KEYS = {n: st.lists(nasty_text, min_size=n, max_size=n, unique=True) for n in range(1, 5)}
+
+
 @st.composite
 def rounds(draw: st.DrawFn) -> tuple[list[tuple[str, Generated]], QueryDict]:
     """One to four input requests under distinct keys, and form data for all of them."""
-    generated = draw(st.lists(input_requests, min_size=1, max_size=4))
-    keys = draw(st.lists(nasty_text, min_size=len(generated), max_size=len(generated), unique=True))
+    generated = draw(_QUESTIONS)
+    keys = draw(_KEYS[len(generated)])
     posted: dict[str, list[str]] = {}
     for key, g in zip(keys, generated, strict=True):
         posted.update(posts_for(draw, _spec_or_none(g.request), prefix_for_key(key)))
