@@ -91,7 +91,10 @@ ASGI_APPLICATION = "mrtrweb.asgi.application"
 
 TEMPLATES = [
     {
-        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        # Django's own, with pages that always encode (a server's lone surrogate shows as
+        # U+FFFD instead of failing the response): mrtrweb/core/templating.py.
+        "BACKEND": "mrtrweb.core.templating.DjangoTemplates",
+        "NAME": "django",
         "DIRS": [BASE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {

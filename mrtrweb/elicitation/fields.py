@@ -23,7 +23,6 @@ from mrtrweb.elicitation.values import value_problem
 
 RADIO_MAX_OPTIONS = 5
 TEXTAREA_MIN_MAX_LENGTH = 200  # a maxLength above this suggests prose, not a single line
-DATETIME_LOCAL_FORMAT = "%Y-%m-%dT%H:%M:%S"
 
 # Number input as browsers submit it (ASCII digits only: ``\d`` would admit Arabic-Indic
 # digits that Decimal happily parses).
@@ -149,7 +148,9 @@ class DateTimeField(WireField):
                 moment = moment.astimezone(self.tz)
             except (OverflowError, ValueError):
                 return value
-        return moment.replace(tzinfo=None, microsecond=0).strftime(DATETIME_LOCAL_FORMAT)
+        # isoformat, not strftime: strftime writes the year 13 as "13", not the "0013" that
+        # datetime-local needs, so an early date would show empty.
+        return moment.replace(tzinfo=None, microsecond=0).isoformat(timespec="seconds")
 
 
 def _rfc3339(moment: dt.datetime) -> str:

@@ -397,6 +397,16 @@ def test_datetime_default_is_shown_in_local_time():
     assert initial_of(naive, tz=PLUS_TWO) == "2026-08-01T07:30:00"
 
 
+def test_datetime_before_the_year_1000_keeps_four_digits():
+    # Found by tests/fuzz: strftime wrote the year 13 as "13", which datetime-local cannot
+    # show, so an early default (or a refused post) came back empty.
+    early = one({"type": "string", "format": "date-time", "default": "0013-07-24T04:58:14Z"})
+    assert initial_of(early, tz=dt.UTC) == "0013-07-24T04:58:14"
+    typed = post(PREFIX, {"p": "0013-07-24T04:58:14"})
+    form = build_form(early, prefix=PREFIX, data=typed, tz=dt.UTC)
+    assert form[field_name_for("p")].value() == "0013-07-24T04:58:14"
+
+
 @pytest.mark.parametrize(
     "definition",
     [
