@@ -16,6 +16,8 @@ import argparse
 import json
 import os
 import sys
+import time
+import uuid
 from typing import Any
 
 import httpx
@@ -34,6 +36,24 @@ def api_error(response: httpx.Response) -> str:
         for e in problem.get("errors", [])
     )
     return f"{problem.get('title')} ({response.status_code}): {problem.get('detail')} {where}"
+
+
+def start(api: httpx.Client, body: dict[str, Any]) -> httpx.Response:
+    """POST /calls, retried when the connection drops or the site is busy (503): the
+    Idempotency-Key makes a retry return the call the first try started, never a second."""
+    key = str(uuid.uuid4())
+    for attempt in range(1, 4):
+        try:
+            response = api.post("/calls", json=body, headers={"Idempotency-Key": key})
+        except httpx.TransportError:
+            if attempt == 3:
+                raise
+            time.sleep(attempt)
+            continue
+        if response.status_code != 503 or attempt == 3:
+            return response
+        time.sleep(float(response.headers.get("Retry-After", "2")))
+    raise AssertionError("unreachable")
 
 
 def main() -> int:
@@ -63,8 +83,8 @@ def main() -> int:
         # Longer than the longest wait, so a held request is never cut short.
         timeout=WAIT_SECONDS + 15,
     ) as api:
-        response = api.post("/calls", json=body)
-        if response.status_code != 201:
+        response = start(api, body)
+        if response.status_code not in (200, 201):  # 200: a retry that found its call
             print(api_error(response), file=sys.stderr)
             return 2
         call = response.json()
