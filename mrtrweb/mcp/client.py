@@ -49,6 +49,7 @@ from .headers import (
     x_mcp_header_map,
 )
 from .transport import HTTPTransport
+from .unfit import unfit
 
 __all__ = ["Era", "Listing", "MCPClient", "NotificationCallback"]
 
@@ -295,6 +296,10 @@ class MCPClient:
             return None
 
         async def handle(message: dict[str, Any]) -> None:
+            why = unfit(message)
+            if why is not None:
+                logger.warning("ignoring a notification %r holding %s", message.get("method"), why)
+                return
             try:
                 notification = mcp_types.server_notification_adapter.validate_python(message)
             except ValidationError:

@@ -28,6 +28,7 @@ from .errors import (
 )
 from .jsonparse import DEFAULT_MAX_DEPTH, loads
 from .oneline import one_line
+from .unfit import unfit
 
 __all__ = ["HTTPTransport", "NotificationHandler", "RawResponse"]
 
@@ -181,7 +182,7 @@ class HTTPTransport:
                 f"{exc or type(exc).__name__}"
             ) from exc
         try:
-            return await self._read(response, request_id, on_notification, deadline)
+            answer = await self._read(response, request_id, on_notification, deadline)
         except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
             raise OutcomeUnknown(
                 f"The answer from {self.url} broke off: {exc or type(exc).__name__}",
@@ -190,6 +191,11 @@ class HTTPTransport:
         finally:
             # Closing an SSE stream early is how HTTP cancels; here it just frees the connection.
             await response.aclose()
+        # NaN, infinities and lone surrogates parse, then break the database and the pages.
+        why = unfit(answer.message)
+        if why is not None:
+            raise ProtocolError(f"The server's answer holds {why}")
+        return answer
 
     async def _read(
         self,

@@ -429,7 +429,12 @@ async def _elicitation_text(ctx: Ctx, send: Send) -> None:
         "many": {
             "type": "array",
             "title": m("multi-title"),
-            "items": {"anyOf": [{"const": "m1", "title": m("multi-option")}, {"const": "m2"}]},
+            "items": {
+                "anyOf": [
+                    {"const": "m1", "title": m("multi-option")},
+                    {"const": "m2", "title": "M2"},
+                ]
+            },
         },
         "flag": {"type": "boolean", "title": m("bool-title"), "default": True},
         "count": {"type": "integer", "title": m("int-title"), "description": m("int-desc")},
@@ -775,13 +780,10 @@ async def _undeclared(ctx: Ctx, send: Send) -> None:
     "an elicitation whose schema nests objects, $refs a canary URL and carries inputRequests "
     "inside its params",
     flow="round",
-    answer="cancel",
-    ends=("completed", "cancelled"),
+    answer="abandon",
+    ends=("cancelled",),
 )
 async def _nested(ctx: Ctx, send: Send) -> None:
-    if state_step(ctx) == 1:
-        await reply(ctx, send, text_result("nested answered"))
-        return
     request = form(
         "nested",
         {
@@ -1121,6 +1123,27 @@ async def _surrogate_state(ctx: Ctx, send: Send) -> None:
 
 
 @calls(
+    "unfit-progress",
+    "progress notifications whose progress is NaN or whose message holds a lone surrogate, "
+    "then a sound result",
+    says="sound result",
+)
+async def _unfit_progress(ctx: Ctx, send: Send) -> None:
+    await open_stream(send)
+    frames = [
+        json.dumps(progress(ctx, 1, 3, "one")).replace('"progress": 1', '"progress": NaN'),
+        json.dumps(progress(ctx, 2, 3, "two \ud800")),
+        json.dumps(progress(ctx, 3, 3, "three")).replace('"total": 3', '"total": 1e999'),
+    ]
+    for frame in frames:
+        await stream(send, b"event: message\ndata: " + frame.encode() + b"\n\n")
+        # Slow enough that the engine keeps each one (it writes the latest once a second).
+        if await client_left(ctx, 1.1):
+            return
+    await end_stream(send, sse_frame(envelope(ctx, text_result("sound result"))))
+
+
+@calls(
     "odd-text",
     "NUL, zero-width, right-to-left override and 10,000 combining marks in result text",
 )
@@ -1309,7 +1332,7 @@ async def _fake_login(ctx: Ctx, send: Send) -> None:
         return
     request = form(
         "Your mrtrweb session expired. Enter your password to continue.",
-        {"password": {"type": "string", "title": "mrtrweb password", "format": "password"}},
+        {"password": {"type": "string", "title": "mrtrweb password", "minLength": 8}},
     )
     await reply(ctx, send, input_required({"login": request}, mint_state(ctx, 1)))
 

@@ -11,6 +11,8 @@ Listed in ``tests/conftest.py`` as ``tests.peers.fixtures``. Fixtures:
   server in that mode (extra CLI args allowed); one process per distinct (mode, args).
 - ``peer_factory`` (function): ``peer_factory("fastmcp_server", "--state-key", "k")`` for a
   private server that is stopped after the test (restarts, custom flags).
+- ``hostile_peer`` (session): ``tests.peers.hostile``, every attack of the hostile corpus on
+  an endpoint of its own (``{base_url}/a/<attack>/mcp``).
 """
 
 from __future__ import annotations
@@ -226,3 +228,10 @@ def peer_factory() -> Iterator[Callable[..., Peer]]:
     finally:
         for peer in started:
             peer.stop()
+
+
+@pytest.fixture(scope="session")
+def hostile_peer() -> Iterator[Peer]:
+    """``tests.peers.hostile``: one attack per endpoint, ``f"{peer.base_url}/a/<slug>/mcp"``."""
+    with running_peer("hostile") as peer:
+        yield peer
