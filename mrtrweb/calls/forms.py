@@ -40,6 +40,7 @@ from mrtrweb.elicitation import (
     prefix_for_key,
 )
 from mrtrweb.elicitation.requests import ELICIT_METHOD
+from mrtrweb.elicitation.schema import MAX_FIELDS, MAX_OPTIONS
 
 from .models import Round
 
@@ -93,6 +94,8 @@ def flat_arguments(schema: Any) -> tuple[ArgumentSpec, ...]:
     required = schema.get("required") or []
     if not isinstance(properties, Mapping) or not isinstance(required, list):
         raise NotFlat("the input schema's properties are malformed")
+    if len(properties) > MAX_FIELDS:
+        raise NotFlat(f"the input schema has {len(properties)} properties, too many for fields")
     return tuple(_argument(name, prop, name in required) for name, prop in properties.items())
 
 
@@ -116,6 +119,9 @@ def _argument(name: str, prop: Any, required: bool) -> ArgumentSpec:
             raise NotFlat(f"property {name!r} has a malformed enum")
         if any(isinstance(v, dict | list) for v in values):
             raise NotFlat(f"property {name!r} has structured enum values")
+        if len(values) > MAX_OPTIONS:
+            # As many choices as a round's form may show (elicitation.schema says why).
+            raise NotFlat(f"property {name!r} has {len(values)} choices, too many for a field")
         choices = tuple(v for v in values if v is not None)
         return ArgumentSpec(
             kind="enum", choices=choices, **{**common, "nullable": nullable or None in values}

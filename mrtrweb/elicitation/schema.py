@@ -47,6 +47,12 @@ TOP_LEVEL_KEYS = frozenset(
     | ANNOTATION_KEYS
 )
 STRING_FORMATS = ("email", "uri", "date", "date-time")
+# A form must stay one a person can fill in, on a page that renders in good time: Django
+# renders a select or checkbox list at about a millisecond an option, so a server's 100,000
+# options cost 13 s on every view of the round. More than this is refused, not shown.
+MAX_FIELDS = 100
+MAX_OPTIONS = 1000
+MAX_FORM_OPTIONS = 2000
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -158,6 +164,11 @@ def classify(schema: Mapping[str, Any]) -> FormSpec:
     extra = sorted(set(schema) - TOP_LEVEL_KEYS, key=str)
     if extra:
         raise UnsupportedSchema(f"unsupported top-level keyword(s): {', '.join(map(str, extra))}")
+    properties = schema.get("properties")
+    if isinstance(properties, Mapping) and len(properties) > MAX_FIELDS:
+        raise UnsupportedSchema(
+            f"{len(properties)} properties, more than the {MAX_FIELDS} a form may have"
+        )
     top = _validate(RequestedSchema, schema, None)
     required_names = top.required or []
     unknown = [name for name in required_names if name not in top.properties]
@@ -167,6 +178,11 @@ def classify(schema: Mapping[str, Any]) -> FormSpec:
     fields = []
     for prop, definition in top.properties.items():
         fields.append(_classify_property(prop, definition, prop in required))
+    options = sum(len(spec.options) for spec in fields)
+    if options > MAX_FORM_OPTIONS:
+        raise UnsupportedSchema(
+            f"{options} options in all, more than the {MAX_FORM_OPTIONS} a form may have"
+        )
     return FormSpec(fields=tuple(fields))
 
 
@@ -343,6 +359,10 @@ def _multi(prop: str, definition: Mapping[str, Any], required: bool) -> FieldSpe
 def _options(prop: str, pairs: Sequence[tuple[str, str | None]]) -> tuple[Option, ...]:
     if not pairs:
         raise UnsupportedSchema("an enumeration needs at least one option", prop=prop)
+    if len(pairs) > MAX_OPTIONS:
+        raise UnsupportedSchema(
+            f"{len(pairs)} options, more than the {MAX_OPTIONS} a field may have", prop=prop
+        )
     values = [value for value, _ in pairs]
     if len(set(values)) != len(values):
         # Which title would a duplicate value carry? Refuse rather than guess.

@@ -62,7 +62,9 @@ ResultT = TypeVar("ResultT", bound=mcp_types.Result)
 
 # The SDK caps cache lifetimes at a day; a server asking for more is trusted no further.
 MAX_TTL_MS = 24 * 60 * 60 * 1000
-MAX_PAGES = 1000
+# A listing that never ends is refused after this many pages. Each page is a request made
+# while a page of the app waits (the catalog is listed on the start page): 1,000 took 6 s.
+MAX_PAGES = 100
 
 # Era verdicts per endpoint URL, shared by every client in the process (spec: cache per origin).
 _ERA_CACHE: dict[str, Era] = {}

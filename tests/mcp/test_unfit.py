@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import mcp_types
 import pytest
 
@@ -65,3 +66,18 @@ def test_unfit_does_not_recurse() -> None:
     for _ in range(100_000):
         value = [value]
     assert unfit(value) is not None
+
+
+async def test_a_listing_that_never_ends_is_refused_after_a_hundred_pages(
+    hostile_peer: Any,
+) -> None:
+    seen = f"{hostile_peer.base_url}/_hostile/seen/endless-pages"
+    async with (
+        httpx.AsyncClient(timeout=5) as peer,
+        client_for(hostile_peer, "endless-pages") as client,
+    ):
+        await peer.delete(seen)
+        with pytest.raises(ProtocolError, match="more than 100 pages"):
+            await client.list_tools(use_cache=False)
+        listed = [e for e in (await peer.get(seen)).json() if e["rpc_method"] == "tools/list"]
+    assert len(listed) == 100

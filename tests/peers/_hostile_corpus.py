@@ -642,7 +642,7 @@ def _url_attack(slug: str, summary: str, urls: Callable[[Ctx], dict[str, str]]) 
         }
         await reply(ctx, send, input_required(requests, mint_state(ctx, 1)))
 
-    register(slug, summary, call=handler, flow="round", answer="consent-decline")
+    register(slug, summary, call=handler, flow="round", answer="consent-cancel")
 
 
 _url_attack(
@@ -780,10 +780,13 @@ async def _undeclared(ctx: Ctx, send: Send) -> None:
     "an elicitation whose schema nests objects, $refs a canary URL and carries inputRequests "
     "inside its params",
     flow="round",
-    answer="abandon",
-    ends=("cancelled",),
+    answer="decline",
+    ends=("completed",),
 )
 async def _nested(ctx: Ctx, send: Send) -> None:
+    if state_step(ctx) == 1:
+        await reply(ctx, send, text_result("nested answered"))
+        return
     request = form(
         "nested",
         {
@@ -1029,8 +1032,7 @@ register(
     "tools/list that always has a next page",
     catalog={"tools/list": _endless_pages},
     flow="probe",
-    says="more than 1000 pages",
-    heavy=True,
+    says="more than 100 pages",
     settle=60.0,
 )
 
@@ -1249,7 +1251,7 @@ async def _stream_requests(ctx: Ctx, send: Send) -> None:
     "redirect",
     "307 to another host: never followed, and the person is told the server redirected",
     ends=("failed",),
-    says="redirect",
+    says="redirected",
 )
 async def _redirect(ctx: Ctx, send: Send) -> None:
     port = ctx.base.rsplit(":", 1)[1]

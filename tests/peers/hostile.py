@@ -10,7 +10,8 @@ Test-only routes:
 - ``/canary/<anything>`` (any method): records a hit. Every attack that smuggles a URL points
   it here, so anything that follows, fetches or pre-fetches one (the app or a browser) shows.
 - ``GET /_hostile/hits`` (``DELETE`` clears): the canary hits, ``{"path", "method", "headers"}``.
-- ``GET /_hostile/seen/<attack>``: what that endpoint received, oldest first: ``{"method",
+- ``GET /_hostile/seen/<attack>`` (``DELETE`` clears): what that endpoint received, oldest first
+  (the last 200): ``{"method",
   "rpc_method", "headers", "params"}`` (params without ``_meta``; a ``requestState`` longer
   than 200 characters is replaced by its length and SHA-256).
 - ``GET /_hostile/attacks``: the corpus (slug and summary of each attack).
@@ -70,7 +71,10 @@ class HostileServer:
             await send_json(send, 200, self.hits)
             return
         if path.startswith("/_hostile/seen/"):
-            await send_json(send, 200, list(self.seen[path.removeprefix("/_hostile/seen/")]))
+            seen = self.seen[path.removeprefix("/_hostile/seen/")]
+            if scope["method"] == "DELETE":
+                seen.clear()
+            await send_json(send, 200, list(seen))
             return
         if path == "/_hostile/attacks":
             await send_json(send, 200, [{"slug": a.slug, "summary": a.summary} for a in ATTACKS])
