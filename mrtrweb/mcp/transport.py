@@ -66,20 +66,32 @@ async def _read_body(response: httpx.Response, limit: int) -> bytes:
 
 
 async def _sse_data(response: httpx.Response, limit: int) -> AsyncIterator[str]:
-    """Yield the data of each SSE event (per the WHATWG event-stream rules)."""
-    buffer = b""
+    """Yield the data of each SSE event (per the WHATWG event-stream rules).
+
+    Each byte is scanned once: a server's 10 MB line without a break, re-scanned and copied
+    whole for every chunk that arrived, cost seconds of CPU (and the GIL) before.
+    """
+    buffer = bytearray()
     data: list[str] = []
     event_type = ""
     async for chunk in _limited_chunks(response, limit):
+        # Before the new bytes only the unfinished line remains; its last byte may be a CR
+        # that a LF in this chunk completes.
+        search = max(len(buffer) - 1, 0)
         buffer += chunk
-        # Lines end with CRLF, LF or CR; a lone CR at the end may be half of a CRLF.
+        start = 0  # where the current line begins
+        lf = cr = -1  # the next LF and CR at or after `search` (len(buffer) when none)
         while True:
-            cut = min((i for i in (buffer.find(b"\n"), buffer.find(b"\r")) if i >= 0), default=-1)
-            if cut < 0 or (buffer[cut : cut + 1] == b"\r" and cut + 1 == len(buffer)):
+            if lf < search:
+                lf = buffer.find(b"\n", search) % (len(buffer) + 1)
+            if cr < search:
+                cr = buffer.find(b"\r", search) % (len(buffer) + 1)
+            cut = min(lf, cr)
+            # Lines end with CRLF, LF or CR; a lone CR at the end may be half of a CRLF.
+            if cut == len(buffer) or (cut == cr and cut + 1 == len(buffer)):
                 break
-            line = buffer[:cut].decode("utf-8", errors="replace")
-            skip = 2 if buffer[cut : cut + 2] == b"\r\n" else 1
-            buffer = buffer[cut + skip :]
+            line = buffer[start:cut].decode("utf-8", errors="replace")
+            start = search = cut + (2 if cut == cr and lf == cut + 1 else 1)
             if line == "":
                 if data and event_type in ("", "message"):
                     yield "\n".join(data)
@@ -93,6 +105,7 @@ async def _sse_data(response: httpx.Response, limit: int) -> AsyncIterator[str]:
                 data.append(value)
             elif name == "event":
                 event_type = value
+        del buffer[:start]
     if data and event_type in ("", "message"):
         yield "\n".join(data)
 
