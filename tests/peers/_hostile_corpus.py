@@ -262,8 +262,9 @@ def listing(
     resources: Callable[[Ctx], list[dict[str, Any]]] | None = None,
     templates: Callable[[Ctx], list[dict[str, Any]]] | None = None,
     server_name: Callable[[Ctx], str] | None = None,
+    ttl_ms: int = 0,
 ) -> dict[str, Handler]:
-    """The handlers of an attack's catalog."""
+    """The handlers of an attack's catalog (listed afresh on every view unless ``ttl_ms``)."""
 
     async def discover(ctx: Ctx, send: Send) -> None:
         capabilities: dict[str, Any] = {"tools": {}}
@@ -276,7 +277,7 @@ def listing(
             "supportedVersions": [PROTOCOL_VERSION],
             "capabilities": capabilities,
             "instructions": instructions(ctx) if callable(instructions) else instructions,
-            "ttlMs": 0,
+            "ttlMs": ttl_ms,
             "cacheScope": "private",
             "_meta": {
                 "io.modelcontextprotocol/serverInfo": {
@@ -290,7 +291,12 @@ def listing(
     def lister(key: str, items: Callable[[Ctx], list[dict[str, Any]]] | None) -> Handler:
         async def handler(ctx: Ctx, send: Send) -> None:
             listed = items(ctx) if items is not None else ([tool()] if key == "tools" else [])
-            result = {"resultType": "complete", key: listed, "ttlMs": 0, "cacheScope": "private"}
+            result = {
+                "resultType": "complete",
+                key: listed,
+                "ttlMs": ttl_ms,
+                "cacheScope": "private",
+            }
             await reply(ctx, send, result)
 
         return handler
@@ -889,11 +895,11 @@ async def _huge_stream(ctx: Ctx, send: Send) -> None:
 
 @calls(
     "big-result",
-    "a 6 MB text result, under the size limit: stored and shown, in bounded time",
+    "a 3 MB text result, under the size limit: stored and shown, in bounded time",
     heavy=True,
 )
 async def _big_result(ctx: Ctx, send: Send) -> None:
-    await send_bytes(send, _big_text_body(ctx, 6_000_000))
+    await send_bytes(send, _big_text_body(ctx, 3_000_000))
 
 
 _HUGE_STATE = 9_500_000
@@ -948,7 +954,7 @@ def _deep(levels: int) -> bytes:
     "a result nested 100,000 levels deep",
     ends=("failed",),
     says="levels deep",
-    settle=10.0,
+    settle=6.0,
 )
 async def _deep_100000(ctx: Ctx, send: Send) -> None:
     head = json.dumps(envelope(ctx, text_result("deep", structuredContent="@@"))).encode()
@@ -961,7 +967,7 @@ async def _deep_100000(ctx: Ctx, send: Send) -> None:
     "a result nested 950 levels deep (parses, but breaks serialisers)",
     ends=("failed",),
     says="levels deep",
-    settle=10.0,
+    settle=6.0,
 )
 async def _deep_950(ctx: Ctx, send: Send) -> None:
     head = json.dumps(envelope(ctx, text_result("deep", structuredContent={"x": "@@"}))).encode()
@@ -975,7 +981,7 @@ async def _deep_950(ctx: Ctx, send: Send) -> None:
     flow="round",
     answer="decline",
     ends=("waiting", "failed"),
-    settle=10.0,
+    settle=6.0,
 )
 async def _deep_on_answer(ctx: Ctx, send: Send) -> None:
     if ctx.state is not None:
@@ -1046,7 +1052,8 @@ def _many_tools(ctx: Ctx) -> list[dict[str, Any]]:
 register(
     "huge-catalog",
     "10,000 tools in one listing",
-    catalog=listing(tools=_many_tools),
+    # Listed once a minute, as a server with a big catalog would say (each listing is 3 MB).
+    catalog=listing(tools=_many_tools, ttl_ms=60_000),
     call=lambda ctx, send: reply(ctx, send, text_result("one of many")),
     heavy=True,
 )
