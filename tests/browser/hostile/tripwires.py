@@ -4,7 +4,8 @@
   requests to any origin but the app's, navigations away from it, and 5xx answers from the
   app; :meth:`Tripwires.inspect` checks the page as shown: no canary global, no element or
   attribute injected from server text, no link or frame to anything but http(s), no
-  password field or off-site form, and no secret in the HTML.
+  password field or off-site form, no text reordered by a server's bidi controls, and no
+  secret in the HTML.
 - :class:`Pinger` asks the app's ``/healthz`` all along an attack, to prove the web process
   stays responsive; :func:`rss_mb` reads its memory.
 - :func:`call_state` reads a call's status (and its rounds') straight from the app's SQLite
@@ -26,7 +27,8 @@ from urllib.parse import urlsplit
 _INSPECT_JS = """
 () => {
   const out = {pwned: window.__pwned === undefined ? null : String(window.__pwned),
-               injected: [], handlers: [], links: [], frames: [], passwords: [], forms: []};
+               injected: [], handlers: [], links: [], frames: [], passwords: [], forms: [],
+               bidi: []};
   for (const el of document.querySelectorAll('[data-pwn]')) {
     out.injected.push(el.outerHTML.slice(0, 160));
   }
@@ -55,6 +57,37 @@ _INSPECT_JS = """
   for (const f of document.querySelectorAll('form[action]')) {
     const action = new URL(f.getAttribute('action'), location.href);
     if (action.origin !== location.origin) out.forms.push(action.href);
+  }
+  // Bidi controls a server sent must not reorder the text after it (a right-to-left override
+  // in a name would turn the address shown next to it around). For each text node holding
+  // one, a word in a later text node of the same block must still run left to right.
+  const controls = /[\u202a-\u202e\u2066-\u2069]/;
+  const texts = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  const holders = [];
+  for (let node = texts.nextNode(); node; node = texts.nextNode()) {
+    if (controls.test(node.data)) holders.push(node);
+  }
+  for (const holder of holders) {
+    let block = holder.parentElement;
+    while (block.parentElement && getComputedStyle(block).display.startsWith('inline')) {
+      block = block.parentElement;
+    }
+    const after = document.createTreeWalker(block, NodeFilter.SHOW_TEXT);
+    after.currentNode = holder;
+    for (let node = after.nextNode(); node; node = after.nextNode()) {
+      const word = /[A-Za-z]{3,}/.exec(node.data);
+      if (!word) continue;
+      const at = (i) => {
+        const range = document.createRange();
+        range.setStart(node, i);
+        range.setEnd(node, i + 1);
+        return range.getBoundingClientRect();
+      };
+      const first = at(word.index), last = at(word.index + word[0].length - 1);
+      if (Math.abs(first.top - last.top) < 2 && first.left > last.left) {
+        out.bidi.push(word[0] + ' in ' + block.tagName);
+      }
+    }
   }
   return out;
 }
@@ -126,6 +159,7 @@ class Tripwires:
             ("frames", "a frame, embed, base or refresh element"),
             ("passwords", "a password field"),
             ("forms", "a form posting off-site"),
+            ("bidi", "text reordered by a server's bidi controls"),
         ):
             for item in found[key]:
                 self.problems.append(f"{at}: {what}: {item}")
