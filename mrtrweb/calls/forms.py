@@ -40,7 +40,7 @@ from mrtrweb.elicitation import (
     prefix_for_key,
 )
 from mrtrweb.elicitation.requests import ELICIT_METHOD
-from mrtrweb.elicitation.schema import MAX_FIELDS, MAX_OPTIONS
+from mrtrweb.elicitation.schema import MAX_FIELDS, MAX_FORM_OPTIONS, MAX_OPTIONS
 
 from .models import Round
 
@@ -475,6 +475,18 @@ class TemplateForm(forms.Form):
 # -- answering a round ----------------------------------------------------------------------------
 
 
+# At most this many questions in one round are shown (a server's 5,000 took 6 s to render,
+# and were more fields than Django accepts in one post, so they could not even be cancelled).
+MAX_QUESTIONS = 20
+
+
+def _too_big(why: str) -> str:
+    return (
+        f"{why}: one page shows at most {MAX_QUESTIONS} questions, {MAX_FIELDS} fields and "
+        f"{MAX_FORM_OPTIONS} options in all."
+    )
+
+
 @dataclass
 class Section:
     """One input request of a round, as the round page shows it."""
@@ -518,10 +530,18 @@ class RoundAnswers:
         self.round = round
         self.sections: list[Section] = []
         saved = saved or {}
-        for key, request in round.requests():
+        requests = list(round.requests())
+        # What one page may show in all, whatever the server asked: beyond it the questions
+        # are not rendered, and only Decline or Cancel answer them (see _too_big).
+        fields_left, options_left = MAX_FIELDS, MAX_FORM_OPTIONS
+        for key, request in requests:
             prefix = prefix_for_key(key)
             method = request.get("method", "") if isinstance(request, Mapping) else ""
             section = Section(key=key, prefix=prefix, method=str(method), mode="invalid")
+            if len(requests) > MAX_QUESTIONS:
+                section.error = _too_big(f"The server asked {len(requests)} questions at once")
+                self.sections.append(section)
+                continue
             params = request.get("params") if isinstance(request, Mapping) else None
             if isinstance(params, Mapping) and isinstance(params.get("message"), str):
                 section.message = params["message"]
@@ -544,6 +564,12 @@ class RoundAnswers:
             else:
                 try:
                     spec = classify(parsed.schema)
+                    fields_left -= len(spec)
+                    options_left -= sum(len(field.options) for field in spec)
+                    if fields_left < 0 or options_left < 0:
+                        section.error = _too_big("With this question the round asks too much")
+                        self.sections.append(section)
+                        continue
                     initial = initial_from_content(spec, saved[key]) if key in saved else None
                     section.form = build_form(
                         spec, prefix=prefix, data=data, initial=initial, tz=tz
