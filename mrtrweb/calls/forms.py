@@ -539,7 +539,9 @@ class RoundAnswers:
             method = request.get("method", "") if isinstance(request, Mapping) else ""
             section = Section(key=key, prefix=prefix, method=str(method), mode="invalid")
             if len(requests) > MAX_QUESTIONS:
-                section.error = _too_big(f"The server asked {len(requests)} questions at once")
+                # Said once, above the first: the page stays small however many there are.
+                if not self.sections:
+                    section.error = _too_big(f"The server asked {len(requests)} questions at once")
                 self.sections.append(section)
                 continue
             params = request.get("params") if isinstance(request, Mapping) else None

@@ -25,6 +25,7 @@ import asyncio
 import base64
 import hashlib
 import json
+import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -371,6 +372,15 @@ def _listing_tools(ctx: Ctx) -> list[dict[str, Any]]:
             title=ctx.markup("tool-title"),
             description=ctx.markup("tool-description"),
             annotations={"title": ctx.markup("annotation-title")},
+            # Icons a client might fetch, or render as SVG with its script.
+            icons=[
+                {"src": ctx.canary("icon.png"), "mimeType": "image/png"},
+                {
+                    "src": "data:image/svg+xml;base64,"
+                    + base64.b64encode(b'<svg onload="window.__pwned=1"/>').decode(),
+                    "mimeType": "image/svg+xml",
+                },
+            ],
             inputSchema={
                 "type": "object",
                 "properties": {
@@ -1002,8 +1012,9 @@ async def _deep_on_answer(ctx: Ctx, send: Send) -> None:
 )
 async def _keep_alive_forever(ctx: Ctx, send: Send) -> None:
     await open_stream(send)
-    # Bounded, so a client that never gives up cannot keep this test server busy for ever.
-    for _ in range(180):
+    # Bounded, so a client that never gives up cannot keep this test server (or the app's
+    # shutdown at the end of the tests) busy for ever.
+    for _ in range(45):
         await stream(send, b": still working\n\n")
         if await client_left(ctx, 1.0):
             return
@@ -1073,6 +1084,83 @@ async def _huge_enum(ctx: Ctx, send: Send) -> None:
     options = [f"option {i}" for i in range(100_000)]
     request = form("Pick one", {"pick": {"type": "string", "enum": options}})
     await reply(ctx, send, input_required({"pick": request}, mint_state(ctx, 1)))
+
+
+@calls(
+    "many-questions",
+    "a round of 5,000 input requests, each a form of its own",
+    flow="round",
+    answer="cancel",
+    heavy=True,
+)
+async def _many_questions(ctx: Ctx, send: Send) -> None:
+    if ctx.state is not None:
+        await reply(ctx, send, text_result(f"{len(ctx.responses)} answers"))
+        return
+    requests = {f"q{i}": form(f"Question {i}", {"a": {"type": "string"}}) for i in range(5000)}
+    await reply(ctx, send, input_required(requests, mint_state(ctx, 1)))
+
+
+@calls(
+    "many-blocks",
+    "a result of 20,000 content blocks (1.6 MB of markup on the call page)",
+    heavy=True,
+)
+async def _many_blocks(ctx: Ctx, send: Send) -> None:
+    content = [{"type": "text", "text": f"block {i}"} for i in range(20_000)]
+    await reply(ctx, send, {"resultType": "complete", "content": content})
+
+
+@calls(
+    "gzip-bomb",
+    "a gzip-encoded answer of 200 KB that inflates to 200 MB",
+    ends=("failed",),
+    says="exceeded the limit",
+)
+async def _gzip_bomb(ctx: Ctx, send: Send) -> None:
+    await send_bytes(send, _bomb(), headers=(("content-encoding", "gzip"),))
+
+
+_BOMB: list[bytes] = []
+
+
+def _bomb() -> bytes:
+    if not _BOMB:
+        packer = zlib.compressobj(9, zlib.DEFLATED, 31)  # 31: a gzip header and trailer
+        zeros = b"0" * (1 << 20)
+        _BOMB.append(b"".join(packer.compress(zeros) for _ in range(200)) + packer.flush())
+    return _BOMB[0]
+
+
+@calls(
+    "busy-forever",
+    "a round whose resubmission is refused with 429 and Retry-After of 30 years",
+    flow="round",
+    answer="decline",
+    ends=("waiting",),
+)
+async def _busy_forever(ctx: Ctx, send: Send) -> None:
+    if ctx.state is not None:
+        headers = (("retry-after", "999999999"),)
+        await send_bytes(send, b"busy", status=429, content_type="text/plain", headers=headers)
+        return
+    request = form("Try me", {"ok": {"type": "boolean"}})
+    await reply(ctx, send, input_required({"q": request}, mint_state(ctx, 1)))
+
+
+@calls(
+    "auth-challenge",
+    "401 whose WWW-Authenticate points resource metadata at the canary, and markup",
+    ends=("failed",),
+)
+async def _auth_challenge(ctx: Ctx, send: Send) -> None:
+    challenge = (
+        f'Bearer resource_metadata="{ctx.canary("metadata")}", '
+        'error="invalid_token", error_description="<script>window.__pwned=1</script>"'
+    )
+    body = ctx.markup("401").encode()
+    headers = (("www-authenticate", challenge),)
+    await send_bytes(send, body, status=401, content_type="text/html", headers=headers)
 
 
 # == numbers and odd text =========================================================================

@@ -23,7 +23,7 @@ import pytest
 
 from mrtrweb.servers.models import Connection
 from tests.browser.conftest import LiveApp
-from tests.browser.hostile.conftest import PERSON_EMAIL, connection_name
+from tests.browser.hostile.conftest import PERSON_EMAIL, TOKEN_SECRET, connection_name
 from tests.browser.hostile.tripwires import CallState, Pinger, Tripwires, call_state, rss_mb, settle
 from tests.peers._hostile_corpus import ATTACKS, Attack
 from tests.peers.fixtures import Peer
@@ -77,6 +77,7 @@ class Visit:
         self.people = (person, operator, admin)
         self.starter = operator if attack.flow in ("prompt", "resource") else person
         self.problems: list[str] = []
+        self.timings: list[str] = []  # each page load, for the failure message
         for each in self.people:
             each.reset()
 
@@ -88,6 +89,7 @@ class Visit:
         began = time.monotonic()
         response = who.page.goto(path)
         took = time.monotonic() - began
+        self.timings.append(f"{where} {took:.1f}s")
         if took > SLOWEST_PAGE:
             self.problems.append(f"{where} took {took:.1f}s to load")
         if response is not None and response.status >= 500:
@@ -161,7 +163,7 @@ class Visit:
             self.problems.append(f"the call was left in flight: {state}")
         elif state.status not in self.attack.ends:
             self.problems.append(
-                f"the call ended {state.status!r}, not {self.attack.ends}: {state.error[:300]}"
+                f"the call ended {state.status!r}, not {self.attack.ends}: {state}"[:400]
             )
         if "Traceback" in state.error:
             self.problems.append(f"the call's error is a traceback: {state.error[:300]}")
@@ -175,7 +177,9 @@ class Visit:
     def look_around(self, state: CallState | None) -> None:
         person, operator, admin = self.people
         self.goto(person, "/inbox/", "the inbox")
-        self.goto(person, "/calls/", "the call list")
+        if self.attack.flow == "round" or self.attack.tool != "attack":
+            # The list shows the tool's name and the round's state; elsewhere it adds nothing.
+            self.goto(person, "/calls/", "the call list")
         if state is not None:
             self.goto(admin, f"/dashboard/calls/{state.call_id}/audit/", "the audit trail")
         if self.attack.operator:
@@ -186,9 +190,23 @@ class Visit:
                 (f"/operators/{self.conn}/edit/", "the connection form"),
             ):
                 self.goto(operator, path, where)
+            self.register_and_test()
             if state is not None:
                 self.goto(admin, f"/admin/calls/call/{state.call_id}/change/", "the admin's call")
                 self.goto(admin, "/dashboard/rounds/", "the dashboard's rounds")
+
+    def register_and_test(self) -> None:
+        """The operator adds the attack's server through the console's form and tests it."""
+        operator = self.people[1]
+        page = operator.page
+        self.goto(operator, "/operators/new/", "the new connection form")
+        page.fill('input[name="name"]', f"{self.conn}-again"[:64])
+        page.fill('input[name="url"]', f"{self.peer.base_url}/a/{self.attack.slug}/mcp")
+        page.fill('input[name="bearer_token"]', TOKEN_SECRET)
+        self.click(operator, 'form:has(input[name="url"]) button[type="submit"]', "the new one")
+        page.get_by_role("button", name="Test connection").click()
+        page.locator("#test-result *").first.wait_for()
+        operator.inspect("the connection test")
 
     # -- what every attack must hold ---------------------------------------------------------
 
@@ -285,6 +303,8 @@ def test_attack_held(
         _mcp_name_encoded(visit)
         _email_of_round(visit, log_mark)
     problems = visit.verdict(pinger)
-    assert not problems, f"{attack.slug} ({attack.summary}) was not held:\n- " + "\n- ".join(
-        problems
+    assert not problems, (
+        f"{attack.slug} ({attack.summary}) was not held:\n- "
+        + "\n- ".join(problems)
+        + f"\n(pages: {', '.join(visit.timings)})"
     )
