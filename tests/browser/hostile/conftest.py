@@ -164,12 +164,17 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 _OUTCOMES: dict[str, tuple[str, str]] = {}
+# The web process's largest resident memory after an attack, and its slowest /healthz.
+_PEAKS = {"rss_mb": 0.0, "slowest_ping": 0.0}
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if "test_hostile.py::test_attack_held[" not in report.nodeid:
         return
     slug = report.nodeid.rsplit("[", 1)[1].rstrip("]")
+    for name, value in report.user_properties:
+        if name in _PEAKS:
+            _PEAKS[name] = max(_PEAKS[name], float(value))
     if report.when == "call" or (report.when == "setup" and not report.passed):
         if hasattr(report, "wasxfail"):
             _OUTCOMES[slug] = ("xfail", str(report.wasxfail))
@@ -192,4 +197,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     for slug, (outcome, why) in sorted(_OUTCOMES.items()):
         if outcome != "held":
             write(f"not held: {slug} ({outcome}{': ' + why if why else ''})")
+    write(
+        f"web process: at most {_PEAKS['rss_mb']:.0f} MB resident after an attack; "
+        f"/healthz answered within {_PEAKS['slowest_ping']:.2f} s all along"
+    )
     write(f"attacks held: {held}/{len(_OUTCOMES)}")

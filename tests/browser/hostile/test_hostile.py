@@ -8,6 +8,8 @@ request or navigation off the app's origin, no secret in a page, no 5xx, no cana
 responsive web process of bounded size; and the call ends as the attack says (never left
 running, no round left delivering), with a plain message.
 
+``test_each_tripwire_fires`` proves every tripwire catches what it looks for.
+
 Attacks that need defences being built on the ``limits`` branch are xfailed (strict) below,
 each marked for the coordinator to delete once merged; they count as not held.
 """
@@ -22,8 +24,8 @@ import httpx
 import pytest
 
 from mrtrweb.servers.models import Connection
-from tests.browser.conftest import LiveApp
-from tests.browser.hostile.conftest import PERSON_EMAIL, TOKEN_SECRET, connection_name
+from tests.browser.conftest import LiveApp, _new_page
+from tests.browser.hostile.conftest import PERSON_EMAIL, SECRETS, TOKEN_SECRET, connection_name
 from tests.browser.hostile.tripwires import CallState, Pinger, Tripwires, call_state, rss_mb, settle
 from tests.peers._hostile_corpus import ATTACKS, Attack
 from tests.peers.fixtures import Peer
@@ -290,6 +292,7 @@ def test_attack_held(
     person: Tripwires,
     operator: Tripwires,
     admin: Tripwires,
+    record_property: Any,
 ) -> None:
     visit = Visit(attack, hostile_app, hostile_peer, person, operator, admin)
     log_mark = len(hostile_app.log("web"))
@@ -303,8 +306,53 @@ def test_attack_held(
         _mcp_name_encoded(visit)
         _email_of_round(visit, log_mark)
     problems = visit.verdict(pinger)
+    record_property("slowest_ping", pinger.slowest)
+    record_property("rss_mb", rss_mb(hostile_app.processes["web"].pid))
     assert not problems, (
         f"{attack.slug} ({attack.summary}) was not held:\n- "
         + "\n- ".join(problems)
         + f"\n(pages: {', '.join(visit.timings)})"
     )
+
+
+# -- the tripwires themselves fire ------------------------------------------------------------
+# Without this, an attack could pass because a tripwire never looks.
+
+BREACHED = """
+<p>{secret}</p>
+<b data-pwn="x">injected</b>
+<img src="http://127.0.0.1:9/canary/self-test.png" onerror="window.__pwned='img'">
+<a href="javascript:void(0)">js</a>
+<iframe srcdoc="<p>x</p>"></iframe>
+<form action="http://127.0.0.1:9/steal"><input type="password" name="pw"></form>
+<script>window.__pwned = 'script'; alert('pwned');</script>
+<p>Server: <strong>\u202eevil</strong> at <span>https://example.org</span></p>
+"""
+
+
+def test_each_tripwire_fires(browser: Any, hostile_app: LiveApp) -> None:
+    page = _new_page(browser, hostile_app)
+    try:
+        wires = Tripwires(page=page, origin=hostile_app.base_url, secrets=SECRETS)
+        page.goto("/healthz")
+        page.set_content(BREACHED.format(secret=SECRETS[0]))
+        wires.inspect("a breached page")
+        found = "\n".join(wires.problems)
+        for expected in (
+            "dialog opened",
+            "injected script ran",
+            "an element injected from server text",
+            "an on* event handler attribute",
+            "a link that is not http(s)",
+            "a frame, embed, base or refresh element",
+            "a password field",
+            "a form posting off-site",
+            "the page shows the secret",
+            "text reordered by a server's bidi controls",
+            "the browser requested http://127.0.0.1:9/canary/self-test.png",
+        ):
+            assert expected in found, f"{expected!r} was not caught; caught:\n{found}"
+        wires.reset()
+        assert wires.problems == []
+    finally:
+        page.context.close()
