@@ -102,8 +102,13 @@ class Visit:
     def click(self, who: Tripwires, selector: str, where: str) -> None:
         with who.page.expect_navigation(
             wait_until="load", timeout=max(15_000, self.attack.settle * 1000)
-        ):
+        ) as navigation:
             who.page.locator(selector).first.click()
+        response = navigation.value
+        # Every button the flows press must work: a refusal (a 400 for a post Django finds too
+        # big, say) would leave the person stuck.
+        if response is not None and response.status >= 400:
+            self.problems.append(f"{where} answered HTTP {response.status}")
         who.inspect(where)
 
     # -- the flows ---------------------------------------------------------------------------
