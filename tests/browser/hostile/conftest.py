@@ -41,6 +41,13 @@ TOKEN_SECRET = "hostile-connection-token-7d1f"
 HEADER_SECRET = "hostile-header-secret-93ab"
 SECRETS = (SECRET, TOKEN_SECRET, HEADER_SECRET)
 
+# Where the app asks operators and admins for a second factor, they get the harness's
+# authenticator, whose code sign_in enters (tests/support/second_factor.py, where it exists).
+try:
+    from tests.support.second_factor import ENROL
+except ImportError:  # an app without two-step sign-in
+    ENROL = "def enrol(user):\n    return None\n"
+
 _SETUP = """
 import json
 from django.core.management import call_command
@@ -55,7 +62,8 @@ person = User.objects.create_user({person!r}, email={email!r}, password={person_
 person.groups.add(Group.objects.get(name="End users"))
 operator = User.objects.create_user({operator!r}, password={operator_pw!r})
 operator.groups.add(Group.objects.get(name="Operators"))
-User.objects.create_superuser({admin!r}, email="", password={admin_pw!r})
+enrol(operator)
+enrol(User.objects.create_superuser({admin!r}, email="", password={admin_pw!r}))
 fields = {{f.name for f in Connection._meta.get_fields()}}
 for spec in json.loads({connections!r}):
     extra = {{k: v for k, v in spec["fields"].items() if k in fields}}
@@ -94,7 +102,8 @@ def hostile_app(hostile_peer: Peer) -> Iterator[LiveApp]:
         ]
         app.shell(
             timeout=180,
-            code=_SETUP.format(
+            code=ENROL
+            + _SETUP.format(
                 person=PERSON[0],
                 email=PERSON_EMAIL,
                 person_pw=PERSON[1],
