@@ -16,6 +16,7 @@ each marked for the coordinator to delete once merged; they count as not held.
 
 from __future__ import annotations
 
+import email
 import time
 from typing import Any
 from urllib.parse import urlencode
@@ -266,14 +267,22 @@ ROUND_CHECKS = {
 
 
 def _email_of_round(visit: Visit, since: int) -> None:
+    """The round's email reached the person, with no header a server's text made up (its
+    body may quote that text: only the headers matter)."""
     log = visit.app.log("web")[since:]
     if "could not email round" in log or "BadHeaderError" in log:
         visit.problems.append("the round's email was lost to a bad header")
-    if f"To: {PERSON_EMAIL}" not in log:
+    # The console backend writes each message whole, then a line of 79 dashes.
+    sent = [chunk for chunk in log.split("-" * 79) if f"To: {PERSON_EMAIL}" in chunk]
+    if not sent:
         visit.problems.append("no email told the person about the round")
-    for line in log.splitlines():
-        if line.startswith(("Bcc:", "X-Injected:")):
-            visit.problems.append(f"a header was injected into the email: {line!r}")
+    for chunk in sent:
+        message = email.message_from_string(chunk[chunk.find("Content-Type:") :])
+        for name in ("Bcc", "X-Injected"):
+            if message[name] is not None:
+                visit.problems.append(f"a {name} header was injected: {message[name]!r}")
+        if len(message.get_all("Subject") or []) != 1:
+            visit.problems.append(f"the email has subjects {message.get_all('Subject')}")
 
 
 def _mcp_name_encoded(visit: Visit) -> None:
