@@ -24,7 +24,6 @@ from urllib.parse import urlencode
 import httpx
 import pytest
 
-from mrtrweb.servers.models import Connection
 from tests.browser.conftest import LiveApp, _new_page
 from tests.browser.hostile.conftest import PERSON_EMAIL, SECRETS, TOKEN_SECRET, connection_name
 from tests.browser.hostile.tripwires import CallState, Pinger, Tripwires, call_state, rss_mb, settle
@@ -39,26 +38,9 @@ MAX_RSS_MB = 1500.0
 # No page may take longer than this to load, whatever the server sent.
 SLOWEST_PAGE = 10.0
 
-xfail = pytest.mark.xfail
-NO_DL = not hasattr(Connection, "answer_deadline")
-# Defences being built on the limits branch; the coordinator deletes these lines on merging.
-LIMITS: dict[str, Any] = {
-    "deep-100000": xfail(strict=True, reason="LIMITS-BRANCH: depth limit"),  # LIMITS-BRANCH
-    "deep-950": xfail(strict=True, reason="LIMITS-BRANCH: depth limit"),  # LIMITS-BRANCH
-    "deep-on-answer": xfail(strict=True, reason="LIMITS-BRANCH: depth limit"),  # LIMITS-BRANCH
-    "redirect": xfail(strict=True, reason="LIMITS-BRANCH: Redirected error"),  # LIMITS-BRANCH
-    "header-injection": xfail(strict=True, reason="LIMITS-BRANCH: email subject"),  # LIMITS-BRANCH
-    "keep-alive-forever": xfail(NO_DL, strict=True, reason="LIMITS-BRANCH: time"),  # LIMITS-BRANCH
-}
-
 
 def _params() -> list[Any]:
-    return [
-        pytest.param(
-            attack, id=attack.slug, marks=[LIMITS[attack.slug]] if attack.slug in LIMITS else []
-        )
-        for attack in ATTACKS
-    ]
+    return [pytest.param(attack, id=attack.slug) for attack in ATTACKS]
 
 
 class Visit:
