@@ -18,6 +18,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from mrtrweb.elicitation import FormSpec, Kind
+from mrtrweb.elicitation.schema import MAX_FORM_OPTIONS, MAX_OPTIONS
 from tests.elicitation.strategies import (
     any_text,
     boolean_definitions,
@@ -238,12 +239,14 @@ def borderline_properties(draw: st.DrawFn) -> tuple[dict[str, Any], str | None]:
         suffix = draw(st.sampled_from(["", RTL, "<b>"]))  # one draw, not thousands
         values = [f"option {i} {suffix}" for i in range(count)]
         style = draw(st.sampled_from(["enum", "oneOf", "multi"]))
+        # More options than a field may have are refused (a page must render in good time).
+        fits = "render" if count <= MAX_OPTIONS else "refuse"
         if style == "enum":
-            return {"type": "string", "enum": values}, "render"
+            return {"type": "string", "enum": values}, fits
         titled = [{"const": v, "title": f"{XSS_MARK}<i>{i}</i>"} for i, v in enumerate(values)]
         if style == "oneOf":
-            return {"type": "string", "oneOf": titled}, "render"
-        return {"type": "array", "items": {"anyOf": titled}, "maxItems": count}, "render"
+            return {"type": "string", "oneOf": titled}, fits
+        return {"type": "array", "items": {"anyOf": titled}, "maxItems": count}, fits
     if choice == 1:  # bounds equal
         kind = draw(st.sampled_from(["string", "integer", "number", "array"]))
         if kind == "string":
@@ -357,6 +360,16 @@ def borderline_properties(draw: st.DrawFn) -> tuple[dict[str, Any], str | None]:
 _BORDERLINE_LISTS = st.lists(borderline_properties(), min_size=1, max_size=3)
 
 
+def _options(definition: dict[str, Any]) -> int:
+    """How many options a property offers (as the form counts them), 0 for free input."""
+    items = definition.get("items")
+    for source in (definition, items if isinstance(items, dict) else {}):
+        for key in ("enum", "oneOf", "anyOf"):
+            if isinstance(source.get(key), list):
+                return len(source[key])
+    return 0
+
+
 @st.composite
 def borderline_requests(draw: st.DrawFn) -> Generated:
     shape = draw(st.integers(0, 4))
@@ -371,6 +384,8 @@ def borderline_requests(draw: st.DrawFn) -> Generated:
     names = draw(st.lists(nasty_text, min_size=len(picked), max_size=len(picked), unique=True))
     properties = {name: definition for name, (definition, _) in zip(names, picked, strict=True)}
     expects = [expect for _, expect in picked]
+    if sum(_options(definition) for definition, _ in picked) > MAX_FORM_OPTIONS:
+        expects.append("refuse")  # fields that fit one by one, but not together
     if "refuse" in expects:
         expect: str | None = "refuse"
     elif all(e == "render" for e in expects):
