@@ -87,7 +87,7 @@ def test_a_page_on_another_port_hears_nothing_while_the_person_s_own_tab_does(
     spy = own.context.new_page()
     spy.goto(other_port_site + "/?" + "&".join(f"ws={t}" for t in targets))
     # Both sockets have been answered (opened, or refused), before anything happens.
-    spy.wait_for_function("new Set(window.spied.map((e) => e[0])).size === 2")
+    spy.wait_for_function("() => new Set(window.spied.map((e) => e[0])).size === 2")
 
     # Elsewhere (a third tab), the round is answered: the server asks its next round.
     answering = own.context.new_page()
@@ -159,7 +159,7 @@ def test_a_tab_left_open_after_signing_out_elsewhere_stops_hearing(
 
         # The tab left open has its socket closed as "not signed in" (htmx leaves it closed).
         left_open.wait_for_function(
-            "window.heard.some((e) => e[0].includes('/ws/inbox/') && e[1] === 'close')"
+            "() => window.heard.some((e) => e[0].includes('/ws/inbox/') && e[1] === 'close')"
         )
         assert [e[2] for e in left_open.evaluate("window.heard") if e[1] == "close"] == [4401]
 

@@ -85,8 +85,10 @@ def test_parked_on_a_answered_and_delivered_on_b_seen_live_on_a(
         _sign_in(page, *CALLER)
         page.goto(f"/calls/{call_id}/")
         # The call's socket is open (so subscribed to its group): only now may the answer go.
+        # A function, not an expression: Playwright evals an expression in the page, which
+        # the site's CSP (no 'unsafe-eval') refuses.
         page.wait_for_function(
-            f"window.__wsOpen.some((url) => url.startsWith('/ws/calls/{call_id}/'))"
+            f"() => window.__wsOpen.some((url) => url.startsWith('/ws/calls/{call_id}/'))"
         )
         live_url = f"ws://127.0.0.1:{topology.url_a.rsplit(':', 1)[1]}/ws/calls/{call_id}/"
         assert any(url.startswith(live_url) for url in sockets), sockets
