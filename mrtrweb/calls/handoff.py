@@ -39,31 +39,18 @@ def _pool() -> ThreadPoolExecutor:
         return _executor
 
 
-def _deliver(round_id: int) -> None:
+def _on_this_thread(work: str, pk: int) -> None:
+    """Run ``engine.<work>(pk)`` as a delivery thread must: its own database connection, and
+    its requests on the process's shared event loop. A failure leaves the round claimed or
+    submitted, or the call running: its watchdog, safety-net task or the sweep settles it."""
     from . import engine  # the engine imports this module
 
     close_old_connections()
     try:
         with io_loop.attached():
-            engine.deliver(round_id)
+            getattr(engine, work)(pk)
     except Exception:
-        # The round stays claimed or submitted: the watchdog or the safety-net task settles it.
-        logger.exception("delivering round %s failed", round_id)
-        raise
-    finally:
-        close_old_connections()
-
-
-def _send_call(call_id: int) -> None:
-    from . import engine  # the engine imports this module
-
-    close_old_connections()
-    try:
-        with io_loop.attached():
-            engine.send_call(call_id)
-    except Exception:
-        # The call stays running: its safety-net task or the sweep settles it.
-        logger.exception("sending call %s failed", call_id)
+        logger.exception("%s(%s) on a delivery thread failed", work, pk)
         raise
     finally:
         close_old_connections()
@@ -71,12 +58,12 @@ def _send_call(call_id: int) -> None:
 
 def start(round_id: int) -> Future[None]:
     """Send a submitted round's answers on a delivery thread."""
-    return _pool().submit(_deliver, round_id)
+    return _pool().submit(_on_this_thread, "deliver", round_id)
 
 
 def start_call(call_id: int) -> Future[None]:
     """Send a new call's first request on a delivery thread."""
-    return _pool().submit(_send_call, call_id)
+    return _pool().submit(_on_this_thread, "send_call", call_id)
 
 
 def wait_for(future: Future[None], wait: float) -> bool:
