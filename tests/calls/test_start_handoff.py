@@ -15,8 +15,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -24,7 +22,6 @@ from django_tasks_db.models import DBTaskResult
 
 from mrtrweb.calls import engine, handoff
 from mrtrweb.calls.models import Call
-from mrtrweb.calls.roles import OPERATORS
 from mrtrweb.elicitation import field_name_for
 from mrtrweb.servers.models import Connection
 from tests.calls.delivery_support import DATABASE_QUEUE, run_tasks
@@ -37,25 +34,6 @@ def _hand_off(settings: Any) -> None:
     settings.TASKS = DATABASE_QUEUE
     settings.MRTRWEB_DELIVER_ON_ANSWER = True
     settings.MRTRWEB_START_WAIT = 0.5
-
-
-@pytest.fixture
-def ada() -> Any:
-    user = get_user_model().objects.create_user("ada", password="pw-ada-123")
-    user.groups.add(Group.objects.get(name=OPERATORS))
-    return user
-
-
-@pytest.fixture
-def web(ada: Any) -> Client:
-    client = Client()
-    client.force_login(ada)
-    return client
-
-
-@pytest.fixture
-def conn(fastmcp_peer: Any) -> Connection:
-    return Connection.objects.create(name="peer", title="Test peer", url=fastmcp_peer.url)
 
 
 def _start(web: Client, conn: Connection, tool: str, **arguments: str) -> Any:
@@ -84,11 +62,11 @@ def _tools_calls(peer: Any, since: int) -> list[dict[str, Any]]:
 
 
 def test_a_slow_call_sends_the_person_to_its_page_at_once(
-    web: Client, conn: Connection, fastmcp_peer: Any
+    web: Client, peer_conn: Connection, fastmcp_peer: Any
 ) -> None:
     mark = fastmcp_peer.mark()
     began = time.monotonic()
-    response = _start(web, conn, "slow_progress", steps="6", delay="0.5")
+    response = _start(web, peer_conn, "slow_progress", steps="6", delay="0.5")
     took = time.monotonic() - began
 
     # The server takes 3 s; the page came back after about MRTRWEB_START_WAIT.
@@ -122,16 +100,18 @@ def test_a_slow_call_sends_the_person_to_its_page_at_once(
     assert list(call.events.values_list("kind", flat=True)).count("started") == 1
 
 
-def test_a_quick_server_lands_the_person_on_the_first_round(web: Client, conn: Connection) -> None:
-    response = _start(web, conn, "approve_deploy", service="api")
+def test_a_quick_server_lands_the_person_on_the_first_round(
+    web: Client, peer_conn: Connection
+) -> None:
+    response = _start(web, peer_conn, "approve_deploy", service="api")
     call = Call.objects.get()
     assert call.status == Call.Status.WAITING
     (round,) = call.rounds.all()
     assert response.status_code == 303 and response["Location"] == round.get_absolute_url()
 
 
-def test_a_quick_result_is_shown_at_once(web: Client, conn: Connection) -> None:
-    response = _start(web, conn, "echo", text="hello")
+def test_a_quick_result_is_shown_at_once(web: Client, peer_conn: Connection) -> None:
+    response = _start(web, peer_conn, "echo", text="hello")
     call = Call.objects.get()
     assert call.status == Call.Status.COMPLETED
     assert response["Location"] == call.get_absolute_url()
@@ -139,12 +119,12 @@ def test_a_quick_result_is_shown_at_once(web: Client, conn: Connection) -> None:
 
 
 def test_the_safety_net_sends_a_call_its_process_never_sent(
-    web: Client, conn: Connection, fastmcp_peer: Any, monkeypatch: pytest.MonkeyPatch
+    web: Client, peer_conn: Connection, fastmcp_peer: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The process dies between committing the call and starting its delivery thread.
     monkeypatch.setattr(handoff, "start_call", lambda call_id: None)
     mark = fastmcp_peer.mark()
-    response = _start(web, conn, "echo", text="late")
+    response = _start(web, peer_conn, "echo", text="late")
     call = Call.objects.get()
     assert response["Location"] == call.get_absolute_url()
     assert call.status == Call.Status.RUNNING and call.sent_at is None
@@ -161,9 +141,13 @@ def test_the_safety_net_sends_a_call_its_process_never_sent(
     assert len(_tools_calls(fastmcp_peer, mark)) == 1
 
 
-def test_a_call_is_sent_once_however_many_try(conn: Connection, ada: Any) -> None:
+def test_a_call_is_sent_once_however_many_try(peer_conn: Connection, ada: Any) -> None:
     call = engine.start_call(
-        connection=conn, method=Call.Method.TOOL, target="echo", arguments={"text": "x"}, user=ada
+        connection=peer_conn,
+        method=Call.Method.TOOL,
+        target="echo",
+        arguments={"text": "x"},
+        user=ada,
     )
     assert call.status == Call.Status.COMPLETED and call.sent_at is not None
     before = call.events.count()
@@ -172,10 +156,10 @@ def test_a_call_is_sent_once_however_many_try(conn: Connection, ada: Any) -> Non
 
 
 def test_the_sweep_sends_a_call_whose_process_and_task_were_both_lost(
-    web: Client, conn: Connection, fastmcp_peer: Any, monkeypatch: pytest.MonkeyPatch
+    web: Client, peer_conn: Connection, fastmcp_peer: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(handoff, "start_call", lambda call_id: None)
-    _start(web, conn, "echo", text="swept")
+    _start(web, peer_conn, "echo", text="swept")
     DBTaskResult.objects.filter(task_path__endswith=".send_call").delete()
     call = Call.objects.get()
     assert call.sent_at is None

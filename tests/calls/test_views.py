@@ -29,7 +29,7 @@ from mrtrweb.calls.forms import (
     template_variables,
 )
 from mrtrweb.calls.models import Call, Round
-from mrtrweb.calls.roles import ADMINS, OPERATORS
+from mrtrweb.calls.roles import ADMINS
 from mrtrweb.elicitation import field_name_for, prefix_for_key
 from mrtrweb.servers.models import Connection
 from tests.elicitation.support import controls, elements, post
@@ -44,26 +44,6 @@ APPROVAL = {"approve": "on", "replicas": "3", "window": "1", "notify": ["0"]}  #
 @pytest.fixture(autouse=True)
 def _inline_tasks(inline_tasks: None) -> None:
     """Every test here delivers answers inline."""
-
-
-@pytest.fixture
-def ada() -> Any:
-    user = get_user_model().objects.create_user("ada", password="pw-ada-123")
-    # Starts calls on tools nobody exposed: an operator sees the whole catalog.
-    user.groups.add(Group.objects.get(name=OPERATORS))
-    return user
-
-
-@pytest.fixture
-def web(ada: Any) -> Client:
-    client = Client()
-    client.force_login(ada)
-    return client
-
-
-@pytest.fixture
-def peer_conn(fastmcp_peer: Any) -> Connection:
-    return Connection.objects.create(name="peer", title="Test peer", url=fastmcp_peer.url)
 
 
 class Pages:

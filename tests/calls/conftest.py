@@ -1,0 +1,34 @@
+"""Fixtures of the calls pages' tests: an operator signed in, and a connection to the fastmcp
+peer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.test import Client
+
+from mrtrweb.calls.roles import OPERATORS
+from mrtrweb.servers.models import Connection
+
+
+@pytest.fixture
+def ada() -> Any:
+    user = get_user_model().objects.create_user("ada", password="pw-ada-123")
+    # Starts calls on tools nobody exposed: an operator sees the whole catalog.
+    user.groups.add(Group.objects.get(name=OPERATORS))
+    return user
+
+
+@pytest.fixture
+def web(ada: Any) -> Client:
+    client = Client()
+    client.force_login(ada)
+    return client
+
+
+@pytest.fixture
+def peer_conn(fastmcp_peer: Any) -> Connection:
+    return Connection.objects.create(name="peer", title="Test peer", url=fastmcp_peer.url)
