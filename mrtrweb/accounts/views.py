@@ -13,7 +13,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -21,16 +21,14 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 from django_otp import login as otp_login
 
+from mrtrweb.http import SeeOther
+
 from . import second_factor
 from .forms import CodeForm
 from .qr import svg_data_uri
 
 APP_HELP = "The six digits your authenticator app shows for mrtrweb."
 SIGN_IN_HELP = "The six digits your authenticator app shows, or one of your backup codes."
-
-
-class SeeOther(HttpResponseRedirect):
-    status_code = 303
 
 
 def _next(request: HttpRequest) -> str:

@@ -13,17 +13,15 @@ from typing import Any
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
+from mrtrweb.http import SeeOther
+
 from .models import ApiToken
-
-
-class SeeOther(HttpResponseRedirect):
-    status_code = 303
 
 
 class TokenForm(forms.Form):

@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils import timezone
@@ -22,6 +22,7 @@ from django.utils.safestring import SafeString
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 from django_htmx.http import HttpResponseClientRefresh
 
+from mrtrweb.http import SeeOther
 from mrtrweb.live import frames
 from mrtrweb.servers.catalog import ProbeReport, ensure_catalog, refresh_catalog
 from mrtrweb.servers.exposure import (
@@ -51,12 +52,6 @@ from .roles import is_admin
 # Prefixes of URL-mode requests a person agreed to open, per round: {"<round pk>": [prefix]}.
 CONSENT_SESSION_KEY = "calls.url_consent"
 SELECTION_KINDS = ("tool", "prompt", "resource", "template")
-
-
-class SeeOther(HttpResponseRedirect):
-    """303: after a POST, the browser GETs the next page (never re-posts)."""
-
-    status_code = 303
 
 
 # -- starting a call -----------------------------------------------------------------------------

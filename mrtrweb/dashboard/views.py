@@ -21,7 +21,7 @@ from django.contrib.auth.models import Group
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.db.models import F
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -33,6 +33,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Event, Round
 from mrtrweb.calls.roles import is_admin
+from mrtrweb.http import SeeOther
 
 from .audit import event_views, round_digests
 from .listing import (
@@ -68,12 +69,6 @@ DONE = {
     "abandon": "abandoned",
 }
 FLAGGED_ONLY = {"resend", "abandon"}
-
-
-class SeeOther(HttpResponseRedirect):
-    """303: after a POST, the browser GETs the list again (never re-posts)."""
-
-    status_code = 303
 
 
 def admin_only(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:

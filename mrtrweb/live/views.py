@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_safe
 
 from mrtrweb.calls.access import can_answer, visible_calls, visible_rounds
 from mrtrweb.calls.models import Round
-
-
-class SeeOther(HttpResponseRedirect):
-    # 303, so a refused or odd method never gets repeated on the page it leads to.
-    status_code = 303
+from mrtrweb.http import SeeOther
 
 
 @login_required

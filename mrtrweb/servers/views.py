@@ -19,13 +19,14 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from mrtrweb.calls.roles import is_operator
+from mrtrweb.http import SeeOther
 
 from .catalog import ProbeReport, ensure_catalog, refresh_catalog
 from .forms import ConnectionForm, ExposureForm
@@ -35,12 +36,6 @@ from .probe import failure_kind, probe_summary
 logger = logging.getLogger(__name__)
 
 View = Callable[..., HttpResponse]
-
-
-class SeeOther(HttpResponseRedirect):
-    """303: after a POST, the browser GETs the next page (never re-posts)."""
-
-    status_code = 303
 
 
 def operator_required(view: View) -> View:
