@@ -38,7 +38,6 @@ Every tool treats *decline* and *cancel* as ordinary answers and says what did n
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import secrets
 import sys
@@ -46,11 +45,10 @@ from typing import Annotated, Any, Literal
 
 import mcp_types
 from fastmcp import Context, FastMCP
-from fastmcp.tools import ToolResult
 from mcp.server.request_state import RequestStateSecurity
-from mcp.shared.exceptions import MCPError
 from pydantic import Field
 
+from .asking import answer_to, ask, done, form, not_done, state_of
 from .verification import VERIFY_PATH, VerificationDesk, verify_page
 
 SERVER_NAME = "mrtrweb-demo"
@@ -67,77 +65,6 @@ INSTRUCTIONS = (
     "purchase asks for shipping details and then a payment confirmation, verify_identity "
     "sends you to a page to confirm who you are, and echo answers at once."
 )
-
-
-# --------------------------------------------------------------------------- asking
-
-
-def form(message: str, properties: dict[str, Any], required: list[str]) -> mcp_types.ElicitRequest:
-    """One form question. The schema is the flat kind every client can render."""
-    schema = {"type": "object", "properties": properties, "required": required}
-    return mcp_types.ElicitRequest(
-        params=mcp_types.ElicitRequestFormParams(message=message, requested_schema=schema)
-    )
-
-
-def ask(
-    ctx: Context, questions: dict[str, mcp_types.ElicitRequest], state: dict[str, Any]
-) -> mcp_types.InputRequiredResult:
-    """Stop here and ask; the client comes back with the answers and this state."""
-    for question in questions.values():
-        require_elicitation(ctx, question.params.mode or "form")
-    return mcp_types.InputRequiredResult(
-        input_requests=questions, request_state=json.dumps(state, sort_keys=True)
-    )
-
-
-def state_of(ctx: Context) -> dict[str, Any]:
-    # Already verified and unsealed by the boundary: if it is here, this server wrote it.
-    if not ctx.request_state:
-        return {}
-    state = json.loads(ctx.request_state)
-    return state if isinstance(state, dict) else {}
-
-
-def answer_to(ctx: Context, key: str) -> mcp_types.ElicitResult | None:
-    value = (ctx.input_responses or {}).get(key)
-    return value if isinstance(value, mcp_types.ElicitResult) else None
-
-
-def require_elicitation(ctx: Context, mode: str) -> None:
-    """Refuse politely when the client cannot show this kind of question.
-
-    A server must not send an input request the client did not declare. The error
-    (-32021) names what is missing, so the client can tell its user.
-    """
-    declared = ctx.session.client_capabilities
-    elicitation = getattr(declared, "elicitation", None)
-    if elicitation is None:
-        supported = False
-    elif mode == "url":
-        supported = elicitation.url is not None
-    else:
-        # A bare `elicitation: {}` means forms only.
-        supported = elicitation.form is not None or elicitation.url is None
-    if not supported:
-        raise MCPError(
-            code=-32021,
-            message=f"This tool needs a client that supports {mode}-mode elicitation",
-            data={"requiredCapabilities": {"elicitation": {mode: {}}}},
-        )
-
-
-def done(text: str, **structured: Any) -> ToolResult:
-    return ToolResult(content=text, structured_content=structured)
-
-
-def not_done(action: str, what: str, step: str = "", **structured: Any) -> ToolResult:
-    """The answer to decline or cancel: a normal result (not an error) saying nothing happened."""
-    verb = "declined" if action == "decline" else "cancelled"
-    where = f" at {step}" if step else ""
-    if step:
-        structured["step"] = step
-    return done(f"{what} {verb}{where}; nothing was done.", status=verb, **structured)
 
 
 # --------------------------------------------------------------------------- approve_deployment
