@@ -25,13 +25,13 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
 
 from .floor import RawClient
+from .plans import Plan
 from .stack import TOOL
 from .stats import ratio, summary
 
 if TYPE_CHECKING:
     from .people import Person
     from .stack import Stack
-    from .suite import Plan
 
 FLOOR_PATH = "/bench-floor/"
 BARE_PATH = "/bench-bare/"

@@ -15,41 +15,16 @@ import json
 import sys
 import time
 import traceback
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 from . import django_floor, pages
 from .floor import RawClient, fastmcp_rounds
 from .people import Person
+from .plans import PLANS, Plan
 from .stack import PASSWORD, PERSON, TOOL, Stack, inprocess_worker_supported, stack
 from .stats import ratio, summary
-
-
-@dataclass(frozen=True)
-class Plan:
-    """How much of everything to do: ``smoke`` (seconds), ``quick`` (CI) or ``full``."""
-
-    latency_repeats: int
-    fastmcp_repeats: int
-    concurrency: int
-    throughput_flows: int  # per simulated person, per repetition
-    throughput_repeats: int
-    memory_rounds: int
-    storage_rounds: int
-    scale_counts: tuple[int, int]
-    page_repeats: int
-    live_repeats: int
-
-
-PLANS = {
-    "smoke": Plan(3, 3, 2, 3, 1, 20, 10, (10, 60), 3, 3),
-    "quick": Plan(20, 20, 4, 10, 3, 300, 100, (100, 5_000), 10, 20),
-    # 10,000 rounds for the memory figure would take about 20 minutes on 2 cores; the full run
-    # stays under 15 (both backends) with 2,000. `--memory-rounds 10000` runs the long one.
-    "full": Plan(60, 60, 8, 20, 3, 2_000, 1_000, (100, 100_000), 20, 60),
-}
-
 
 # -- helpers -------------------------------------------------------------------------------
 
