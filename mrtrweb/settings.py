@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "mrtrweb.core",
     "mrtrweb.servers",
     "mrtrweb.calls",
+    "mrtrweb.starting",
     "mrtrweb.dashboard",
     "mrtrweb.inbox",
     "mrtrweb.live",

@@ -3,6 +3,7 @@ from django.urls import include, path
 
 urlpatterns = [
     path("", include("mrtrweb.core.urls")),
+    path("", include("mrtrweb.starting.urls")),
     path("", include("mrtrweb.calls.urls")),
     path("dashboard/", include("mrtrweb.dashboard.urls")),
     path("inbox/", include("mrtrweb.inbox.urls")),

@@ -340,9 +340,9 @@ def test_pages_gated_by_role(world: World, namespace: str, name: str, method: st
 # listed: the page again (200), and no call.
 START_MATRIX = """
                                anonymous outsider caller assignee member after_claim admin operator
-exposed calls:start_pick GET      302      200     200     200     200      200      200    200
-exposed calls:start      GET      302      200     200     200     200      200      200    200
-hidden  calls:start      GET      302      404     404     404     404      404      200    200
+exposed starting:pick    GET      302      200     200     200     200      200      200    200
+exposed starting:start   GET      302      200     200     200     200      200      200    200
+hidden  starting:start   GET      302      404     404     404     404      404      200    200
 exposed approve_deploy   POST     302      303     303     303     303      303      303    303
 exposed echo             POST     302      200     200     200     200      200      303    303
 hidden  echo             POST     302      404     404     404     404      404      303    303
@@ -356,7 +356,7 @@ START_DATA = {
 
 def start_url(world: World, which: str, tool: str = "") -> str:
     conn = world.connections["group" if which == "exposed" else "user"]
-    url = reverse("calls:start", kwargs={"connection": conn.name})
+    url = reverse("starting:start", kwargs={"connection": conn.name})
     return f"{url}?tool={tool}" if tool else url
 
 
@@ -364,9 +364,9 @@ def start_url(world: World, which: str, tool: str = "") -> str:
 def test_starting_calls(world: World, row: Row) -> None:
     for conn in world.connections.values():
         ensure_catalog(conn)  # listed once, outside the rolled-back part
-    if row.name == "calls:start_pick":
+    if row.name == "starting:pick":
         url, data = reverse(row.name), None
-    elif row.name == "calls:start":
+    elif row.name == "starting:start":
         url, data = start_url(world, row.routing), None
     else:
         url, data = start_url(world, row.routing, row.name), START_DATA[row.name]
@@ -429,8 +429,8 @@ def post_endpoints(world: World) -> Iterator[tuple[str, str, str, dict[str, Any]
     for name in ("calls:round", "calls:claim", "calls:release", "calls:retry"):
         yield name, url_for(world, name, "group"), "admin", POST_DATA.get(name, {})
     yield "calls:restart", url_for(world, "calls:restart", "group"), "caller", {}
-    start = reverse("calls:start", kwargs={"connection": world.connections["group"].name})
-    yield "calls:start", f"{start}?tool=approve_deploy", "caller", {"start": "1"}
+    start = reverse("starting:start", kwargs={"connection": world.connections["group"].name})
+    yield "starting:start", f"{start}?tool=approve_deploy", "caller", {"start": "1"}
     for namespace, role in GATED.items():
         for pattern in patterns_of(namespace):
             yield f"{namespace}:{pattern.name}", gated_url(world, namespace, pattern), role, {}
@@ -634,7 +634,7 @@ def url_names(patterns: list[Any], namespace: str = "") -> Iterator[str]:
 
 
 def test_every_view_is_in_the_matrix() -> None:
-    covered = {r.name for r in ROWS} | {"calls:start_pick", "calls:start"}
+    covered = {r.name for r in ROWS} | {"starting:pick", "starting:start"}
     covered |= {f"{ns}:{p.name}" for ns in GATED for p in patterns_of(ns)}
     missing = sorted(
         name

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import Q, QuerySet
+from django.urls import reverse
 
 from mrtrweb.servers.exposure import may_start, sees_whole_catalog
 
@@ -96,3 +97,19 @@ def can_act_on_call(user: Any, call: Call) -> bool:
         return may_start(user, call.connection, call.target)
     # Prompts and resources are not exposable: only those who see the whole catalog use them.
     return call.connection.enabled and sees_whole_catalog(user)
+
+
+def next_page(call: Call, user: Any = None) -> str:
+    """Where a person goes after acting on a call: its pending round (if ``user``, given, may
+    see it), or the call page. Shared by the start page and the round and call pages."""
+    if call.status == Call.Status.WAITING:
+        rounds = call.rounds if user is None else visible_rounds(user).filter(call=call)
+        pending = (
+            rounds.filter(status=Round.Status.PENDING)
+            .order_by("-index")
+            .values_list("pk", flat=True)
+            .first()
+        )
+        if pending is not None:
+            return reverse("calls:round", kwargs={"pk": pending})
+    return call.get_absolute_url()

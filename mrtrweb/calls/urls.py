@@ -6,8 +6,6 @@ app_name = "calls"
 
 urlpatterns = [
     path("calls/", views.call_list, name="list"),
-    path("calls/start/", views.start, name="start_pick"),
-    path("calls/start/<slug:connection>/", views.start_on, name="start"),
     path("calls/<int:pk>/", views.call_page, name="call"),
     path("calls/<int:pk>/restart/", views.restart, name="restart"),
     path("rounds/<int:pk>/", views.round_page, name="round"),

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import json
 from typing import Any
-from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
-from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.safestring import SafeString
@@ -24,222 +22,17 @@ from django_htmx.http import HttpResponseClientRefresh
 
 from mrtrweb.http import SeeOther
 from mrtrweb.live import frames
-from mrtrweb.servers.catalog import ProbeReport, ensure_catalog, refresh_catalog
-from mrtrweb.servers.exposure import (
-    may_start,
-    sees_whole_catalog,
-    startable_connections,
-    startable_tools,
-)
 from mrtrweb.servers.models import Connection
 
 from . import engine
-from .access import can_act_on_call, can_answer, visible_calls, visible_rounds
-from .forms import (
-    ArgumentsForm,
-    JsonArgumentsForm,
-    NotFlat,
-    PromptArgumentsForm,
-    RoundAnswers,
-    TemplateForm,
-    flat_arguments,
-    prompt_arguments,
-)
+from .access import can_act_on_call, can_answer, next_page, visible_calls, visible_rounds
+from .forms import RoundAnswers
 from .models import Call, Round
 from .rendering import pretty_json, result_view, round_view
 from .roles import is_admin
 
 # Prefixes of URL-mode requests a person agreed to open, per round: {"<round pk>": [prefix]}.
 CONSENT_SESSION_KEY = "calls.url_consent"
-SELECTION_KINDS = ("tool", "prompt", "resource", "template")
-
-
-# -- starting a call -----------------------------------------------------------------------------
-
-
-@login_required
-@require_safe
-def start(request: HttpRequest) -> HttpResponse:
-    connections = startable_connections(request.user)
-    return render(request, "calls/start.html", {"connections": connections})
-
-
-@login_required
-@require_http_methods(["GET", "POST"])
-def start_on(request: HttpRequest, connection: str) -> HttpResponse:
-    conn = get_object_or_404(startable_connections(request.user), name=connection)
-    report: ProbeReport | None
-    if request.method == "POST" and "refresh" in request.POST:
-        report = refresh_catalog(conn)
-    elif request.method == "GET":
-        report = ensure_catalog(conn)
-    else:
-        report = None  # starting: the catalog shown with the form is the one to use
-    selection = _allowed_selection(request, conn)
-    if selection is None and report is None and request.method == "POST":
-        # Posted without having seen a catalog here (a script, or the cache was emptied).
-        report = ensure_catalog(conn)
-        selection = _allowed_selection(request, conn)
-    context: dict[str, Any] = {"connection": conn, "report": report, "selection": selection}
-    if selection is None or "refresh" in request.POST:
-        if request.GET.keys() & set(SELECTION_KINDS) and selection is None:
-            context["selection_missing"] = True
-        return render(request, "calls/start_on.html", _catalog_context(request.user, conn, context))
-
-    form, json_mode, not_flat = _start_form(request, selection)
-    if request.method == "POST" and form.is_valid():
-        kind, item = selection
-        call = engine.start_call(
-            connection=conn,
-            method=_METHODS[kind],
-            target=_target(kind, item, form),
-            arguments=_arguments(kind, form),
-            user=request.user,
-            deliver_within=_start_wait(),
-        )
-        return SeeOther(_next_page(call))
-    context.update(
-        form=form,
-        json_mode=json_mode,
-        not_flat=not_flat,
-        kind=selection[0],
-        item=selection[1],
-        json_url=_selection_url(conn, selection, as_json=True),
-        fields_url=_selection_url(conn, selection),
-    )
-    return render(request, "calls/start_on.html", _catalog_context(request.user, conn, context))
-
-
-_METHODS = {
-    "tool": Call.Method.TOOL,
-    "prompt": Call.Method.PROMPT,
-    "resource": Call.Method.RESOURCE,
-    "template": Call.Method.RESOURCE,
-}
-
-
-def _selection(request: HttpRequest, conn: Connection) -> tuple[str, dict[str, Any]] | None:
-    """What the person picked from the catalog (``?tool=NAME`` and so on), as listed."""
-    catalog = conn.catalog or {}
-    lookups = {
-        "tool": ("tools", "name"),
-        "prompt": ("prompts", "name"),
-        "resource": ("resources", "uri"),
-        "template": ("resource_templates", "uriTemplate"),
-    }
-    for kind in SELECTION_KINDS:
-        wanted = request.GET.get(kind)
-        if wanted is None:
-            continue
-        listing, field = lookups[kind]
-        for item in catalog.get(listing) or []:
-            if isinstance(item, dict) and item.get(field) == wanted:
-                return kind, item
-        return None
-    return None
-
-
-def _allowed_selection(request: HttpRequest, conn: Connection) -> tuple[str, dict[str, Any]] | None:
-    """The picked item, if this person may start it (else as if it were not listed)."""
-    selection = _selection(request, conn)
-    if selection is None:
-        return None
-    kind, item = selection
-    if kind == "tool":
-        return selection if may_start(request.user, conn, item["name"]) else None
-    # Prompts and resources are not exposable: only operators and admins use them.
-    return selection if sees_whole_catalog(request.user) else None
-
-
-def _selection_url(
-    conn: Connection, selection: tuple[str, dict[str, Any]], *, as_json: bool = False
-) -> str:
-    kind, item = selection
-    field = {"tool": "name", "prompt": "name", "resource": "uri", "template": "uriTemplate"}[kind]
-    query = {kind: item[field], **({"json": "1"} if as_json else {})}
-    return f"{reverse('calls:start', kwargs={'connection': conn.name})}?{urlencode(query)}"
-
-
-def _start_form(
-    request: HttpRequest, selection: tuple[str, dict[str, Any]]
-) -> tuple[Any, bool, str]:
-    """The form for the picked item; for tools also whether it is the JSON editor, and why."""
-    kind, item = selection
-    data = request.POST if request.method == "POST" else None
-    if kind == "prompt":
-        return PromptArgumentsForm(prompt_arguments(item), data=data), False, ""
-    if kind == "template":
-        return TemplateForm(item["uriTemplate"], data=data), False, ""
-    if kind == "resource":
-        return TemplateForm("", data=data), False, ""
-    schema = item.get("inputSchema")
-    try:
-        specs = flat_arguments(schema)
-    except NotFlat as exc:
-        specs, not_flat = None, str(exc)
-    else:
-        not_flat = ""
-    if specs is None or request.GET.get("json"):
-        defaults = {
-            name: prop["default"]
-            for name, prop in ((schema or {}).get("properties") or {}).items()
-            if isinstance(prop, dict) and "default" in prop
-        }
-        form = JsonArgumentsForm(data=data, initial={"arguments": pretty_json(defaults)})
-        return form, True, not_flat
-    return ArgumentsForm(specs, data=data), False, ""
-
-
-def _target(kind: str, item: dict[str, Any], form: Any) -> str:
-    if kind == "template":
-        return form.uri()
-    if kind == "resource":
-        return item["uri"]
-    return item["name"]
-
-
-def _arguments(kind: str, form: Any) -> dict[str, Any] | str | None:
-    if kind in ("resource", "template"):
-        return None
-    if isinstance(form, JsonArgumentsForm):
-        return form.cleaned_data["arguments"]
-    return form.arguments()
-
-
-def _catalog_context(user: Any, conn: Connection, context: dict[str, Any]) -> dict[str, Any]:
-    catalog = conn.catalog or {}
-    server = conn.server_info()
-    everything = sees_whole_catalog(user)
-    allowed = {tool.name for tool in startable_tools(user, conn)}
-    context.update(
-        server_name=(server.get("info") or {}).get("name", ""),
-        server_version=(server.get("info") or {}).get("version", ""),
-        instructions=server.get("instructions", ""),
-        tools=[t for t in catalog.get("tools") or [] if t.get("name") in allowed],
-        prompts=(catalog.get("prompts") or []) if everything else [],
-        resources=(catalog.get("resources") or []) if everything else [],
-        templates=(catalog.get("resource_templates") or []) if everything else [],
-        dropped_tools=(catalog.get("dropped_tools") or []) if everything else [],
-        start_url=reverse("calls:start", kwargs={"connection": conn.name}),
-        has_catalog=bool(catalog),
-    )
-    return context
-
-
-def _next_page(call: Call, user: Any = None) -> str:
-    """Where a person goes after acting on a call: its pending round (if ``user``, given, may
-    see it), or the call page."""
-    if call.status == Call.Status.WAITING:
-        rounds = call.rounds if user is None else visible_rounds(user).filter(call=call)
-        pending = (
-            rounds.filter(status=Round.Status.PENDING)
-            .order_by("-index")
-            .values_list("pk", flat=True)
-            .first()
-        )
-        if pending is not None:
-            return reverse("calls:round", kwargs={"pk": pending})
-    return call.get_absolute_url()
 
 
 # -- the round page ------------------------------------------------------------------------------
@@ -309,7 +102,7 @@ def round_page(request: HttpRequest, pk: int) -> HttpResponse:
     _forget_consent(request, round)
     # Delivered while the person waited: straight to the next round, or to the result.
     call = Call.objects.get(pk=round.call_id)
-    return SeeOther(_next_page(call, request.user))
+    return SeeOther(next_page(call, request.user))
 
 
 def _answer_wait() -> float:
@@ -471,7 +264,7 @@ def restart(request: HttpRequest, pk: int) -> HttpResponse:
             request, "calls/conflict.html", {"call": call, "problem": "not_restartable"}, status=409
         )
     new = engine.restart(call, request.user, deliver_within=_start_wait())
-    return SeeOther(_next_page(new))
+    return SeeOther(next_page(new))
 
 
 @login_required

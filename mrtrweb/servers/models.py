@@ -107,7 +107,7 @@ class Connection(RoutingTarget):
         return self.title or self.name
 
     def get_absolute_url(self) -> str:
-        return reverse("calls:start", kwargs={"connection": self.name})
+        return reverse("starting:start", kwargs={"connection": self.name})
 
     def clean(self) -> None:
         super().clean()

@@ -1,8 +1,9 @@
-"""Fixtures of the calls pages' tests: an operator signed in, and a connection to the fastmcp
-peer."""
+"""Fixtures of the calls pages' tests: an operator signed in, a connection to the fastmcp
+peer, and the pages fetched (checked for a leaked requestState at the end)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -10,8 +11,10 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.test import Client
 
+from mrtrweb.calls.models import Round
 from mrtrweb.calls.roles import OPERATORS
 from mrtrweb.servers.models import Connection
+from tests.calls.pages import Pages
 
 
 @pytest.fixture
@@ -32,3 +35,11 @@ def web(ada: Any) -> Client:
 @pytest.fixture
 def peer_conn(fastmcp_peer: Any) -> Connection:
     return Connection.objects.create(name="peer", title="Test peer", url=fastmcp_peer.url)
+
+
+@pytest.fixture
+def pages(web: Client) -> Iterator[Pages]:
+    pages = Pages(web)
+    yield pages
+    if Round.objects.exclude(request_state=None).exists():
+        pages.assert_no_request_state()

@@ -37,7 +37,7 @@ def limits(limits_peer: Any) -> Connection:
 def start_on_page(conn: Connection, user: Any, tool: str, **arguments: str) -> Any:
     """Post the start page's form as a browser does (the catalog is fetched on the way)."""
     web = browser(user)
-    url = reverse("calls:start", kwargs={"connection": conn.name}) + f"?tool={tool}"
+    url = reverse("starting:start", kwargs={"connection": conn.name}) + f"?tool={tool}"
     assert web.get(url).status_code == 200
     data = {f"arg-{field_name_for(k)}": v for k, v in arguments.items()}
     return web, web.post(url, {**data, "start": "1"})

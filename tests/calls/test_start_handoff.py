@@ -37,7 +37,7 @@ def _hand_off(settings: Any) -> None:
 
 
 def _start(web: Client, conn: Connection, tool: str, **arguments: str) -> Any:
-    url = reverse("calls:start", kwargs={"connection": conn.name})
+    url = reverse("starting:start", kwargs={"connection": conn.name})
     assert web.get(f"{url}?tool={tool}").status_code == 200  # loads the catalog
     data = {f"arg-{field_name_for(k)}": v for k, v in arguments.items()}
     return web.post(f"{url}?tool={tool}", {**data, "start": "1"})

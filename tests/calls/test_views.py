@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator
 from html import unescape
 from typing import Any
 
@@ -21,17 +20,21 @@ from django.test import Client
 from django.urls import reverse
 
 from mrtrweb.calls import engine
-from mrtrweb.calls.forms import (
-    ArgumentsForm,
-    NotFlat,
-    expand_uri_template,
-    flat_arguments,
-    template_variables,
-)
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.calls.roles import ADMINS
 from mrtrweb.elicitation import field_name_for, prefix_for_key
 from mrtrweb.servers.models import Connection
+from tests.calls.pages import (
+    Pages,
+    arg,
+    buttons,
+    only_call,
+    start_tool,
+    start_url,
+    text,
+    tool_calls,
+    visible_text,
+)
 from tests.elicitation.support import controls, elements, post
 
 # Until the project urlconf includes the calls pages, the tests mount them themselves.
@@ -46,83 +49,9 @@ def _inline_tasks(inline_tasks: None) -> None:
     """Every test here delivers answers inline."""
 
 
-class Pages:
-    """Everything a test fetched, so it can check no page ever carried a requestState."""
-
-    def __init__(self, client: Client) -> None:
-        self.client = client
-        self.seen: list[tuple[str, str]] = []
-
-    @property
-    def bodies(self) -> list[str]:
-        return [body for _, body in self.seen]
-
-    def get(self, url: str, **kw: Any) -> Any:
-        return self._keep(url, self.client.get(url, **kw))
-
-    def post(self, url: str, data: Any = None, **kw: Any) -> Any:
-        return self._keep(url, self.client.post(url, data or {}, **kw))
-
-    def _keep(self, url: str, response: Any) -> Any:
-        if not getattr(response, "streaming", False):
-            self.seen.append((url, response.content.decode()))
-        return response
-
-    def assert_no_request_state(self) -> None:
-        states = [r.request_state for r in Round.objects.all() if r.request_state]
-        assert states, "the test never parked a round with state"
-        for url, body in self.seen:
-            # The catalog shows the server's own tool descriptions, which may name the field.
-            if not url.startswith("/calls/start/"):
-                assert "requestState" not in body, url
-                assert "request_state" not in body, url
-            for state in states:
-                assert state not in body
-                assert state[10:40] not in body
-
-
-@pytest.fixture
-def pages(web: Client) -> Iterator[Pages]:
-    pages = Pages(web)
-    yield pages
-    if Round.objects.exclude(request_state=None).exists():
-        pages.assert_no_request_state()
-
-
-# -- helpers ---------------------------------------------------------------------------------
-
-
-def start_url(conn: Connection, **query: str) -> str:
-    url = reverse("calls:start", kwargs={"connection": conn.name})
-    return f"{url}?{'&'.join(f'{k}={v}' for k, v in query.items())}" if query else url
-
-
-def arg(name: str) -> str:
-    return f"arg-{field_name_for(name)}"
-
-
-def start_tool(pages: Pages, conn: Connection, tool: str, **arguments: str) -> Any:
-    data = {arg(k): v for k, v in arguments.items()}
-    return pages.post(start_url(conn, tool=tool), {**data, "start": "1"})
-
-
 def answer_data(key: str, answers: dict[str, Any], action: str = "accept") -> dict[str, Any]:
     data: QueryDict = post(prefix_for_key(key), answers)
     return {**{k: data.getlist(k) for k in data}, "action": action}
-
-
-def text(response: Any) -> str:
-    return response.content.decode()
-
-
-def visible_text(response: Any) -> str:
-    """The page's text with tags dropped and whitespace collapsed."""
-    body = re.sub(r"<(script|style)\b.*?</\1>", " ", text(response), flags=re.S)
-    return " ".join(unescape(re.sub(r"<[^>]+>", " ", body)).split())
-
-
-def buttons(response: Any) -> list[str]:
-    return [" ".join(el.text.split()) for el in elements(text(response)) if el.tag == "button"]
 
 
 def form_buttons(response: Any) -> list[str]:
@@ -134,14 +63,6 @@ def pending_round(call: Call) -> Round:
     return call.rounds.get(status=Round.Status.PENDING)
 
 
-def only_call() -> Call:
-    return Call.objects.get()
-
-
-def tool_calls(peer: Any, since: int) -> list[dict[str, Any]]:
-    return [r for r in peer.recorded(since) if (r["json"] or {}).get("method") == "tools/call"]
-
-
 def label_texts(response: Any) -> list[str]:
     """Texts of labels and of legends (a radio or checkbox group is named by its legend)."""
     return [
@@ -149,120 +70,6 @@ def label_texts(response: Any) -> list[str]:
         for el in elements(text(response))
         if el.tag in ("label", "legend")
     ]
-
-
-# -- starting a call -------------------------------------------------------------------------
-
-
-def test_start_pages_list_connections_and_the_catalog(pages: Pages, peer_conn: Connection):
-    Connection.objects.create(name="off", url="http://127.0.0.1:9/mcp", enabled=False)
-    listing = pages.get(reverse("calls:start_pick"))
-    assert listing.status_code == 200
-    assert start_url(peer_conn) in text(listing)
-    assert "/calls/start/off/" not in text(listing)
-    assert pages.get(start_url(Connection.objects.get(name="off"))).status_code == 404
-
-    page = pages.get(start_url(peer_conn))
-    body = visible_text(page)
-    assert page.status_code == 200
-    assert "mrtrweb-fastmcp-peer" in body
-    for name in ("approve_deploy", "purchase", "review_prompt", "peer://vault/secret"):
-        assert name in body
-    assert "peer://items/{item_id}" in body
-    assert "bad_header_number" in body  # listed among the tools left out, with the reason
-    assert "Refresh" in buttons(page)
-
-
-def test_the_arguments_form_follows_the_tool_schema(pages: Pages, peer_conn: Connection):
-    page = pages.get(start_url(peer_conn, tool="route_request"))
-    html = text(page)
-    (region,) = controls(html, arg("region"))
-    assert region.attrs["type"] == "text" and "required" in region.attrs
-    (priority,) = controls(html, arg("priority"))
-    assert (priority.attrs["type"], priority.attrs["value"]) == ("number", "5")
-    (dry_run,) = controls(html, arg("dry_run"))
-    assert dry_run.attrs["type"] == "checkbox" and "checked" not in dry_run.attrs
-    assert "Edit the arguments as JSON instead" in visible_text(page)
-
-    nested = pages.get(start_url(peer_conn, tool="nested_header"))
-    assert controls(text(nested), "arguments")[0].tag == "textarea"
-    assert "edited as JSON" in visible_text(nested)
-
-
-def test_a_tool_call_started_from_the_page_runs_with_typed_arguments(
-    pages: Pages, peer_conn: Connection, fastmcp_peer: Any
-):
-    since = fastmcp_peer.mark()
-    response = start_tool(pages, peer_conn, "add", a="2", b="40")
-    call = only_call()
-    assert response.status_code == 303
-    assert response["Location"] == call.get_absolute_url()
-    assert '"arguments":{"a": 2, "b": 40}' in tool_calls(fastmcp_peer, since)[0]["body"]
-    page = pages.get(call.get_absolute_url())
-    assert "42" in visible_text(page)
-    assert call.started_by.get_username() == "ada"
-
-
-def test_the_json_editor_sends_the_arguments_exactly_and_refuses_non_objects(
-    pages: Pages, peer_conn: Connection, fastmcp_peer: Any
-):
-    url = start_url(peer_conn, tool="echo", json="1")
-    refused = pages.post(url, {"arguments": "[1, 2]", "start": "1"})
-    assert refused.status_code == 200
-    assert "must be a JSON object" in visible_text(refused)
-    bad = pages.post(url, {"arguments": "{nope", "start": "1"})
-    assert "not valid JSON" in visible_text(bad)
-    assert not Call.objects.exists()
-
-    since = fastmcp_peer.mark()
-    done = pages.post(url, {"arguments": '{"text":  "hi there"}', "start": "1"})
-    assert done.status_code == 303
-    assert '"arguments":{"text":  "hi there"}' in tool_calls(fastmcp_peer, since)[0]["body"]
-    assert "hi there" in visible_text(pages.get(done["Location"]))
-
-
-def test_missing_required_arguments_are_reported_and_nothing_is_called(
-    pages: Pages, peer_conn: Connection
-):
-    response = start_tool(pages, peer_conn, "approve_deploy", service="", environment="prod")
-    assert response.status_code == 200
-    assert "This field is required." in visible_text(response)
-    (environment,) = controls(text(response), arg("environment"))
-    assert environment.attrs["value"] == "prod"
-    assert not Call.objects.exists()
-
-
-def test_prompts_and_resources_are_started_from_the_page(pages: Pages, peer_conn: Connection):
-    response = pages.post(
-        start_url(peer_conn, prompt="greeting_prompt"), {arg("name"): "Bo", "start": "1"}
-    )
-    page = pages.get(response["Location"])
-    assert "Say hello to Bo." in visible_text(page)
-    assert "user" in visible_text(page)
-
-    response = pages.post(
-        start_url(peer_conn, template="peer://docs/{section}/{page}"),
-        {f"var-{field_name_for('section')}": "a b", f"var-{field_name_for('page')}": "7"},
-    )
-    call = Call.objects.get(method=Call.Method.RESOURCE)
-    assert call.target == "peer://docs/a%20b/7"
-    assert response["Location"] == call.get_absolute_url()
-
-    response = pages.post(start_url(peer_conn, resource="peer://static/2"), {"start": "1"})
-    assert "static resource 2" in visible_text(pages.get(response["Location"]))
-
-
-def test_a_legacy_server_is_reported_precisely(pages: Pages, fault_peer: Any):
-    legacy = fault_peer("legacy")
-    conn = Connection.objects.create(name="old", url=legacy.url)
-    page = pages.get(start_url(conn))
-    body = visible_text(page)
-    assert page.status_code == 200
-    assert "could not be probed" in body
-    assert "LegacyServer" in body
-    assert "handshake-era" in body
-    refreshed = pages.post(start_url(conn), {"refresh": "1"})
-    assert "LegacyServer" in visible_text(refreshed)
 
 
 # -- the round page --------------------------------------------------------------------------
@@ -717,7 +524,7 @@ def test_other_people_get_404_and_strangers_are_sent_to_sign_in(
     assert round.status == Round.Status.PENDING
 
     stranger = Client()
-    for url in [*urls, reverse("calls:start_pick"), reverse("calls:list")]:
+    for url in [*urls, reverse("starting:pick"), reverse("calls:list")]:
         response = stranger.get(url)
         assert response.status_code == 302
         assert response["Location"].startswith(reverse("login"))
@@ -757,72 +564,6 @@ def test_posts_need_the_csrf_token(peer_conn: Connection, ada: Any):
         {**answer_data("approval", APPROVAL), "csrfmiddlewaretoken": token},
     )
     assert ok.status_code == 303
-
-
-def test_the_home_page_links_to_starting_a_call(web: Client):
-    body = text(web.get(reverse("core:home")))
-    assert reverse("calls:start_pick") in body
-
-
-# -- the start forms, without a server ---------------------------------------------------------
-
-
-def test_flat_schemas_become_typed_fields_and_others_need_json():
-    schema = {
-        "type": "object",
-        "properties": {
-            "n": {"type": "integer", "minimum": 1},
-            "x": {"type": "number"},
-            "flag": {"type": "boolean"},
-            "level": {"enum": ["low", "high", 3]},
-            "note": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
-        },
-        "required": ["n"],
-    }
-    specs = flat_arguments(schema)
-    form = ArgumentsForm(
-        specs,
-        data={
-            arg("n"): "4",
-            arg("x"): "2.0",
-            arg("flag"): "false",
-            arg("level"): "2",
-            arg("note"): "",
-        },
-    )
-    assert form.is_valid(), form.errors
-    assert form.arguments() == {"n": 4, "x": 2, "flag": False, "level": 3}
-    assert type(form.arguments()["x"]) is int
-    assert not ArgumentsForm(specs, data={arg("n"): "0"}).is_valid()
-
-    for nested in (
-        {"type": "object", "properties": {"t": {"type": "object"}}},
-        {"type": "object", "properties": {"t": {"type": "array", "items": {"type": "string"}}}},
-        {
-            "type": "object",
-            "properties": {"t": {"anyOf": [{"type": "string"}, {"type": "integer"}]}},
-        },
-        {"type": "object", "properties": {"t": {"$ref": "#/$defs/T"}}},
-    ):
-        with pytest.raises(NotFlat):
-            flat_arguments(nested)
-
-
-def test_uri_templates_are_expanded_with_encoding():
-    assert template_variables("peer://docs/{section}/{page}{?q,lang}") == [
-        "section",
-        "page",
-        "q",
-        "lang",
-    ]
-    values = {"section": "a/b c", "page": "7", "q": "x&y", "lang": ""}
-    assert (
-        expand_uri_template("peer://docs/{section}/{page}{?q,lang}", values)
-        == "peer://docs/a%2Fb%20c/7?q=x%26y&lang="
-    )
-    assert expand_uri_template("file://{+path}", {"path": "/etc/x y"}) == "file:///etc/x%20y"
-    assert expand_uri_template("x{/a,b}{#c}", {"a": "1", "b": "2", "c": "d"}) == "x/1/2#d"
-    assert expand_uri_template("{a:2}", {"a": "hello"}) == "he"
 
 
 def test_answer_json_is_pretty_on_the_call_page_not_raw(pages: Pages, peer_conn: Connection):

@@ -45,7 +45,7 @@ def _inline_tasks(inline_tasks: None) -> None:
 
 
 def start_from_the_page(web: Any, conn: Connection, tool: str, **arguments: str) -> Call:
-    url = reverse("calls:start", kwargs={"connection": conn.name}) + f"?tool={tool}"
+    url = reverse("starting:start", kwargs={"connection": conn.name}) + f"?tool={tool}"
     data = {f"arg-{field_name_for(k)}": v for k, v in arguments.items()}
     response = web.post(url, {**data, "start": "1"})
     assert response.status_code == 303, text(response)

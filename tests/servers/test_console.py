@@ -425,7 +425,7 @@ def test_disable_and_enable(web: Client, end_user: Any) -> None:
     assert not conn.enabled
     assert "Connection “peer” disabled." in text_of(web.get(url("list")))
     # End users no longer find it to start calls on.
-    start = signed_in(end_user).get(reverse("calls:start_pick"))
+    start = signed_in(end_user).get(reverse("starting:pick"))
     assert conn.url not in start.content.decode()
 
     response = web.post(url("toggle", conn), {"enabled": "1", "next": url("edit", conn)})

@@ -3,19 +3,12 @@
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlencode
 
 from django import template
 
 from mrtrweb.calls.rendering import Block, pretty_json
 
 register = template.Library()
-
-
-@register.simple_tag
-def pick_url(base: str, kind: str, value: Any) -> str:
-    """``base?kind=value`` with the value (a server string) query-encoded."""
-    return f"{base}?{urlencode({kind: value})}"
 
 
 @register.inclusion_tag("calls/_block.html")

@@ -29,15 +29,15 @@ def test_end_users_see_and_start_only_exposed_tools(fastmcp_peer: Any) -> None:
     conn = Connection.objects.create(name="peer", url=fastmcp_peer.url)
     Connection.objects.create(name="hidden", url=fastmcp_peer.url)
     eve = signed_in(person("eve", END_USERS))
-    start = reverse("calls:start", kwargs={"connection": "peer"})
+    start = reverse("starting:start", kwargs={"connection": "peer"})
 
     # Nothing exposed: the connection is not offered, and its page is 404.
-    assert start not in eve.get(reverse("calls:start_pick")).content.decode()
+    assert start not in eve.get(reverse("starting:pick")).content.decode()
     assert eve.get(start).status_code == 404
 
     ToolExposure.objects.create(connection=conn, tool_name="echo", exposed=True)
-    pick = eve.get(reverse("calls:start_pick")).content.decode()
-    assert start in pick and reverse("calls:start", kwargs={"connection": "hidden"}) not in pick
+    pick = eve.get(reverse("starting:pick")).content.decode()
+    assert start in pick and reverse("starting:start", kwargs={"connection": "hidden"}) not in pick
     page = eve.get(start).content.decode()
     assert "?tool=echo" in page and "?tool=add" not in page
     assert "?prompt=" not in page and "?resource=" not in page
@@ -54,5 +54,5 @@ def test_end_users_see_and_start_only_exposed_tools(fastmcp_peer: Any) -> None:
 def test_operators_see_the_whole_catalog(fastmcp_peer: Any) -> None:
     Connection.objects.create(name="peer", url=fastmcp_peer.url)
     olga = signed_in(person("olga", OPERATORS))
-    page = olga.get(reverse("calls:start", kwargs={"connection": "peer"})).content.decode()
+    page = olga.get(reverse("starting:start", kwargs={"connection": "peer"})).content.decode()
     assert "?tool=add" in page and "?prompt=plain_prompt" in page and "?resource=" in page

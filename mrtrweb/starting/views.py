@@ -1,0 +1,219 @@
+"""The start pages: pick a connection, pick from its catalog, fill in the form, start the call.
+
+Thin: the catalog comes from ``servers``, who may start what from ``servers.exposure``, the
+call is started by ``engine.start_call``. A connection or item someone may not start is
+treated as one that is not there (404, or the catalog without it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods, require_safe
+
+from mrtrweb.calls import engine
+from mrtrweb.calls.access import next_page
+from mrtrweb.calls.models import Call
+from mrtrweb.calls.rendering import pretty_json
+from mrtrweb.http import SeeOther
+from mrtrweb.servers.catalog import ProbeReport, ensure_catalog, refresh_catalog
+from mrtrweb.servers.exposure import (
+    may_start,
+    sees_whole_catalog,
+    startable_connections,
+    startable_tools,
+)
+from mrtrweb.servers.models import Connection
+
+from .prompts import PromptArgumentsForm, prompt_arguments
+from .tools import ArgumentsForm, JsonArgumentsForm, NotFlat, flat_arguments
+from .uri_templates import TemplateForm
+
+SELECTION_KINDS = ("tool", "prompt", "resource", "template")
+
+
+@login_required
+@require_safe
+def start(request: HttpRequest) -> HttpResponse:
+    connections = startable_connections(request.user)
+    return render(request, "starting/connections.html", {"connections": connections})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def start_on(request: HttpRequest, connection: str) -> HttpResponse:
+    conn = get_object_or_404(startable_connections(request.user), name=connection)
+    report: ProbeReport | None
+    if request.method == "POST" and "refresh" in request.POST:
+        report = refresh_catalog(conn)
+    elif request.method == "GET":
+        report = ensure_catalog(conn)
+    else:
+        report = None  # starting: the catalog shown with the form is the one to use
+    selection = _allowed_selection(request, conn)
+    if selection is None and report is None and request.method == "POST":
+        # Posted without having seen a catalog here (a script, or the cache was emptied).
+        report = ensure_catalog(conn)
+        selection = _allowed_selection(request, conn)
+    context: dict[str, Any] = {"connection": conn, "report": report, "selection": selection}
+    if selection is None or "refresh" in request.POST:
+        if request.GET.keys() & set(SELECTION_KINDS) and selection is None:
+            context["selection_missing"] = True
+        return render(
+            request, "starting/connection.html", _catalog_context(request.user, conn, context)
+        )
+
+    form, json_mode, not_flat = _start_form(request, selection)
+    if request.method == "POST" and form.is_valid():
+        kind, item = selection
+        call = engine.start_call(
+            connection=conn,
+            method=_METHODS[kind],
+            target=_target(kind, item, form),
+            arguments=_arguments(kind, form),
+            user=request.user,
+            deliver_within=settings.MRTRWEB_START_WAIT,
+        )
+        return SeeOther(next_page(call))
+    context.update(
+        form=form,
+        json_mode=json_mode,
+        not_flat=not_flat,
+        kind=selection[0],
+        item=selection[1],
+        json_url=_selection_url(conn, selection, as_json=True),
+        fields_url=_selection_url(conn, selection),
+    )
+    return render(
+        request, "starting/connection.html", _catalog_context(request.user, conn, context)
+    )
+
+
+_METHODS = {
+    "tool": Call.Method.TOOL,
+    "prompt": Call.Method.PROMPT,
+    "resource": Call.Method.RESOURCE,
+    "template": Call.Method.RESOURCE,
+}
+
+
+def _selection(request: HttpRequest, conn: Connection) -> tuple[str, dict[str, Any]] | None:
+    """What the person picked from the catalog (``?tool=NAME`` and so on), as listed."""
+    catalog = conn.catalog or {}
+    lookups = {
+        "tool": ("tools", "name"),
+        "prompt": ("prompts", "name"),
+        "resource": ("resources", "uri"),
+        "template": ("resource_templates", "uriTemplate"),
+    }
+    for kind in SELECTION_KINDS:
+        wanted = request.GET.get(kind)
+        if wanted is None:
+            continue
+        listing, field = lookups[kind]
+        for item in catalog.get(listing) or []:
+            if isinstance(item, dict) and item.get(field) == wanted:
+                return kind, item
+        return None
+    return None
+
+
+def _allowed_selection(request: HttpRequest, conn: Connection) -> tuple[str, dict[str, Any]] | None:
+    """The picked item, if this person may start it (else as if it were not listed)."""
+    selection = _selection(request, conn)
+    if selection is None:
+        return None
+    kind, item = selection
+    if kind == "tool":
+        return selection if may_start(request.user, conn, item["name"]) else None
+    # Prompts and resources are not exposable: only operators and admins use them.
+    return selection if sees_whole_catalog(request.user) else None
+
+
+def _selection_url(
+    conn: Connection, selection: tuple[str, dict[str, Any]], *, as_json: bool = False
+) -> str:
+    kind, item = selection
+    field = {"tool": "name", "prompt": "name", "resource": "uri", "template": "uriTemplate"}[kind]
+    query = {kind: item[field], **({"json": "1"} if as_json else {})}
+    return f"{reverse('starting:start', kwargs={'connection': conn.name})}?{urlencode(query)}"
+
+
+def _start_form(
+    request: HttpRequest, selection: tuple[str, dict[str, Any]]
+) -> tuple[Any, bool, str]:
+    """The form for the picked item; for tools also whether it is the JSON editor, and why."""
+    kind, item = selection
+    data = request.POST if request.method == "POST" else None
+    if kind == "prompt":
+        return PromptArgumentsForm(prompt_arguments(item), data=data), False, ""
+    if kind == "template":
+        return TemplateForm(item["uriTemplate"], data=data), False, ""
+    if kind == "resource":
+        return TemplateForm("", data=data), False, ""
+    schema = item.get("inputSchema")
+    try:
+        specs = flat_arguments(schema)
+    except NotFlat as exc:
+        specs, not_flat = None, str(exc)
+    else:
+        not_flat = ""
+    if specs is None or request.GET.get("json"):
+        defaults = {
+            name: prop["default"]
+            for name, prop in ((schema or {}).get("properties") or {}).items()
+            if isinstance(prop, dict) and "default" in prop
+        }
+        form = JsonArgumentsForm(data=data, initial={"arguments": pretty_json(defaults)})
+        return form, True, not_flat
+    return ArgumentsForm(specs, data=data), False, ""
+
+
+def _target(kind: str, item: dict[str, Any], form: Any) -> str:
+    if kind == "template":
+        return form.uri()
+    if kind == "resource":
+        return item["uri"]
+    return item["name"]
+
+
+def _arguments(kind: str, form: Any) -> dict[str, Any] | str | None:
+    if kind in ("resource", "template"):
+        return None
+    if isinstance(form, JsonArgumentsForm):
+        return form.cleaned_data["arguments"]
+    return form.arguments()
+
+
+def _render_catalog(
+    request: HttpRequest, conn: Connection, context: dict[str, Any]
+) -> HttpResponse:
+    """The connection's page: its catalog, and the form of what was picked, if anything."""
+    context = _catalog_context(request.user, conn, context)
+    return render(request, "starting/connection.html", context)
+
+
+def _catalog_context(user: Any, conn: Connection, context: dict[str, Any]) -> dict[str, Any]:
+    catalog = conn.catalog or {}
+    server = conn.server_info()
+    everything = sees_whole_catalog(user)
+    allowed = {tool.name for tool in startable_tools(user, conn)}
+    context.update(
+        server_name=(server.get("info") or {}).get("name", ""),
+        server_version=(server.get("info") or {}).get("version", ""),
+        instructions=server.get("instructions", ""),
+        tools=[t for t in catalog.get("tools") or [] if t.get("name") in allowed],
+        prompts=(catalog.get("prompts") or []) if everything else [],
+        resources=(catalog.get("resources") or []) if everything else [],
+        templates=(catalog.get("resource_templates") or []) if everything else [],
+        dropped_tools=(catalog.get("dropped_tools") or []) if everything else [],
+        start_url=reverse("starting:start", kwargs={"connection": conn.name}),
+        has_catalog=bool(catalog),
+    )
+    return context
