@@ -55,6 +55,8 @@ INSTALLED_APPS = [
     "django_htmx",
     "django_tasks",
     "django_tasks_db",
+    "mrtrweb.people",
+    "mrtrweb.encryption",
     "mrtrweb.core",
     "mrtrweb.servers",
     "mrtrweb.calls",

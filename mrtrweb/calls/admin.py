@@ -14,8 +14,9 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
+from mrtrweb.people.roles import is_admin
+
 from .models import Call, Event, Round
-from .roles import is_admin
 
 # Columns of a server that the admin never needs here: secrets (decrypted on load) and the
 # catalog (large).

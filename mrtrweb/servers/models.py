@@ -14,10 +14,9 @@ from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
+from mrtrweb.encryption.fields import EncryptedJSONField, EncryptedTextField
 from mrtrweb.mcp import ConnectionSettings
 from mrtrweb.mcp.config import DEFAULT_ANSWER_DEADLINE, DEFAULT_ANSWER_DEADLINE_MAX
-
-from .fields import EncryptedJSONField, EncryptedTextField
 
 DEFAULT_STATE_LIFETIME = timedelta(minutes=10)
 

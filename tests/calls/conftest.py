@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.test import Client
 
-from mrtrweb.calls.roles import OPERATORS
+from mrtrweb.people.roles import OPERATORS
 from mrtrweb.servers.models import Connection
 
 

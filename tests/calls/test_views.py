@@ -29,8 +29,8 @@ from mrtrweb.calls.forms import (
     template_variables,
 )
 from mrtrweb.calls.models import Call, Round
-from mrtrweb.calls.roles import ADMINS
 from mrtrweb.elicitation import field_name_for, prefix_for_key
+from mrtrweb.people.roles import ADMINS
 from mrtrweb.servers.models import Connection
 from tests.elicitation.support import controls, elements, post
 
