@@ -64,7 +64,7 @@ class ProviderUnavailable(Exception):
 
 
 def enabled() -> bool:
-    return bool(getattr(settings, "MRTRWEB_OIDC_ENABLED", False))
+    return bool(settings.MRTRWEB_OIDC_ENABLED)
 
 
 # -- where the provider is --------------------------------------------------------------------
@@ -98,8 +98,9 @@ def forget_discovery() -> None:
 
 def provider() -> dict[str, str]:
     """The provider's endpoints and issuer: those set in the environment, the rest discovered."""
-    found = {name: getattr(settings, name, "") or "" for name in _ENDPOINTS}
-    url = getattr(settings, "OIDC_OP_DISCOVERY_URL", "")
+    # Only asked when single sign-on is on, when env.oidc has set every one of them.
+    found = {name: getattr(settings, name) for name in _ENDPOINTS}
+    url = settings.OIDC_OP_DISCOVERY_URL
     if url and not all(found.values()):
         document = _discovery(url)
         for name, key in _ENDPOINTS.items():
