@@ -28,7 +28,9 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.models import Group
 from django.core.exceptions import SuspiciousOperation
+from django.core.signals import setting_changed
 from django.db import IntegrityError, transaction
+from django.dispatch import receiver
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.utils import timezone
@@ -91,9 +93,12 @@ def _discovery(url: str) -> dict[str, Any]:
     return document
 
 
-def forget_discovery() -> None:
-    with _discovery_lock:
-        _discovered.clear()
+@receiver(setting_changed)
+def _forget_discovery(*, setting: str, **kwargs: object) -> None:
+    # A provider configured anew is discovered anew (tests reconfigure it).
+    if setting.startswith("OIDC_OP_"):
+        with _discovery_lock:
+            _discovered.clear()
 
 
 def provider() -> dict[str, str]:
