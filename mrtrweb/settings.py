@@ -55,6 +55,8 @@ INSTALLED_APPS = [
     "django_htmx",
     "django_tasks",
     "django_tasks_db",
+    "mrtrweb.people",
+    "mrtrweb.encryption",
     "mrtrweb.core",
     "mrtrweb.servers",
     "mrtrweb.calls",
@@ -163,6 +165,19 @@ MRTRWEB_ANSWER_WAIT = env.env_float(ENV, "MRTRWEB_ANSWER_WAIT", 2.0, allow_zero=
 # seconds: a quick server's first round or result is shown at once, a slower one's call page
 # shows it working (with its progress) instead of a page that hangs.
 MRTRWEB_START_WAIT = env.env_float(ENV, "MRTRWEB_START_WAIT", 1.0, allow_zero=True)
+# Webhooks of API calls (mrtrweb/webhooks, docs/api.md): at most MAX_ATTEMPTS attempts per
+# delivery (the first included), waiting BACKOFF seconds doubling up to BACKOFF_MAX, each
+# waiting TIMEOUT seconds for the receiver. Loopback and private addresses only with
+# ALLOW_PRIVATE (default: DEBUG, so a developer's receiver just works), or when in one of
+# the ALLOWED_NETWORKS (CIDRs).
+MRTRWEB_WEBHOOK_MAX_ATTEMPTS = env.env_int(ENV, "MRTRWEB_WEBHOOK_MAX_ATTEMPTS", default=6)
+MRTRWEB_WEBHOOK_BACKOFF = env.env_float(ENV, "MRTRWEB_WEBHOOK_BACKOFF", 60.0, allow_zero=True)
+MRTRWEB_WEBHOOK_BACKOFF_MAX = env.env_float(
+    ENV, "MRTRWEB_WEBHOOK_BACKOFF_MAX", 900.0, allow_zero=True
+)
+MRTRWEB_WEBHOOK_TIMEOUT = env.env_float(ENV, "MRTRWEB_WEBHOOK_TIMEOUT", 10.0)
+MRTRWEB_WEBHOOK_ALLOW_PRIVATE = env.env_bool(ENV, "MRTRWEB_WEBHOOK_ALLOW_PRIVATE", default=DEBUG)
+MRTRWEB_WEBHOOK_ALLOWED_NETWORKS = env.env_list(ENV, "MRTRWEB_WEBHOOK_ALLOWED_NETWORKS")
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

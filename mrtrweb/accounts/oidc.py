@@ -28,7 +28,9 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.models import Group
 from django.core.exceptions import SuspiciousOperation
+from django.core.signals import setting_changed
 from django.db import IntegrityError, transaction
+from django.dispatch import receiver
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.utils import timezone
@@ -64,7 +66,7 @@ class ProviderUnavailable(Exception):
 
 
 def enabled() -> bool:
-    return bool(getattr(settings, "MRTRWEB_OIDC_ENABLED", False))
+    return bool(settings.MRTRWEB_OIDC_ENABLED)
 
 
 # -- where the provider is --------------------------------------------------------------------
@@ -91,15 +93,19 @@ def _discovery(url: str) -> dict[str, Any]:
     return document
 
 
-def forget_discovery() -> None:
-    with _discovery_lock:
-        _discovered.clear()
+@receiver(setting_changed)
+def _forget_discovery(*, setting: str, **kwargs: object) -> None:
+    # A provider configured anew is discovered anew (tests reconfigure it).
+    if setting.startswith("OIDC_OP_"):
+        with _discovery_lock:
+            _discovered.clear()
 
 
 def provider() -> dict[str, str]:
     """The provider's endpoints and issuer: those set in the environment, the rest discovered."""
-    found = {name: getattr(settings, name, "") or "" for name in _ENDPOINTS}
-    url = getattr(settings, "OIDC_OP_DISCOVERY_URL", "")
+    # Only asked when single sign-on is on, when env.oidc has set every one of them.
+    found = {name: getattr(settings, name) for name in _ENDPOINTS}
+    url = settings.OIDC_OP_DISCOVERY_URL
     if url and not all(found.values()):
         document = _discovery(url)
         for name, key in _ENDPOINTS.items():

@@ -21,7 +21,7 @@ from django_otp.models import Device
 from django_otp.plugins.otp_static.models import StaticDevice, StaticToken
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
-from mrtrweb.calls.roles import is_admin, is_operator
+from mrtrweb.people.roles import is_admin, is_operator
 
 BACKUP_CODES = 10
 APP_DEVICE_NAME = "Authenticator app"

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from mrtrweb.servers.fields import EncryptedTextField
+from mrtrweb.encryption.fields import EncryptedTextField
 
 # Tokens look like "mrtr_<prefix>_<secret>": the prefix is stored in the clear so people can
 # tell their tokens apart in lists and logs without the secret part ever being kept.

@@ -15,7 +15,7 @@ from django.contrib.auth.models import Group
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 
-from mrtrweb.calls.roles import is_operator
+from mrtrweb.people.roles import is_operator
 from mrtrweb.servers.catalog import refresh_catalog
 from mrtrweb.servers.forms import ConnectionForm, lifetime_minutes
 from mrtrweb.servers.models import Connection

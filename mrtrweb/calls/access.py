@@ -15,10 +15,10 @@ from typing import Any
 from django.db.models import Q, QuerySet
 from django.urls import reverse
 
+from mrtrweb.people.roles import is_admin
 from mrtrweb.servers.exposure import may_start, sees_whole_catalog
 
 from .models import Call, Round
-from .roles import is_admin
 
 
 def _active(user: Any) -> bool:

@@ -14,34 +14,13 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
+from mrtrweb.people.admin import ReadOnlyAdmin
+
 from .models import Call, Event, Round
-from .roles import is_admin
 
 # Columns of a server that the admin never needs here: secrets (decrypted on load) and the
 # catalog (large).
 _CONNECTION_HEAVY = ("connection__bearer_token", "connection__headers", "connection__catalog")
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """View-only for admins (``calls.manage_rounds``) and anyone with the view permission."""
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return is_admin(request.user) or super().has_view_permission(request, obj)
-
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return is_admin(request.user) or super().has_module_permission(request)
-
-    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        return self.get_fields(request, obj)
 
 
 def _call_link(call_id: int) -> str:

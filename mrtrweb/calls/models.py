@@ -17,13 +17,11 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.functional import cached_property
 
+from mrtrweb.encryption.fields import EncryptedCompactTextField, EncryptedJSONField
 from mrtrweb.mcp.headers import header_schema
-from mrtrweb.servers.fields import (
-    CompactJSONField,
-    EncryptedCompactTextField,
-    EncryptedJSONField,
-)
 from mrtrweb.servers.models import Connection
+
+from .fields import CompactJSONField
 
 
 def _where_set(field: str, name: str, *more: str) -> models.Index:

@@ -22,6 +22,7 @@ from django_htmx.http import HttpResponseClientRefresh
 
 from mrtrweb.http import SeeOther
 from mrtrweb.live import frames
+from mrtrweb.people.roles import is_admin
 from mrtrweb.servers.models import Connection
 
 from . import engine
@@ -29,7 +30,6 @@ from .access import can_act_on_call, can_answer, next_page, visible_calls, visib
 from .forms import RoundAnswers
 from .models import Call, Round
 from .rendering import pretty_json, result_view, round_view
-from .roles import is_admin
 
 # Prefixes of URL-mode requests a person agreed to open, per round: {"<round pk>": [prefix]}.
 CONSENT_SESSION_KEY = "calls.url_consent"
@@ -81,7 +81,10 @@ def round_page(request: HttpRequest, pk: int) -> HttpResponse:
             if not answers.answerable:
                 return _render_round(request, round, answers, status=409, problem="unanswerable")
             engine.submit_answers(
-                round, answers.refused(action), request.user, deliver_within=_answer_wait()
+                round,
+                answers.refused(action),
+                request.user,
+                deliver_within=settings.MRTRWEB_ANSWER_WAIT,
             )
         elif action == "accept":
             if not answers.can_accept:
@@ -89,7 +92,7 @@ def round_page(request: HttpRequest, pk: int) -> HttpResponse:
             if not answers.is_valid():
                 return _render_round(request, round, answers, status=422, problem="invalid")
             engine.submit_answers(
-                round, answers.accepted(), request.user, deliver_within=_answer_wait()
+                round, answers.accepted(), request.user, deliver_within=settings.MRTRWEB_ANSWER_WAIT
             )
         else:
             return _render_round(request, round, answers, status=400, problem="no_action")
@@ -103,14 +106,6 @@ def round_page(request: HttpRequest, pk: int) -> HttpResponse:
     # Delivered while the person waited: straight to the next round, or to the result.
     call = Call.objects.get(pk=round.call_id)
     return SeeOther(next_page(call, request.user))
-
-
-def _answer_wait() -> float:
-    return float(getattr(settings, "MRTRWEB_ANSWER_WAIT", 2.0))
-
-
-def _start_wait() -> float:
-    return float(getattr(settings, "MRTRWEB_START_WAIT", 1.0))
 
 
 def _render_round(
@@ -263,7 +258,7 @@ def restart(request: HttpRequest, pk: int) -> HttpResponse:
         return render(
             request, "calls/conflict.html", {"call": call, "problem": "not_restartable"}, status=409
         )
-    new = engine.restart(call, request.user, deliver_within=_start_wait())
+    new = engine.restart(call, request.user, deliver_within=settings.MRTRWEB_START_WAIT)
     return SeeOther(next_page(new))
 
 

@@ -8,7 +8,7 @@ from django.db.models import Q
 from django.http import HttpRequest
 
 from mrtrweb.calls.models import Round
-from mrtrweb.calls.roles import is_admin, is_operator
+from mrtrweb.people.roles import is_admin, is_operator
 
 
 def people(request: HttpRequest) -> dict[str, Any]:

@@ -1,8 +1,8 @@
 """A call's audit trail as people read it: one entry per recorded transition.
 
 The events are the engine's own records (``calls.Event``), shown as they are: who, when,
-what was asked (keys and messages: for a parked round, from the round's own inputRequests,
-which older events also copied), what was answered (action and content), how each
+what was asked (keys and messages: for a parked round, from the round's own inputRequests),
+what was answered (action and content), how each
 resubmission came out, and the SHA-256 of each requestState. The state itself is never
 recorded by the engine and never read here; a detail key naming it is dropped all the same.
 """
@@ -38,7 +38,6 @@ TITLES = {
 }
 # Detail keys shown in their own columns; anything else is listed as it is.
 SHOWN = {
-    "asked",
     "answers",
     "request_state_sha256",
     "assigned_user",
@@ -87,11 +86,8 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _asked(detail: Mapping[str, Any], requests: Any = None) -> list[Asked]:
-    asked = detail.get("asked")
-    if asked is None and requests is not None:
-        asked = Round.questions_of(requests)
-    if not isinstance(asked, list):
+def _asked(requests: Any) -> list[Asked]:
+    if requests is None:
         return []
     return [
         Asked(
@@ -100,7 +96,7 @@ def _asked(detail: Mapping[str, Any], requests: Any = None) -> list[Asked]:
             mode=_text(item.get("mode")),
             message=_text(item.get("message")),
         )
-        for item in asked
+        for item in Round.questions_of(requests)
         if isinstance(item, Mapping)
     ]
 
@@ -166,15 +162,12 @@ def _is_state(name: str) -> bool:
 
 
 def _parked_requests(events: list[Event]) -> dict[int, Any]:
-    """The inputRequests of the rounds whose ``round_parked`` event does not list what was
-    asked (the engine has not copied them into the event since the round row holds them), in
-    one query."""
+    """The inputRequests of the rounds parked by these events (the round row holds what was
+    asked; the event does not copy it), in one query."""
     ids = {
         event.round_id
         for event in events
-        if event.kind == "round_parked"
-        and event.round_id is not None
-        and not (isinstance(event.detail, Mapping) and "asked" in event.detail)
+        if event.kind == "round_parked" and event.round_id is not None
     }
     if not ids:
         return {}
@@ -203,8 +196,7 @@ def event_views(events: Iterable[Event]) -> list[EventView]:
                 actor=actor,
                 round_index=getattr(event, "round_index", None),
                 asked=_asked(
-                    detail,
-                    parked_requests.get(event.round_id) if event.kind == "round_parked" else None,
+                    parked_requests.get(event.round_id) if event.kind == "round_parked" else None
                 ),
                 answered=_answered(detail),
                 outcome=outcome,

@@ -32,8 +32,8 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Event, Round
-from mrtrweb.calls.roles import is_admin
 from mrtrweb.http import SeeOther
+from mrtrweb.people.roles import is_admin
 
 from .audit import event_views, round_digests
 from .listing import (

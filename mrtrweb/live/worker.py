@@ -151,7 +151,7 @@ _lock = threading.Lock()
 def start_inprocess_worker() -> InProcessWorker | None:
     """Start this process's worker once, if the settings ask for one."""
     global _worker
-    if not getattr(settings, "MRTRWEB_INPROCESS_WORKER", False):
+    if not settings.MRTRWEB_INPROCESS_WORKER:
         return None
     with _lock:
         if _worker is None or not _worker.alive:

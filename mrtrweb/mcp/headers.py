@@ -16,7 +16,6 @@ from typing import Any
 __all__ = [
     "MCP_PARAM_PREFIX",
     "NAME_BEARING_PARAMS",
-    "decode_header_value",
     "encode_header_value",
     "header_schema",
     "invalid_x_mcp_header",
@@ -72,17 +71,6 @@ def encode_header_value(value: str) -> str:
     # as Python writes them and the server decides, rather than this raising mid-request.
     raw = value.encode("utf-8", errors="surrogatepass")
     return "=?base64?" + base64.b64encode(raw).decode("ascii") + "?="
-
-
-def decode_header_value(value: str) -> str | None:
-    """Inverse of :func:`encode_header_value`; ``None`` for a malformed sentinel."""
-    match = _SENTINEL.fullmatch(value)
-    if match is None:
-        return value
-    try:
-        return base64.b64decode(match["payload"], validate=True).decode("utf-8")
-    except ValueError:
-        return None
 
 
 def _schema_positions(root: Any) -> Iterator[tuple[tuple[str, ...] | None, dict[str, Any]]]:

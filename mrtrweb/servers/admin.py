@@ -16,7 +16,7 @@ from django.db import models
 from django.db.models import BooleanField, Case, QuerySet, Value, When
 from django.http import HttpRequest
 
-from mrtrweb.calls.roles import is_admin, is_operator
+from mrtrweb.people.roles import is_admin, is_operator
 
 from .models import Connection, ToolExposure
 

@@ -13,7 +13,7 @@ from typing import Any
 import mcp_types
 from django.db.models import Exists, OuterRef, QuerySet
 
-from mrtrweb.calls.roles import is_admin, is_operator
+from mrtrweb.people.roles import is_admin, is_operator
 
 from .models import Connection, ToolExposure
 

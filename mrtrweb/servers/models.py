@@ -14,10 +14,9 @@ from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
+from mrtrweb.encryption.fields import EncryptedJSONField, EncryptedTextField
 from mrtrweb.mcp import ConnectionSettings
 from mrtrweb.mcp.config import DEFAULT_ANSWER_DEADLINE, DEFAULT_ANSWER_DEADLINE_MAX
-
-from .fields import EncryptedJSONField, EncryptedTextField
 
 DEFAULT_STATE_LIFETIME = timedelta(minutes=10)
 
@@ -134,7 +133,7 @@ class Connection(RoutingTarget):
             connect_timeout=self.connect_timeout,
             read_timeout=self.read_timeout,
             max_response_bytes=self.max_response_bytes,
-            max_json_depth=int(getattr(settings, "MRTRWEB_MAX_JSON_DEPTH", 64)),
+            max_json_depth=settings.MRTRWEB_MAX_JSON_DEPTH,
             answer_deadline=self.answer_deadline,
             answer_deadline_max=max(self.answer_deadline_max, self.answer_deadline),
         )

@@ -25,8 +25,8 @@ from django.urls import reverse
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from mrtrweb.calls.roles import is_operator
 from mrtrweb.http import SeeOther
+from mrtrweb.people.roles import is_operator
 
 from .catalog import ProbeReport, ensure_catalog, refresh_catalog
 from .forms import ConnectionForm, ExposureForm

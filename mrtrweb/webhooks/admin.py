@@ -13,7 +13,7 @@ from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html
 
-from mrtrweb.calls.admin import ReadOnlyAdmin
+from mrtrweb.people.admin import ReadOnlyAdmin
 
 from .models import Delivery, Subscription
 

@@ -21,7 +21,6 @@ from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from mrtrweb import env
 from mrtrweb.accounts.models import OidcIdentity, SingleSignOnDevice
-from mrtrweb.accounts.oidc import forget_discovery
 from tests.peers.oidc_provider import CLIENT_ID, CLIENT_SECRET, OidcProvider
 
 pytestmark = pytest.mark.django_db
@@ -43,7 +42,6 @@ def configure(settings: Any, **environ: str) -> None:
     """The settings mrtrweb/settings.py makes of these environment variables."""
     for name, value in env.oidc(environ).items():
         setattr(settings, name, value)
-    forget_discovery()
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from django.contrib.auth.models import Group
 from django.test import Client
 
 from mrtrweb.calls.models import Round
-from mrtrweb.calls.roles import OPERATORS
+from mrtrweb.people.roles import OPERATORS
 from mrtrweb.servers.models import Connection
 from tests.calls.pages import Pages
 

@@ -11,10 +11,11 @@ import pytest
 
 from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Round
-from mrtrweb.mcp.headers import decode_header_value, encode_header_value
+from mrtrweb.mcp.headers import encode_header_value
 from mrtrweb.mcp.oneline import one_line
 from tests.inbox.support import connection, operator
 from tests.peers.limits_server import CRLF_TOOL
+from tests.support.headers import decode_header_value
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

@@ -1,7 +1,7 @@
 """What a parked round stores, kept small (issue 7, P5) without losing what it must keep.
 
 The requestState is sealed compactly and still reads byte for byte (also after a key
-rotation, and when written in an older form); a call without credentials stores ``{}`` in
+rotation); a call without credentials stores ``{}`` in
 clear, still distinct from ``None``; a call keeps only what its later rounds need of its tool;
 the round_parked event leaves the questions to the round, and the audit trail still shows them.
 """
@@ -20,8 +20,8 @@ from django.db import connection as db
 
 from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Event, Round
+from mrtrweb.encryption import crypto
 from mrtrweb.mcp.headers import header_schema, x_mcp_header_map
-from mrtrweb.servers import crypto
 from mrtrweb.servers.catalog import refresh_catalog
 from mrtrweb.servers.models import Connection
 from tests.dashboard.support import make_connection, make_round
@@ -75,34 +75,17 @@ def test_a_sealed_state_is_smaller_than_a_fernet_token_of_it(user: Any) -> None:
     assert len(crypto.encrypt(TOKEN)) > 400
 
 
-def test_states_stored_in_older_forms_still_read(user: Any) -> None:
-    round = make_round(connection=make_connection(), starter=user, request_state="x")
-    # A Fernet text token (before the column was binary: SQLite keeps it as text, PostgreSQL
-    # converts it to its ASCII bytes), and a Fernet token's raw bytes.
-    text_token = crypto.encrypt(TOKEN)
-    for value in (text_token, text_token.encode("ascii")):
-        put_state(round.pk, value)
-        assert Round.objects.get(pk=round.pk).request_state == TOKEN
-    put_state(round.pk, base64.urlsafe_b64decode(crypto.encrypt("plain state")))
-    assert Round.objects.get(pk=round.pk).request_state == "plain state"
-
-
 def test_sealed_states_survive_a_key_rotation(user: Any, settings: Any) -> None:
     old = Fernet.generate_key().decode()
     settings.FERNET_KEYS = [old]
     round = make_round(connection=make_connection(), starter=user, request_state=TOKEN)
-    legacy = make_round(
-        connection=Connection.objects.get(), starter=user, key="other", request_state="x"
-    )
-    put_state(legacy.pk, crypto.encrypt("older text token"))
     new = Fernet.generate_key().decode()
     settings.FERNET_KEYS = [new, old]
     assert Round.objects.get(pk=round.pk).request_state == TOKEN
     call_command("rotate_secrets", stdout=io.StringIO())
     settings.FERNET_KEYS = [new]
     assert Round.objects.get(pk=round.pk).request_state == TOKEN
-    assert Round.objects.get(pk=legacy.pk).request_state == "older text token"
-    assert crypto.is_sealed(bytes(stored_state(legacy.pk)))
+    assert crypto.is_sealed(bytes(stored_state(round.pk)))
     # Without the key it was sealed under, it does not read.
     settings.FERNET_KEYS = [old]
     with pytest.raises(crypto.SecretUnreadable):
@@ -246,11 +229,5 @@ def test_the_parked_event_leaves_the_questions_to_the_round(fastmcp_peer: Any, u
     (key, request) = next(iter(round.input_requests.items()))
     assert view.asked[0].key == key
     assert view.asked[0].message == request["params"]["message"]
-    # Events written before still show what they copied.
-    Event.objects.filter(pk=parked.pk).update(
-        detail={**parked.detail, "asked": [{"key": "old", "message": "Copied?"}]}
-    )
-    (view,) = event_views(Event.objects.filter(pk=parked.pk))
-    assert [a.message for a in view.asked] == ["Copied?"]
     (digest,) = round_digests(Round.objects.filter(pk=round.pk).defer("request_state"))
     assert digest.request_state_sha256 == round.request_state_sha256

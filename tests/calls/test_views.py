@@ -21,8 +21,8 @@ from django.urls import reverse
 
 from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Round
-from mrtrweb.calls.roles import ADMINS
 from mrtrweb.elicitation import field_name_for, prefix_for_key
+from mrtrweb.people.roles import ADMINS
 from mrtrweb.servers.models import Connection
 from tests.calls.pages import (
     Pages,

@@ -102,3 +102,42 @@ def test_production_refuses_unsafe_configuration(run_python: RunPython, env, com
 
     assert result.returncode != 0
     assert complaint in result.stderr
+
+
+WEBHOOK_SETTINGS = """
+import json
+from django.conf import settings
+print(json.dumps([
+    settings.MRTRWEB_WEBHOOK_ALLOW_PRIVATE, settings.MRTRWEB_WEBHOOK_ALLOWED_NETWORKS,
+    settings.MRTRWEB_WEBHOOK_MAX_ATTEMPTS, settings.MRTRWEB_WEBHOOK_TIMEOUT,
+]))
+"""
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({}, [False, [], 6, 10.0]),
+        # A developer's receiver on 127.0.0.1 just works; a deployment must opt in.
+        ({"DJANGO_DEBUG": "1"}, [True, [], 6, 10.0]),
+        (
+            {
+                "MRTRWEB_WEBHOOK_ALLOW_PRIVATE": "yes",
+                "MRTRWEB_WEBHOOK_ALLOWED_NETWORKS": "10.2.0.0/16, 10.3.0.0/16",
+                "MRTRWEB_WEBHOOK_MAX_ATTEMPTS": "3",
+                "MRTRWEB_WEBHOOK_TIMEOUT": "2.5",
+            },
+            [True, ["10.2.0.0/16", "10.3.0.0/16"], 3, 2.5],
+        ),
+    ],
+)
+def test_webhook_settings_come_from_the_environment(run_python: RunPython, env, expected):
+    result = run_python("-c", WEBHOOK_SETTINGS, env=env)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == expected
+
+
+def test_a_bad_webhook_setting_stops_the_start(run_python: RunPython):
+    result = run_python("-c", WEBHOOK_SETTINGS, env={"MRTRWEB_WEBHOOK_BACKOFF": "-1"})
+    assert result.returncode != 0
+    assert "MRTRWEB_WEBHOOK_BACKOFF" in result.stderr

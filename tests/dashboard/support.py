@@ -18,7 +18,7 @@ from django.test import Client
 from django.utils import timezone
 
 from mrtrweb.calls.models import Call, Round
-from mrtrweb.calls.roles import ADMINS, END_USERS, OPERATORS
+from mrtrweb.people.roles import ADMINS, END_USERS, OPERATORS
 from mrtrweb.servers.models import Connection
 
 _serial = count(1)

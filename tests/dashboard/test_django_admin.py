@@ -13,7 +13,7 @@ from django.test import Client, RequestFactory
 from django.urls import reverse
 
 from mrtrweb.calls.models import Call, Event, Round
-from mrtrweb.calls.roles import ADMINS, OPERATORS
+from mrtrweb.people.roles import ADMINS, OPERATORS
 from mrtrweb.servers.models import Connection, ToolExposure
 from tests.dashboard.support import (
     client_for,

@@ -17,8 +17,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from mrtrweb.calls.models import Call, Round
-from mrtrweb.calls.roles import ADMINS
 from mrtrweb.dashboard import listing
+from mrtrweb.people.roles import ADMINS
 from tests.dashboard.support import (
     client_for,
     make_admin,

@@ -18,8 +18,8 @@ from django.test import Client
 
 from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Event, Round
-from mrtrweb.calls.roles import ADMINS, END_USERS, OPERATORS, ensure_roles
 from mrtrweb.elicitation import prefix_for_key
+from mrtrweb.people.roles import ADMINS, END_USERS, OPERATORS, ensure_roles
 from mrtrweb.servers.models import Connection, Routing, ToolExposure
 from tests.elicitation.support import post
 

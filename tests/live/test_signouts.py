@@ -312,7 +312,7 @@ async def test_a_session_that_owes_its_second_factor_hears_nothing(
     their sockets are refused the same way, until the code is given."""
     from django.contrib.auth.models import Group
 
-    from mrtrweb.calls.roles import OPERATORS
+    from mrtrweb.people.roles import OPERATORS
     from tests.support.second_factor import verify_client
 
     caller = people["caller"]

@@ -6,12 +6,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mrtrweb.mcp.headers import (
-    decode_header_value,
     encode_header_value,
     invalid_x_mcp_header,
     param_headers,
     x_mcp_header_map,
 )
+from tests.support.headers import decode_header_value
 
 
 def test_spec_examples_are_encoded_as_the_spec_shows() -> None:

@@ -122,7 +122,7 @@ from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_K
 from django.contrib.auth.models import Group
 from django.contrib.sessions.backends.db import SessionStore
 from django_otp import DEVICE_ID_SESSION_KEY
-from mrtrweb.calls.roles import ADMINS, OPERATORS
+from mrtrweb.people.roles import ADMINS, OPERATORS
 User = get_user_model()
 caller = User.objects.create_user({caller!r}, password={caller_pw!r})
 # Operators see the whole catalog on the start page (nobody exposed the peer's tools).

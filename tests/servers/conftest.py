@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.test import Client
 
-from mrtrweb.calls.roles import ADMINS, END_USERS, OPERATORS, ensure_roles
+from mrtrweb.people.roles import ADMINS, END_USERS, OPERATORS, ensure_roles
 from tests.peers.fixtures import Peer, running_peer
 
 PASSWORD = "pw-console-123"

@@ -13,7 +13,7 @@ from django.contrib.auth.models import Group
 from django.test import Client
 from django.urls import reverse
 
-from mrtrweb.calls.roles import END_USERS
+from mrtrweb.people.roles import END_USERS
 from mrtrweb.servers.models import Connection, ToolExposure
 from tests.peers.fixtures import Peer, free_port
 from tests.servers.conftest import person, signed_in

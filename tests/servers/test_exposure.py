@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import AnonymousUser
 
-from mrtrweb.calls.roles import ADMINS, END_USERS, OPERATORS
+from mrtrweb.people.roles import ADMINS, END_USERS, OPERATORS
 from mrtrweb.servers.catalog import refresh_catalog
 from mrtrweb.servers.exposure import (
     may_start,

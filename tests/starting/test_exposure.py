@@ -8,8 +8,8 @@ import pytest
 from django.urls import reverse
 
 from mrtrweb.calls.models import Call
-from mrtrweb.calls.roles import END_USERS, OPERATORS
 from mrtrweb.elicitation import field_name_for
+from mrtrweb.people.roles import END_USERS, OPERATORS
 from mrtrweb.servers.models import Connection, ToolExposure
 from tests.servers.conftest import person, signed_in
 

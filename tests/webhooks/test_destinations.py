@@ -161,19 +161,6 @@ def test_allowed_networks_open_exactly_those_networks(settings) -> None:
     assert refusal(ipaddress.ip_address("10.3.0.1")) is not None
 
 
-def test_the_environment_sets_the_rule_when_settings_do_not(settings, monkeypatch) -> None:
-    for name in ("MRTRWEB_WEBHOOK_ALLOW_PRIVATE", "MRTRWEB_WEBHOOK_ALLOWED_NETWORKS"):
-        if hasattr(settings, name):
-            delattr(settings, name)
-    settings.DEBUG = False
-    assert refusal(ipaddress.ip_address("127.0.0.1")) is not None
-    monkeypatch.setenv("MRTRWEB_WEBHOOK_ALLOW_PRIVATE", "1")
-    assert refusal(ipaddress.ip_address("127.0.0.1")) is None
-    monkeypatch.delenv("MRTRWEB_WEBHOOK_ALLOW_PRIVATE")
-    settings.DEBUG = True
-    assert refusal(ipaddress.ip_address("127.0.0.1")) is None
-
-
 @pytest.mark.usefixtures("public_only")
 def test_the_connection_itself_is_guarded(settings) -> None:
     """The network backend refuses a loopback address even if the URL check was bypassed

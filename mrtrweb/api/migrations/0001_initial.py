@@ -5,7 +5,7 @@ import django.utils.timezone
 from django.conf import settings
 from django.db import migrations, models
 
-import mrtrweb.servers.fields
+import mrtrweb.encryption.fields
 
 
 class Migration(migrations.Migration):
@@ -28,7 +28,7 @@ class Migration(migrations.Migration):
                 ("name", models.CharField(max_length=100)),
                 ("prefix", models.CharField(db_index=True, max_length=16)),
                 ("token_hash", models.CharField(max_length=64, unique=True)),
-                ("webhook_secret", mrtrweb.servers.fields.EncryptedTextField()),
+                ("webhook_secret", mrtrweb.encryption.fields.EncryptedTextField()),
                 ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
                 ("last_used_at", models.DateTimeField(blank=True, null=True)),
                 ("revoked_at", models.DateTimeField(blank=True, null=True)),

@@ -3,7 +3,7 @@
 import django.utils.timezone
 from django.db import migrations, models
 
-import mrtrweb.servers.fields
+import mrtrweb.encryption.fields
 
 
 class Migration(migrations.Migration):
@@ -34,7 +34,10 @@ class Migration(migrations.Migration):
                 ),
                 ("target", models.CharField(max_length=2000)),
                 ("arguments_json", models.TextField(default="{}")),
-                ("credentials", mrtrweb.servers.fields.EncryptedJSONField(blank=True, null=True)),
+                (
+                    "credentials",
+                    mrtrweb.encryption.fields.EncryptedJSONField(blank=True, null=True),
+                ),
                 ("tool", models.JSONField(blank=True, null=True)),
                 (
                     "status",
@@ -96,7 +99,10 @@ class Migration(migrations.Migration):
                 ("input_requests", models.JSONField(default=dict)),
                 ("summary", models.TextField(blank=True, default="")),
                 ("has_request_state", models.BooleanField(default=False)),
-                ("request_state", mrtrweb.servers.fields.EncryptedTextField(blank=True, null=True)),
+                (
+                    "request_state",
+                    mrtrweb.encryption.fields.EncryptedTextField(blank=True, null=True),
+                ),
                 ("request_state_sha256", models.CharField(blank=True, max_length=64)),
                 ("unsupported_reason", models.TextField(blank=True)),
                 (

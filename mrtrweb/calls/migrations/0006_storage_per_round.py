@@ -7,7 +7,8 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
-import mrtrweb.servers.fields
+import mrtrweb.calls.fields
+import mrtrweb.encryption.fields
 
 
 class Migration(migrations.Migration):
@@ -26,27 +27,27 @@ class Migration(migrations.Migration):
                 migrations.AlterField(
                     model_name="call",
                     name="result",
-                    field=mrtrweb.servers.fields.CompactJSONField(blank=True, null=True),
+                    field=mrtrweb.calls.fields.CompactJSONField(blank=True, null=True),
                 ),
                 migrations.AlterField(
                     model_name="call",
                     name="tool",
-                    field=mrtrweb.servers.fields.CompactJSONField(blank=True, null=True),
+                    field=mrtrweb.calls.fields.CompactJSONField(blank=True, null=True),
                 ),
                 migrations.AlterField(
                     model_name="event",
                     name="detail",
-                    field=mrtrweb.servers.fields.CompactJSONField(blank=True, default=dict),
+                    field=mrtrweb.calls.fields.CompactJSONField(blank=True, default=dict),
                 ),
                 migrations.AlterField(
                     model_name="round",
                     name="answers",
-                    field=mrtrweb.servers.fields.CompactJSONField(blank=True, null=True),
+                    field=mrtrweb.calls.fields.CompactJSONField(blank=True, null=True),
                 ),
                 migrations.AlterField(
                     model_name="round",
                     name="input_requests",
-                    field=mrtrweb.servers.fields.CompactJSONField(default=dict),
+                    field=mrtrweb.calls.fields.CompactJSONField(default=dict),
                 ),
             ],
             database_operations=[],
@@ -213,7 +214,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name="round",
             name="request_state",
-            field=mrtrweb.servers.fields.EncryptedCompactTextField(blank=True, null=True),
+            field=mrtrweb.encryption.fields.EncryptedCompactTextField(blank=True, null=True),
         ),
         migrations.AlterField(
             model_name="round",

@@ -7,7 +7,7 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
-import mrtrweb.servers.fields
+import mrtrweb.encryption.fields
 
 
 class Migration(migrations.Migration):
@@ -44,8 +44,11 @@ class Migration(migrations.Migration):
                 ("title", models.CharField(blank=True, max_length=200)),
                 ("url", models.URLField(max_length=2000)),
                 ("enabled", models.BooleanField(default=True)),
-                ("bearer_token", mrtrweb.servers.fields.EncryptedTextField(blank=True, default="")),
-                ("headers", mrtrweb.servers.fields.EncryptedJSONField(blank=True, null=True)),
+                (
+                    "bearer_token",
+                    mrtrweb.encryption.fields.EncryptedTextField(blank=True, default=""),
+                ),
+                ("headers", mrtrweb.encryption.fields.EncryptedJSONField(blank=True, null=True)),
                 (
                     "connect_timeout",
                     models.FloatField(

@@ -25,7 +25,6 @@ from django.dispatch import receiver
 __all__ = [
     "SecretUnreadable",
     "decrypt",
-    "decrypt_bytes",
     "encrypt",
     "fernet",
     "is_sealed",
@@ -40,7 +39,7 @@ class SecretUnreadable(Exception):
 
 @cache
 def fernet() -> MultiFernet:
-    keys = list(getattr(settings, "FERNET_KEYS", []))
+    keys = list(settings.FERNET_KEYS)
     if not keys:
         raise ImproperlyConfigured("FERNET_KEYS is empty: secrets cannot be stored")
     try:
@@ -73,6 +72,8 @@ def decrypt(token: str) -> str:
 # is: version (1 byte), key id (2), nonce (12), ciphertext and tag (16); version and key id are
 # bound as associated data.
 _SEAL_VERSION = 0x01
+# Part of the key derivation: it names the module's first home and must never change, or no
+# sealed value would read again.
 _SEAL_INFO = b"mrtrweb/servers/crypto/seal/v1"
 _KID_LEN = 2
 _NONCE_LEN = 12
@@ -117,16 +118,3 @@ def unseal(token: bytes) -> bytes:
             except InvalidTag:
                 continue  # another key with the same two-byte id
     raise SecretUnreadable("a stored secret cannot be decrypted with FERNET_KEYS")
-
-
-def decrypt_bytes(token: bytes) -> bytes:
-    """A Fernet token stored as raw bytes (not base64)."""
-    try:
-        return fernet().decrypt(base64.urlsafe_b64encode(token))
-    except InvalidToken as exc:
-        raise SecretUnreadable("a stored secret cannot be decrypted with FERNET_KEYS") from exc
-
-
-def rotate(token: str) -> str:
-    """Re-encrypt ``token`` under the newest key."""
-    return fernet().rotate(token.encode("ascii")).decode("ascii")

@@ -10,7 +10,7 @@ from typing import Any
 
 from django.db import models
 
-from .crypto import decrypt, decrypt_bytes, encrypt, is_sealed, seal, unseal
+from .crypto import decrypt, encrypt, seal, unseal
 
 
 class EncryptedTextField(models.TextField):
@@ -30,17 +30,6 @@ class EncryptedTextField(models.TextField):
         return encrypt(value)
 
 
-class CompactJSONField(models.JSONField):
-    """A JSONField written without the spaces ``json.dumps`` puts after "," and ":" where the
-    database keeps JSON as text (SQLite): a few bytes a key. PostgreSQL's jsonb keeps no
-    spaces anyway. Reading is unchanged."""
-
-    def get_db_prep_save(self, value: Any, connection: Any) -> Any:
-        if connection.vendor != "sqlite" or value is None or hasattr(value, "resolve_expression"):
-            return super().get_db_prep_save(value, connection)
-        return json.dumps(self.get_prep_value(value), cls=self.encoder, separators=(",", ":"))
-
-
 # How an empty JSON object is stored: it holds no secret, so it is kept as this text rather
 # than as a ~100-byte Fernet token (a call on a connection without credentials stores one).
 _EMPTY_OBJECT = "{}"
@@ -56,7 +45,7 @@ class EncryptedJSONField(models.TextField):
     description = "JSON encrypted at rest"
 
     def from_db_value(self, value: str | None, expression: Any, connection: Any) -> Any:
-        if value is None or value == "":
+        if value is None:
             return None
         if value == _EMPTY_OBJECT:
             return {}
@@ -78,8 +67,6 @@ class EncryptedJSONField(models.TextField):
         return encrypt(json.dumps(value, sort_keys=True))
 
 
-# A Fernet token's first byte (its version); its text form therefore starts with "gA".
-_FERNET_VERSION = 0x80
 # The plaintext of a compacted value starts with this byte, which no UTF-8 text starts with.
 _COMPACT = b"\xff"
 # A dotted prefix (at most 255 bytes) then unpadded URL-safe base64: the shape of most sealed
@@ -119,8 +106,7 @@ class EncryptedCompactTextField(models.BinaryField):
     """A text value encrypted at rest, in as few bytes as it takes: sealed with
     :func:`~.crypto.seal` (AES-GCM under the FERNET_KEYS, 31 bytes over the plaintext), the
     text's base64 decoded first when it is a base64url token.
-    ``None`` stays ``NULL`` and "" stays empty. Reads values an :class:`EncryptedTextField`
-    wrote too (a text token, as a migration from one leaves them); saving rewrites them."""
+    ``None`` stays ``NULL`` and "" stays empty."""
 
     description = "Text encrypted at rest, compactly"
 
@@ -131,16 +117,8 @@ class EncryptedCompactTextField(models.BinaryField):
     def from_db_value(self, value: Any, expression: Any, connection: Any) -> str | None:
         if value is None:
             return None
-        if isinstance(value, str):  # an EncryptedTextField's token, read as text
-            return decrypt(value) if value else ""
         raw = bytes(value)
-        if not raw:
-            return ""
-        if is_sealed(raw):
-            return _expand(unseal(raw))
-        if raw[0] == _FERNET_VERSION:  # a Fernet token's raw bytes
-            return _expand(decrypt_bytes(raw))
-        return decrypt(raw.decode("ascii"))  # a text token converted to bytes (PostgreSQL)
+        return _expand(unseal(raw)) if raw else ""
 
     def to_python(self, value: Any) -> Any:
         return value

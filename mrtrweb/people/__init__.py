@@ -1,0 +1,1 @@
+"""Who is who: the roles of the people using the site (``roles``), below every app that asks."""
