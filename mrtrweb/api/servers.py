@@ -14,16 +14,22 @@ from typing import Any
 from django.contrib.auth.models import Group
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
+from ninja import Status
 
-from mrtrweb.calls.roles import is_operator
 from mrtrweb.servers.catalog import refresh_catalog
 from mrtrweb.servers.forms import ConnectionForm, lifetime_minutes
 from mrtrweb.servers.models import Connection
 from mrtrweb.servers.probe import probe_summary
 
-from .auth import json_response
-from .problems import ApiError, not_found, parse_body, pointer
-from .schemas import CreateServer, ProblemField, ServerFields, ServerTestOut, UpdateServer
+from .problems import ApiError, not_found, pointer
+from .schemas import (
+    CreateServer,
+    ProblemField,
+    ServerFields,
+    ServerSettingsOut,
+    ServerTestOut,
+    UpdateServer,
+)
 from .serialize import server_settings_out
 
 logger = logging.getLogger(__name__)
@@ -48,11 +54,6 @@ FORM_TO_BODY = {
     "route_user": "routeUser",
     "route_group": "routeGroup",
 }
-
-
-def _operator(user: Any) -> None:
-    if not is_operator(user):
-        raise ApiError(403, "Only operators manage connections.", kind="forbidden")
 
 
 def _base_data(connection: Connection) -> dict[str, Any]:
@@ -136,16 +137,13 @@ def _log(user: Any, connection: Connection, form: ConnectionForm, verb: str) -> 
     )
 
 
-def create(request: HttpRequest, user: Any) -> HttpResponse:
-    _operator(user)
-    body = parse_body(request, CreateServer)
+def create(request: HttpRequest, response: HttpResponse, user: Any, body: CreateServer) -> Status:
     form = ConnectionForm(_form_data(body, Connection()))
     connection = _save(form)
     _log(user, connection, form, "created")
-    response = json_response(server_settings_out(connection), status=201)
     location = reverse("api:server", args=[connection.name])
     response["Location"] = request.build_absolute_uri(location)
-    return response
+    return Status(201, server_settings_out(connection))
 
 
 def _connection(name: str) -> Connection:
@@ -157,23 +155,19 @@ def _connection(name: str) -> Connection:
     return connection
 
 
-def show(request: HttpRequest, user: Any, name: str) -> HttpResponse:
-    _operator(user)
-    return json_response(server_settings_out(_connection(name)))
+def show(name: str) -> ServerSettingsOut:
+    return server_settings_out(_connection(name))
 
 
-def update(request: HttpRequest, user: Any, name: str) -> HttpResponse:
-    _operator(user)
+def update(user: Any, name: str, body: UpdateServer) -> ServerSettingsOut:
     connection = _connection(name)
-    body = parse_body(request, UpdateServer)
     form = ConnectionForm(_form_data(body, connection), instance=connection)
     connection = _save(form)
     _log(user, connection, form, "changed")
-    return json_response(server_settings_out(_connection(name)))
+    return server_settings_out(_connection(name))
 
 
-def test(request: HttpRequest, user: Any, name: str) -> HttpResponse:
-    _operator(user)
+def test(user: Any, name: str) -> ServerTestOut:
     connection = _connection(name)
     report = refresh_catalog(connection)
     summary = probe_summary(report, connection)
@@ -198,4 +192,4 @@ def test(request: HttpRequest, user: Any, name: str) -> HttpResponse:
             protocol_version=summary["protocol_version"],
             counts=summary["counts"],
         )
-    return json_response(out)
+    return out
