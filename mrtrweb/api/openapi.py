@@ -42,7 +42,7 @@ PROBLEM_HEADERS = {
 @cache
 def document() -> dict[str, Any]:
     """The OpenAPI 3.1 document (the same for every request: server URLs are relative)."""
-    from . import views  # noqa: F401  (the operations register on ``api`` when imported)
+    from . import servers, views  # noqa: F401  (the operations register on ``api``)
 
     # Through JSON: django-ninja keys responses by int, the document (and its readers) by str.
     doc = json.loads(json.dumps(api.get_openapi_schema(path_prefix="")))

@@ -27,6 +27,7 @@ from ninja.parser import Parser
 from ninja.renderers import BaseRenderer
 
 from .auth import LAST_USED_EVERY, BearerToken
+from .models import ApiToken
 from .problems import (
     ApiError,
     not_found,
@@ -35,6 +36,7 @@ from .problems import (
     too_large,
     validation_problem,
 )
+from .schemas import Problem
 
 # A path id that is no id at all (``abc``, ``-1``, 2**64) is simply absent, as on the pages.
 NOT_FOUND_WORDS = {"calls": "No call", "rounds": "No round", "servers": "No server"}
@@ -76,6 +78,25 @@ api = Api(
     openapi_url=None,
     docs_url=None,
 )
+
+
+# Operators-only operations: the role is checked with the token, before the body is read.
+OPERATOR = BearerToken(operators=True)
+
+
+def problems(*codes: int) -> dict[Any, Any]:
+    """The problems an operation may answer with, besides 401 (any request without a token)."""
+    return {frozenset((401, *codes)): Problem}
+
+
+def says(status: int, description: str) -> dict[str, Any]:
+    """A response's words in the document (a signature cannot say them)."""
+    return {"responses": {status: {"description": description}}}
+
+
+def token_of(request: HttpRequest) -> ApiToken:
+    """The request's token, as its operation's auth found it."""
+    return request.auth  # type: ignore[attr-defined,no-any-return]
 
 
 @api.exception_handler(ApiError)

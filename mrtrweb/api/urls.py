@@ -9,7 +9,7 @@ with a JSON problem, never the HTML 404 page; so does a method an address does n
 from django.urls import path, re_path
 from django.views.generic import RedirectView
 
-from . import reference, views  # noqa: F401  (views: the operations register on the API)
+from . import reference, servers, views  # noqa: F401  (the operations register on the API)
 from .service import url_patterns
 
 app_name = "api"

@@ -30,27 +30,19 @@ from mrtrweb.servers.exposure import may_start, sees_whole_catalog, startable_co
 from mrtrweb.servers.models import Connection
 
 from . import idempotency
-from . import servers as server_ops
 from .answers import validated_responses
-from .auth import BearerToken
 from .models import ApiToken
 from .problems import ApiError, not_found
 from .schemas import (
     CallOut,
-    CreateServer,
-    Problem,
     ProblemField,
     RoundList,
     RoundOut,
-    ServerList,
-    ServerSettingsOut,
-    ServerTestOut,
     StartCall,
     SubmitResponses,
-    UpdateServer,
 )
-from .serialize import call_out, round_out, server_out
-from .service import api
+from .serialize import call_out, round_out
+from .service import api, problems, says, token_of
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +59,6 @@ MAX_ID = 2**63 - 1
 
 # A path id that is not a database id (``-1``, ``abc``, 2**64) is a 404 (service.py).
 Id = Annotated[int, Field(ge=1, le=MAX_ID)]
-ServerName = Annotated[str, Field(pattern=r"^[-a-zA-Z0-9_]+$", max_length=64)]
 
 
 def _blank_is_zero(value: Any) -> Any:
@@ -80,24 +71,7 @@ WAIT = Query(0.0, ge=0, le=MAX_WAIT_SECONDS, allow_inf_nan=False)
 RoundStatusFilter = Literal[tuple(Round.Status.values)]  # type: ignore[valid-type]
 LIMIT = Query(50, ge=1, le=ROUND_LIST_LIMIT)
 
-OPERATOR = BearerToken(operators=True)
-
-
-def _problems(*codes: int) -> dict[Any, Any]:
-    """The problems an operation may answer with, besides 401 (any request without a token)."""
-    return {frozenset((401, *codes)): Problem}
-
-
-def _says(status: int, description: str) -> dict[str, Any]:
-    """A response's words in the document (a signature cannot say them)."""
-    return {"responses": {status: {"description": description}}}
-
-
 LOCATION = {"description": "The call's address", "schema": {"type": "string"}}
-
-
-def _token(request: HttpRequest) -> ApiToken:
-    return request.auth  # type: ignore[attr-defined,no-any-return]
 
 
 def _field_error(field: str, detail: str, status: int = 422) -> ApiError:
@@ -124,7 +98,7 @@ def _field_error(field: str, detail: str, status: int = 422) -> ApiError:
         "call in that state. With `webhook`, that URL is told of every new pending round and "
         "of the finished call."
     ),
-    response={201: CallOut, 200: CallOut, **_problems(400, 413, 415, 422, 502, 503)},
+    response={201: CallOut, 200: CallOut, **problems(400, 413, 415, 422, 502, 503)},
     openapi_extra={
         "responses": {
             201: {
@@ -150,7 +124,7 @@ def calls(
     body: StartCall,
     key: idempotency.Key = idempotency.PARAMETER,
 ) -> Status:
-    token = _token(request)
+    token = token_of(request)
     fingerprint = idempotency.fingerprint(body) if key is not None else ""
     try:
         if key is not None and (earlier := idempotency.find(token, key)) is not None:
@@ -307,12 +281,12 @@ def _fingerprint(pk: int) -> tuple[Any, ...]:
         "held until the call's or a round's status changes, or `wait` seconds pass (a "
         "finished call answers at once)."
     ),
-    response={200: CallOut, **_problems(404, 422)},
-    openapi_extra=_says(200, "The call."),
+    response={200: CallOut, **problems(404, 422)},
+    openapi_extra=says(200, "The call."),
 )
 async def call_detail(request: HttpRequest, id: Id, wait: Wait = WAIT) -> CallOut:
     """The call; with ``?wait=N``, held (without a worker thread) until it changes or N s pass."""
-    token = _token(request)
+    token = token_of(request)
     call_id, seconds = id, wait
     call = await sync_to_async(_find_call)(token.user, call_id)
     if call is None:
@@ -341,13 +315,13 @@ async def call_detail(request: HttpRequest, id: Id, wait: Wait = WAIT) -> CallOu
         "Answer the call's open round with `cancel` for every request (a round nobody can "
         "answer is abandoned). For whoever may answer the round or started the call."
     ),
-    response={200: CallOut, **_problems(404, 409)},
-    openapi_extra=_says(200, "The call, its cancel on its way."),
+    response={200: CallOut, **problems(404, 409)},
+    openapi_extra=says(200, "The call, its cancel on its way."),
 )
 def call_cancel(request: HttpRequest, id: Id) -> CallOut:
     """Cancel the call's open round: the server is told ``cancel`` for every request (a round
     nobody can answer is abandoned). Whoever may answer the round, or started the call, may."""
-    user = _token(request).user
+    user = token_of(request).user
     call = _find_call(user, id)
     if call is None:
         raise not_found("No call")
@@ -390,8 +364,8 @@ def call_cancel(request: HttpRequest, id: Id) -> CallOut:
         "Rounds routed to the token's user: assigned to them, or to one of their groups and "
         "not claimed by someone else. Newest first."
     ),
-    response={200: RoundList, **_problems(422)},
-    openapi_extra=_says(200, "The rounds."),
+    response={200: RoundList, **problems(422)},
+    openapi_extra=says(200, "The rounds."),
 )
 def rounds(
     request: HttpRequest, status: RoundStatusFilter = "pending", limit: int = LIMIT
@@ -400,7 +374,7 @@ def rounds(
     newest first: the inbox, as JSON."""
     found = (
         Round.objects.filter(status=status)
-        .filter(routed_to(_token(request).user))
+        .filter(routed_to(token_of(request).user))
         .select_related("assigned_user", "assigned_group", "claimed_by", "answered_by")
         .defer("request_state")
         .order_by("-created_at", "-id")[:limit]
@@ -418,11 +392,11 @@ def rounds(
         "One answer per key of the round's inputRequests, validated exactly as the round's "
         "page validates a person's. Delivery to the server follows."
     ),
-    response={202: RoundOut, **_problems(400, 404, 409, 413, 415, 422)},
-    openapi_extra=_says(202, "Accepted; the answers are being delivered."),
+    response={202: RoundOut, **problems(400, 404, 409, 413, 415, 422)},
+    openapi_extra=says(202, "Accepted; the answers are being delivered."),
 )
 def round_responses(request: HttpRequest, id: Id, body: SubmitResponses) -> Status:
-    user = _token(request).user
+    user = token_of(request).user
     round_id = id
     round = visible_rounds(user).filter(pk=round_id).first()
     if round is None or not can_answer(user, round):
@@ -448,82 +422,3 @@ def _already_answered(round: Round) -> ApiError:
         f"The round is no longer waiting for an answer (it is {round.status}).",
         kind="already-answered",
     )
-
-
-# -- servers ---------------------------------------------------------------------------------
-
-
-@api.get(
-    "/servers",
-    url_name="servers",
-    operation_id="listServers",
-    by_alias=True,
-    summary="List servers",
-    description=(
-        "The servers the token's user may start calls on, with the tools they may start "
-        "(operators and admins: every tool, prompt and resource)."
-    ),
-    response={200: ServerList, **_problems()},
-    openapi_extra=_says(200, "The servers."),
-)
-def servers(request: HttpRequest) -> ServerList:
-    user = _token(request).user
-    return ServerList(servers=[server_out(user, c) for c in startable_connections(user)])
-
-
-@api.post(
-    "/servers",
-    auth=OPERATOR,
-    operation_id="createServer",
-    by_alias=True,
-    summary="Add a server (operators)",
-    description="Secrets (`bearerToken`, `headers`) are write-only and never returned.",
-    response={201: ServerSettingsOut, **_problems(400, 403, 413, 415, 422)},
-    openapi_extra=_says(201, "The new connection."),
-)
-def server_create(request: HttpRequest, response: HttpResponse, body: CreateServer) -> Status:
-    return server_ops.create(request, response, _token(request).user, body)
-
-
-@api.get(
-    "/servers/{name}",
-    auth=OPERATOR,
-    url_name="server",
-    operation_id="getServer",
-    by_alias=True,
-    summary="Get a server's settings (operators)",
-    description="The connection's settings; secrets only as whether they are set.",
-    response={200: ServerSettingsOut, **_problems(403, 404)},
-    openapi_extra=_says(200, "The connection."),
-)
-def server_detail(request: HttpRequest, name: ServerName) -> ServerSettingsOut:
-    return server_ops.show(name)
-
-
-@api.patch(
-    "/servers/{name}",
-    auth=OPERATOR,
-    operation_id="updateServer",
-    by_alias=True,
-    summary="Change a server (operators)",
-    description="Only the fields given change. Omit a secret to keep it; `null` removes it.",
-    response={200: ServerSettingsOut, **_problems(400, 403, 404, 413, 415, 422)},
-    openapi_extra=_says(200, "The connection."),
-)
-def server_update(request: HttpRequest, name: ServerName, body: UpdateServer) -> ServerSettingsOut:
-    return server_ops.update(_token(request).user, name, body)
-
-
-@api.post(
-    "/servers/{name}/test",
-    auth=OPERATOR,
-    url_name="server_test",
-    operation_id="testServer",
-    by_alias=True,
-    summary="Test a server (operators)",
-    description="Probe the server and refresh its cached catalog.",
-    response={200: ServerTestOut, **_problems(403, 404)},
-    openapi_extra=_says(200, "What the test found."),
-)
-def server_test(request: HttpRequest, name: ServerName) -> ServerTestOut:
-    return server_ops.test(_token(request).user, name)
