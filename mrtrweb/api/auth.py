@@ -1,30 +1,25 @@
-"""Bearer-token authentication and the plumbing every API view shares.
+"""Bearer-token authentication.
 
 Only ``Authorization: Bearer mrtr_...`` authenticates an API request; a browser session does
 not. So no API request carries an ambient credential a foreign page could ride on, and the
-views are exempt from CSRF checks for that reason alone (the pages keep theirs).
+views are exempt from CSRF checks (django-ninja's default) for that reason alone (the pages
+keep theirs).
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
-import json
 import logging
-from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.db import OperationalError
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest
 from django.utils import timezone
-from django.views.decorators.csrf import csrf_exempt
-from pydantic import BaseModel
+from ninja.security.http import HttpAuthBase
+
+from mrtrweb.people.roles import is_operator
 
 from .models import ApiToken
-from .problems import ApiError, problem_response
-from .schemas import dump
+from .problems import ApiError
 
 # last_used_at is for people reviewing their tokens, not an audit log: one write a minute
 # per token at most, so a busy program does not write on every request.
@@ -32,10 +27,6 @@ LAST_USED_EVERY = timedelta(minutes=1)
 CHALLENGE = 'Bearer realm="mrtrweb"'
 
 logger = logging.getLogger(__name__)
-
-
-def json_response(model: BaseModel, status: int = 200) -> HttpResponse:
-    return HttpResponse(json.dumps(dump(model)), status=status, content_type="application/json")
 
 
 def _unauthorized(detail: str, error: str) -> ApiError:
@@ -77,44 +68,22 @@ def authenticate(request: HttpRequest) -> ApiToken:
     return token
 
 
-def api_view(*methods: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Token auth, allowed methods and problem responses for a (sync or async) API view.
+class BearerToken(HttpAuthBase):
+    """django-ninja's auth for every operation: the token, or a 401 problem saying why (and,
+    with ``operators=True``, a 403 for anyone but an operator, before the body is read).
 
-    The view is called as ``view(request, token, **kwargs)``.
+    ``request.auth`` is then the :class:`ApiToken`.
     """
 
-    def allowed(request: HttpRequest) -> None:
-        if request.method not in methods:
-            raise ApiError(
-                405,
-                f"Use {', '.join(methods)}.",
-                kind="method-not-allowed",
-                headers={"Allow": ", ".join(methods)},
-            )
+    openapi_scheme = "bearer"
+    openapi_description = "A personal API token, mrtr_<prefix>_<secret>."
 
-    def decorate(view: Callable[..., Any]) -> Callable[..., Any]:
-        if inspect.iscoroutinefunction(view):
+    def __init__(self, *, operators: bool = False) -> None:
+        super().__init__()
+        self.operators = operators
 
-            @functools.wraps(view)
-            async def async_wrapper(request: HttpRequest, **kwargs: Any) -> HttpResponse:
-                try:
-                    allowed(request)
-                    token = await sync_to_async(authenticate)(request)
-                    return await view(request, token, **kwargs)
-                except ApiError as error:
-                    return problem_response(error)
-
-            return csrf_exempt(async_wrapper)
-
-        @functools.wraps(view)
-        def wrapper(request: HttpRequest, **kwargs: Any) -> HttpResponse:
-            try:
-                allowed(request)
-                token = authenticate(request)
-                return view(request, token, **kwargs)
-            except ApiError as error:
-                return problem_response(error)
-
-        return csrf_exempt(wrapper)
-
-    return decorate
+    def __call__(self, request: HttpRequest) -> ApiToken:
+        token = authenticate(request)
+        if self.operators and not is_operator(token.user):
+            raise ApiError(403, "Only operators manage connections.", kind="forbidden")
+        return token

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from datetime import datetime, timedelta
+from typing import Annotated, Any
 
-from django.http import HttpRequest
 from django.utils import timezone
-from pydantic import BaseModel
+from ninja import Header
+from pydantic import BaseModel, BeforeValidator
 
 from mrtrweb.calls.models import Call
 
@@ -31,30 +31,36 @@ from .schemas import ProblemField
 HEADER = "Idempotency-Key"
 TTL = timedelta(hours=24)
 MAX_LENGTH = 255
-# Visible ASCII and inner spaces: what every HTTP client sends as is (UUIDs, ULIDs, ...).
-_KEY = re.compile(r"^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$")
 
 
-def key_of(request: HttpRequest) -> str | None:
-    """The request's key, or ``None`` without the header; a malformed one is a 422."""
-    raw = request.headers.get(HEADER)
-    if raw is None:
-        return None
+def _unquoted(raw: Any) -> Any:
+    if not isinstance(raw, str):
+        return raw
     key = raw.strip()
     if len(key) >= 2 and key[0] == key[-1] == '"':
         key = key[1:-1]  # the IETF draft sends it as a structured-field string: "..."
-    if len(key) > MAX_LENGTH or not _KEY.match(key):
-        detail = (
-            f"{HEADER} is 1 to {MAX_LENGTH} visible ASCII characters, such as a UUID, "
-            "new for each new request."
-        )
-        raise ApiError(
-            422,
-            detail,
-            kind="invalid-parameter",
-            errors=[ProblemField(detail=detail, parameter=HEADER)],
-        )
     return key
+
+
+# The header as POST /calls declares it: django-ninja reads, validates (a malformed key is a
+# 422 naming the header) and documents it; None when it is not sent.
+Key = Annotated[str, BeforeValidator(_unquoted)]
+PARAMETER = Header(
+    None,
+    alias=HEADER,
+    min_length=1,
+    max_length=MAX_LENGTH,
+    # Visible ASCII and inner spaces: what every HTTP client sends as is (UUIDs, ULIDs, ...).
+    pattern=r"^[!-~]([ -~]*[!-~])?$",
+    description=(
+        "Your name for this request (a UUID, say), new for each new request: a retry with the "
+        "same key and the same body gets the call the first request started (`200`, "
+        "`Idempotent-Replayed: true`) instead of starting another; the same key with another "
+        f"body is a `422`. Keys are kept {TTL.total_seconds() / 3600:g} hours, per API token. "
+        "Of concurrent requests with the same key, one starts the call and the others answer "
+        "`200` with it, even while it still runs."
+    ),
+)
 
 
 def fingerprint(body: BaseModel) -> str:

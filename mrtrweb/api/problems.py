@@ -1,19 +1,20 @@
 """Errors as ``application/problem+json`` (RFC 9457), and reading request bodies safely.
 
-Views raise :class:`ApiError`; :func:`mrtrweb.api.auth.api_view` turns it into the response.
-A body is read only through :func:`parse_body`, which answers every malformed body (too big,
-not JSON, wrong shape, unknown fields) with a 4xx problem, never a 500.
+Views raise :class:`ApiError`; the API's exception handlers (service.py) turn it, and
+django-ninja's own errors, into the response. A body is read only through :func:`read_json`
+(django-ninja's parser), which answers every malformed body (too big, not JSON, unstorable
+strings) with a 4xx problem, never a 500; the view's model refuses the wrong shapes and
+unknown fields (:func:`validation_problem`).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any, TypeVar
+from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
-from pydantic import BaseModel, ValidationError
 
 from .schemas import Problem, ProblemField, dump
 
@@ -88,8 +89,6 @@ KINDS = {
     ),
 }
 
-M = TypeVar("M", bound=BaseModel)
-
 
 class ApiError(Exception):
     def __init__(
@@ -137,15 +136,31 @@ def pointer(*parts: Any) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
 
-def validation_errors(exc: ValidationError, model: type[BaseModel]) -> list[ProblemField]:
+def validation_problem(errors: Iterable[dict[str, Any]]) -> ApiError:
+    """django-ninja's validation errors (``loc`` starts with the source: ``body`` and the
+    view's argument, ``query``, ``header``) as one 422 pointing at each culprit."""
     fields = []
-    for error in exc.errors(include_url=False, include_input=False):
-        location = error.get("loc") or ()
+    in_body = False
+    for error in errors:
+        source, *location = error.get("loc") or ("body",)
         message = error.get("msg", "Invalid value.")
         if error.get("type") == "extra_forbidden":
             message = "Unknown field."
-        fields.append(ProblemField(detail=message, pointer=pointer(*location)))
-    return fields
+        if source == "body":
+            in_body = True
+            fields.append(ProblemField(detail=message, pointer=pointer(*location[1:])))
+        else:
+            fields.append(ProblemField(detail=message, parameter=str(location[0])))
+    if in_body:
+        return ApiError(
+            422, "The body does not match the expected shape.", kind="invalid-body", errors=fields
+        )
+    return ApiError(
+        422,
+        "A query parameter or a header is not valid.",
+        kind="invalid-parameter",
+        errors=fields,
+    )
 
 
 def _refuse_constant(name: str) -> Any:
@@ -180,8 +195,13 @@ def _unstorable_at(value: Any, *path: Any) -> str | None:
     return None
 
 
-def parse_body(request: HttpRequest, model: type[M]) -> M:
-    """The request's JSON body as ``model``, or an :class:`ApiError` saying what is wrong."""
+def too_large() -> ApiError:
+    return ApiError(413, f"The body may be at most {MAX_BODY_BYTES} bytes.", kind="too-large")
+
+
+def read_json(request: HttpRequest) -> Any:
+    """The request's body as JSON data, or an :class:`ApiError` saying what is wrong with it
+    (django-ninja's parser; the view's pydantic model then validates the data)."""
     content_type = request.content_type or ""
     if content_type != "application/json" and not content_type.endswith("+json"):
         raise ApiError(415, "Send the body as application/json.", kind="unsupported-media-type")
@@ -190,15 +210,13 @@ def parse_body(request: HttpRequest, model: type[M]) -> M:
     except ValueError:
         length = 0
     if length > MAX_BODY_BYTES:
-        raise ApiError(413, f"The body may be at most {MAX_BODY_BYTES} bytes.", kind="too-large")
+        raise too_large()
     try:
         raw = request.body
     except RequestDataTooBig:
-        raise ApiError(
-            413, f"The body may be at most {MAX_BODY_BYTES} bytes.", kind="too-large"
-        ) from None
+        raise too_large() from None
     if len(raw) > MAX_BODY_BYTES:
-        raise ApiError(413, f"The body may be at most {MAX_BODY_BYTES} bytes.", kind="too-large")
+        raise too_large()
     try:
         data = json.loads(raw, parse_constant=_refuse_constant)
     except (ValueError, RecursionError) as exc:
@@ -214,14 +232,4 @@ def parse_body(request: HttpRequest, model: type[M]) -> M:
             kind="invalid-body",
             errors=[ProblemField(detail=detail, pointer=where)],
         )
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise ApiError(
-            422,
-            "The body does not match the expected shape.",
-            kind="invalid-body",
-            errors=validation_errors(exc, model),
-        ) from None
-    except RecursionError:
-        raise ApiError(400, "The body is nested too deeply.", kind="invalid-json") from None
+    return data

@@ -3,30 +3,44 @@
 The JSON body becomes the data the console's form would post, and
 :class:`mrtrweb.servers.forms.ConnectionForm` validates and saves it, so the rules (URL
 schemes, no credentials in the URL, header syntax, routing targets) are the console's.
-Secrets are write-only: nothing here returns or logs the token or a header value.
+Secrets are write-only: nothing here returns or logs the token or a header value. The
+operations (``/api/v1/servers...``) are at the end; all but the list are for operators only,
+checked by their auth before the body is read.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Annotated, Any
 
 from django.contrib.auth.models import Group
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
+from ninja import Status
+from pydantic import Field
 
-from mrtrweb.people.roles import is_operator
 from mrtrweb.servers.catalog import refresh_catalog
+from mrtrweb.servers.exposure import startable_connections
 from mrtrweb.servers.forms import ConnectionForm, lifetime_minutes
 from mrtrweb.servers.models import Connection
 from mrtrweb.servers.probe import probe_summary
 
-from .auth import json_response
-from .problems import ApiError, not_found, parse_body, pointer
-from .schemas import CreateServer, ProblemField, ServerFields, ServerTestOut, UpdateServer
-from .serialize import server_settings_out
+from .problems import ApiError, not_found, pointer
+from .schemas import (
+    CreateServer,
+    ProblemField,
+    ServerFields,
+    ServerList,
+    ServerSettingsOut,
+    ServerTestOut,
+    UpdateServer,
+)
+from .serialize import server_out, server_settings_out
+from .service import OPERATOR, api, problems, says, token_of
 
 logger = logging.getLogger(__name__)
+
+ServerName = Annotated[str, Field(pattern=r"^[-a-zA-Z0-9_]+$", max_length=64)]
 
 # Form field -> the body field it came from, for pointing at the culprit.
 FORM_TO_BODY = {
@@ -48,11 +62,6 @@ FORM_TO_BODY = {
     "route_user": "routeUser",
     "route_group": "routeGroup",
 }
-
-
-def _operator(user: Any) -> None:
-    if not is_operator(user):
-        raise ApiError(403, "Only operators manage connections.", kind="forbidden")
 
 
 def _base_data(connection: Connection) -> dict[str, Any]:
@@ -136,16 +145,13 @@ def _log(user: Any, connection: Connection, form: ConnectionForm, verb: str) -> 
     )
 
 
-def create(request: HttpRequest, user: Any) -> HttpResponse:
-    _operator(user)
-    body = parse_body(request, CreateServer)
+def create(request: HttpRequest, response: HttpResponse, user: Any, body: CreateServer) -> Status:
     form = ConnectionForm(_form_data(body, Connection()))
     connection = _save(form)
     _log(user, connection, form, "created")
-    response = json_response(server_settings_out(connection), status=201)
     location = reverse("api:server", args=[connection.name])
     response["Location"] = request.build_absolute_uri(location)
-    return response
+    return Status(201, server_settings_out(connection))
 
 
 def _connection(name: str) -> Connection:
@@ -157,23 +163,19 @@ def _connection(name: str) -> Connection:
     return connection
 
 
-def show(request: HttpRequest, user: Any, name: str) -> HttpResponse:
-    _operator(user)
-    return json_response(server_settings_out(_connection(name)))
+def show(name: str) -> ServerSettingsOut:
+    return server_settings_out(_connection(name))
 
 
-def update(request: HttpRequest, user: Any, name: str) -> HttpResponse:
-    _operator(user)
+def update(user: Any, name: str, body: UpdateServer) -> ServerSettingsOut:
     connection = _connection(name)
-    body = parse_body(request, UpdateServer)
     form = ConnectionForm(_form_data(body, connection), instance=connection)
     connection = _save(form)
     _log(user, connection, form, "changed")
-    return json_response(server_settings_out(_connection(name)))
+    return server_settings_out(_connection(name))
 
 
-def test(request: HttpRequest, user: Any, name: str) -> HttpResponse:
-    _operator(user)
+def test(user: Any, name: str) -> ServerTestOut:
     connection = _connection(name)
     report = refresh_catalog(connection)
     summary = probe_summary(report, connection)
@@ -198,4 +200,83 @@ def test(request: HttpRequest, user: Any, name: str) -> HttpResponse:
             protocol_version=summary["protocol_version"],
             counts=summary["counts"],
         )
-    return json_response(out)
+    return out
+
+
+# -- the operations -------------------------------------------------------------------------
+
+
+@api.get(
+    "/servers",
+    url_name="servers",
+    operation_id="listServers",
+    by_alias=True,
+    summary="List servers",
+    description=(
+        "The servers the token's user may start calls on, with the tools they may start "
+        "(operators and admins: every tool, prompt and resource)."
+    ),
+    response={200: ServerList, **problems()},
+    openapi_extra=says(200, "The servers."),
+)
+def servers(request: HttpRequest) -> ServerList:
+    user = token_of(request).user
+    return ServerList(servers=[server_out(user, c) for c in startable_connections(user)])
+
+
+@api.post(
+    "/servers",
+    auth=OPERATOR,
+    operation_id="createServer",
+    by_alias=True,
+    summary="Add a server (operators)",
+    description="Secrets (`bearerToken`, `headers`) are write-only and never returned.",
+    response={201: ServerSettingsOut, **problems(400, 403, 413, 415, 422)},
+    openapi_extra=says(201, "The new connection."),
+)
+def server_create(request: HttpRequest, response: HttpResponse, body: CreateServer) -> Status:
+    return create(request, response, token_of(request).user, body)
+
+
+@api.get(
+    "/servers/{name}",
+    auth=OPERATOR,
+    url_name="server",
+    operation_id="getServer",
+    by_alias=True,
+    summary="Get a server's settings (operators)",
+    description="The connection's settings; secrets only as whether they are set.",
+    response={200: ServerSettingsOut, **problems(403, 404)},
+    openapi_extra=says(200, "The connection."),
+)
+def server_detail(request: HttpRequest, name: ServerName) -> ServerSettingsOut:
+    return show(name)
+
+
+@api.patch(
+    "/servers/{name}",
+    auth=OPERATOR,
+    operation_id="updateServer",
+    by_alias=True,
+    summary="Change a server (operators)",
+    description="Only the fields given change. Omit a secret to keep it; `null` removes it.",
+    response={200: ServerSettingsOut, **problems(400, 403, 404, 413, 415, 422)},
+    openapi_extra=says(200, "The connection."),
+)
+def server_update(request: HttpRequest, name: ServerName, body: UpdateServer) -> ServerSettingsOut:
+    return update(token_of(request).user, name, body)
+
+
+@api.post(
+    "/servers/{name}/test",
+    auth=OPERATOR,
+    url_name="server_test",
+    operation_id="testServer",
+    by_alias=True,
+    summary="Test a server (operators)",
+    description="Probe the server and refresh its cached catalog.",
+    response={200: ServerTestOut, **problems(403, 404)},
+    openapi_extra=says(200, "What the test found."),
+)
+def server_test(request: HttpRequest, name: ServerName) -> ServerTestOut:
+    return test(token_of(request).user, name)

@@ -1,13 +1,16 @@
-"""/api/v1/: the JSON API, its OpenAPI document and reference page.
+"""/api/v1/: the JSON API (django-ninja's operations, views.py), its OpenAPI document and
+reference page.
 
-Ids are matched loosely (``[^/]+``) and parsed by the views, and a catch-all comes last, so
-every address under /api/v1/ answers with a JSON problem, never the HTML 404 page.
+Ids are matched loosely (``{id}`` is any path segment) and validated by django-ninja (an id
+that is none is a 404), and a catch-all comes last, so every address under /api/v1/ answers
+with a JSON problem, never the HTML 404 page; so does a method an address does not take.
 """
 
 from django.urls import path, re_path
 from django.views.generic import RedirectView
 
-from . import reference, views
+from . import reference, servers, views  # noqa: F401  (the operations register on the API)
+from .service import url_patterns
 
 app_name = "api"
 
@@ -16,13 +19,6 @@ urlpatterns = [
     path("docs/", reference.reference, name="reference"),
     # The catch-all below would otherwise answer before APPEND_SLASH could redirect.
     path("docs", RedirectView.as_view(pattern_name="api:reference"), name="reference_slash"),
-    path("calls", views.calls, name="calls"),
-    path("calls/<str:pk>", views.call_detail, name="call"),
-    path("calls/<str:pk>/cancel", views.call_cancel, name="cancel"),
-    path("rounds", views.rounds, name="rounds"),
-    path("rounds/<str:pk>/responses", views.round_responses, name="responses"),
-    path("servers", views.servers, name="servers"),
-    path("servers/<str:name>", views.server_detail, name="server"),
-    path("servers/<str:name>/test", views.server_test, name="server_test"),
+    *url_patterns(),
     re_path(r"^(?P<rest>.*)$", reference.unknown, name="unknown"),
 ]

@@ -1,11 +1,16 @@
-"""The JSON API under /api/v1/. Thin: parse, authorise (the pages' access rules), ask the
-engine, serialize. Anything a token's user may not see is a 404, as on the pages."""
+"""The JSON API under /api/v1/. Thin: authorise (the pages' access rules), ask the engine,
+serialize. Anything a token's user may not see is a 404, as on the pages.
+
+Each view is a django-ninja operation: its signature (path, query and header parameters, the
+body's model) and its ``response`` models are what is validated and what the OpenAPI document
+says; the summary and description are the document's words.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
@@ -13,6 +18,8 @@ from django.contrib.auth.models import Group
 from django.db import IntegrityError, OperationalError
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
+from ninja import Query, Status
+from pydantic import BeforeValidator, Field
 
 from mrtrweb import webhooks
 from mrtrweb.calls import engine
@@ -23,19 +30,19 @@ from mrtrweb.servers.exposure import may_start, sees_whole_catalog, startable_co
 from mrtrweb.servers.models import Connection
 
 from . import idempotency
-from . import servers as server_ops
 from .answers import validated_responses
-from .auth import api_view, json_response
 from .models import ApiToken
-from .problems import ApiError, not_found, parse_body
+from .problems import ApiError, not_found
 from .schemas import (
+    CallOut,
     ProblemField,
     RoundList,
-    ServerList,
+    RoundOut,
     StartCall,
     SubmitResponses,
 )
-from .serialize import call_out, round_out, server_out
+from .serialize import call_out, round_out
+from .service import api, problems, says, token_of
 
 logger = logging.getLogger(__name__)
 
@@ -50,12 +57,21 @@ BUSY_RETRY_AFTER = 2
 
 MAX_ID = 2**63 - 1
 
+# A path id that is not a database id (``-1``, ``abc``, 2**64) is a 404 (service.py).
+Id = Annotated[int, Field(ge=1, le=MAX_ID)]
 
-def _id(raw: str, what: str) -> int:
-    """A path id as a database id; anything else (``-1``, ``abc``, 2**64) is simply absent."""
-    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= MAX_ID:
-        raise not_found(what)
-    return int(raw)
+
+def _blank_is_zero(value: Any) -> Any:
+    return 0.0 if value == "" else value
+
+
+# ``?wait=`` (empty) is no wait, as is no ``wait`` at all.
+Wait = Annotated[float, BeforeValidator(_blank_is_zero)]
+WAIT = Query(0.0, ge=0, le=MAX_WAIT_SECONDS, allow_inf_nan=False)
+RoundStatusFilter = Literal[tuple(Round.Status.values)]  # type: ignore[valid-type]
+LIMIT = Query(50, ge=1, le=ROUND_LIST_LIMIT)
+
+LOCATION = {"description": "The call's address", "schema": {"type": "string"}}
 
 
 def _field_error(field: str, detail: str, status: int = 422) -> ApiError:
@@ -67,33 +83,63 @@ def _field_error(field: str, detail: str, status: int = 422) -> ApiError:
     )
 
 
-def _query_error(parameter: str, detail: str) -> ApiError:
-    return ApiError(
-        422,
-        detail,
-        kind="invalid-parameter",
-        errors=[ProblemField(detail=detail, parameter=parameter)],
-    )
-
-
 # -- calls -----------------------------------------------------------------------------------
 
 
-@api_view("POST")
-def calls(request: HttpRequest, token: ApiToken) -> HttpResponse:
-    key = idempotency.key_of(request)
-    body = parse_body(request, StartCall)
+@api.post(
+    "/calls",
+    url_name="calls",
+    operation_id="startCall",
+    by_alias=True,
+    summary="Start a call",
+    description=(
+        "Start a tool call, prompt or resource read on a server the token's user may use. "
+        "The call runs until it completes, fails or waits for a person; the answer is the "
+        "call in that state. With `webhook`, that URL is told of every new pending round and "
+        "of the finished call."
+    ),
+    response={201: CallOut, 200: CallOut, **problems(400, 413, 415, 422, 502, 503)},
+    openapi_extra={
+        "responses": {
+            201: {
+                "description": "The call, as it stands after its first run.",
+                "headers": {"Location": LOCATION},
+            },
+            200: {
+                "description": (
+                    "The call an earlier request with the same Idempotency-Key and body "
+                    "started, as it is now (`Idempotent-Replayed: true`)."
+                ),
+                "headers": {
+                    "Location": LOCATION,
+                    "Idempotent-Replayed": {"schema": {"type": "string", "enum": ["true"]}},
+                },
+            },
+        }
+    },
+)
+def calls(
+    request: HttpRequest,
+    response: HttpResponse,
+    body: StartCall,
+    key: idempotency.Key = idempotency.PARAMETER,
+) -> Status:
+    token = token_of(request)
     fingerprint = idempotency.fingerprint(body) if key is not None else ""
     try:
         if key is not None and (earlier := idempotency.find(token, key)) is not None:
-            return _call_started(request, idempotency.call_for(earlier, fingerprint), status=200)
+            return _call_started(
+                request, response, idempotency.call_for(earlier, fingerprint), status=200
+            )
         call = _create_call(token, body, key, fingerprint)
     except IntegrityError:
         # A concurrent request with the same key committed first, its call with it.
         earlier = idempotency.find(token, key) if key is not None else None
         if earlier is None:
             raise
-        return _call_started(request, idempotency.call_for(earlier, fingerprint), status=200)
+        return _call_started(
+            request, response, idempotency.call_for(earlier, fingerprint), status=200
+        )
     except OperationalError as exc:
         # SQLite's lock timeout ran out (or the database went away) before the call was
         # committed: nothing exists, so the very same request may be sent again.
@@ -104,7 +150,7 @@ def calls(request: HttpRequest, token: ApiToken) -> HttpResponse:
             kind="busy",
             headers={"Retry-After": str(BUSY_RETRY_AFTER)},
         ) from None
-    return _call_started(request, engine.run_call(call), status=201)
+    return _call_started(request, response, engine.run_call(call), status=201)
 
 
 def _create_call(token: ApiToken, body: StartCall, key: str | None, fingerprint: str) -> Call:
@@ -141,14 +187,15 @@ def _create_call(token: ApiToken, body: StartCall, key: str | None, fingerprint:
         raise _field_error("webhook", f"The webhook cannot be used: {exc}.") from None
 
 
-def _call_started(request: HttpRequest, call: Call, *, status: int) -> HttpResponse:
+def _call_started(
+    request: HttpRequest, response: HttpResponse, call: Call, *, status: int
+) -> Status:
     """201 for the call this request started; 200 for the call an earlier request with the
     same Idempotency-Key started (``Idempotent-Replayed: true``), as it is now."""
-    response = json_response(call_out(request, call), status=status)
     response["Location"] = request.build_absolute_uri(reverse("api:call", args=[call.pk]))
     if status == 200:
         response["Idempotent-Replayed"] = "true"
-    return response
+    return Status(status, call_out(request, call))
 
 
 def _target(body: StartCall) -> str:
@@ -223,24 +270,24 @@ def _fingerprint(pk: int) -> tuple[Any, ...]:
     return status, rounds
 
 
-def _wait_seconds(request: HttpRequest) -> float:
-    raw = request.GET.get("wait")
-    if raw is None or raw == "":
-        return 0.0
-    try:
-        seconds = float(raw)
-    except ValueError:
-        raise _query_error("wait", "wait is a number of seconds, 0 to 60.") from None
-    if not 0 <= seconds <= MAX_WAIT_SECONDS:
-        raise _query_error("wait", "wait is a number of seconds, 0 to 60.")
-    return seconds
-
-
-@api_view("GET")
-async def call_detail(request: HttpRequest, token: ApiToken, pk: str) -> HttpResponse:
+@api.get(
+    "/calls/{id}",
+    url_name="call",
+    operation_id="getCall",
+    by_alias=True,
+    summary="Get a call",
+    description=(
+        "The call, its rounds and, once finished, its result. With `wait`, the request is "
+        "held until the call's or a round's status changes, or `wait` seconds pass (a "
+        "finished call answers at once)."
+    ),
+    response={200: CallOut, **problems(404, 422)},
+    openapi_extra=says(200, "The call."),
+)
+async def call_detail(request: HttpRequest, id: Id, wait: Wait = WAIT) -> CallOut:
     """The call; with ``?wait=N``, held (without a worker thread) until it changes or N s pass."""
-    call_id = _id(pk, "No call")
-    seconds = _wait_seconds(request)
+    token = token_of(request)
+    call_id, seconds = id, wait
     call = await sync_to_async(_find_call)(token.user, call_id)
     if call is None:
         raise not_found("No call")
@@ -255,16 +302,27 @@ async def call_detail(request: HttpRequest, token: ApiToken, pk: str) -> HttpRes
         call = await sync_to_async(_find_call)(token.user, call_id)
         if call is None:  # pragma: no cover - deleted while waiting
             raise not_found("No call")
-    out = await sync_to_async(call_out)(request, call)
-    return json_response(out)
+    return await sync_to_async(call_out)(request, call)
 
 
-@api_view("POST")
-def call_cancel(request: HttpRequest, token: ApiToken, pk: str) -> HttpResponse:
+@api.post(
+    "/calls/{id}/cancel",
+    url_name="cancel",
+    operation_id="cancelCall",
+    by_alias=True,
+    summary="Cancel a call",
+    description=(
+        "Answer the call's open round with `cancel` for every request (a round nobody can "
+        "answer is abandoned). For whoever may answer the round or started the call."
+    ),
+    response={200: CallOut, **problems(404, 409)},
+    openapi_extra=says(200, "The call, its cancel on its way."),
+)
+def call_cancel(request: HttpRequest, id: Id) -> CallOut:
     """Cancel the call's open round: the server is told ``cancel`` for every request (a round
     nobody can answer is abandoned). Whoever may answer the round, or started the call, may."""
-    user = token.user
-    call = _find_call(user, _id(pk, "No call"))
+    user = token_of(request).user
+    call = _find_call(user, id)
     if call is None:
         raise not_found("No call")
     if call.is_finished:
@@ -290,43 +348,59 @@ def call_cancel(request: HttpRequest, token: ApiToken, pk: str) -> HttpResponse:
     except engine.EngineError as exc:
         raise ApiError(409, str(exc), kind="not-cancellable") from None
     call.refresh_from_db()
-    return json_response(call_out(request, call))
+    return call_out(request, call)
 
 
 # -- rounds ----------------------------------------------------------------------------------
 
 
-@api_view("GET")
-def rounds(request: HttpRequest, token: ApiToken) -> HttpResponse:
+@api.get(
+    "/rounds",
+    url_name="rounds",
+    operation_id="listRounds",
+    by_alias=True,
+    summary="List rounds routed to me",
+    description=(
+        "Rounds routed to the token's user: assigned to them, or to one of their groups and "
+        "not claimed by someone else. Newest first."
+    ),
+    response={200: RoundList, **problems(422)},
+    openapi_extra=says(200, "The rounds."),
+)
+def rounds(
+    request: HttpRequest, status: RoundStatusFilter = "pending", limit: int = LIMIT
+) -> RoundList:
     """Rounds routed to the token's user (theirs, or their groups' that nobody else claimed),
     newest first: the inbox, as JSON."""
-    status = request.GET.get("status", Round.Status.PENDING)
-    if status not in Round.Status.values:
-        raise _query_error("status", f"status is one of {', '.join(Round.Status.values)}.")
-    try:
-        limit = int(request.GET.get("limit", 50))
-    except ValueError:
-        raise _query_error("limit", f"limit is a whole number, 1 to {ROUND_LIST_LIMIT}.") from None
-    if not 1 <= limit <= ROUND_LIST_LIMIT:
-        raise _query_error("limit", f"limit is a whole number, 1 to {ROUND_LIST_LIMIT}.")
     found = (
         Round.objects.filter(status=status)
-        .filter(routed_to(token.user))
+        .filter(routed_to(token_of(request).user))
         .select_related("assigned_user", "assigned_group", "claimed_by", "answered_by")
         .defer("request_state")
         .order_by("-created_at", "-id")[:limit]
     )
-    return json_response(RoundList(rounds=[round_out(request, r) for r in found]))
+    return RoundList(rounds=[round_out(request, r) for r in found])
 
 
-@api_view("POST")
-def round_responses(request: HttpRequest, token: ApiToken, pk: str) -> HttpResponse:
-    user = token.user
-    round_id = _id(pk, "No round")
+@api.post(
+    "/rounds/{id}/responses",
+    url_name="responses",
+    operation_id="answerRound",
+    by_alias=True,
+    summary="Answer a round",
+    description=(
+        "One answer per key of the round's inputRequests, validated exactly as the round's "
+        "page validates a person's. Delivery to the server follows."
+    ),
+    response={202: RoundOut, **problems(400, 404, 409, 413, 415, 422)},
+    openapi_extra=says(202, "Accepted; the answers are being delivered."),
+)
+def round_responses(request: HttpRequest, id: Id, body: SubmitResponses) -> Status:
+    user = token_of(request).user
+    round_id = id
     round = visible_rounds(user).filter(pk=round_id).first()
     if round is None or not can_answer(user, round):
         raise not_found("No round")
-    body = parse_body(request, SubmitResponses)
     if not round.is_pending:
         raise _already_answered(round)
     responses = validated_responses(round, body.responses)
@@ -339,7 +413,7 @@ def round_responses(request: HttpRequest, token: ApiToken, pk: str) -> HttpRespo
     except engine.NotAnswerable as exc:
         raise ApiError(409, str(exc), kind="unanswerable") from None
     round = visible_rounds(user).get(pk=round_id)
-    return json_response(round_out(request, round), status=202)
+    return Status(202, round_out(request, round))
 
 
 def _already_answered(round: Round) -> ApiError:
@@ -348,27 +422,3 @@ def _already_answered(round: Round) -> ApiError:
         f"The round is no longer waiting for an answer (it is {round.status}).",
         kind="already-answered",
     )
-
-
-# -- servers ---------------------------------------------------------------------------------
-
-
-@api_view("GET", "POST")
-def servers(request: HttpRequest, token: ApiToken) -> HttpResponse:
-    user = token.user
-    if request.method == "POST":
-        return server_ops.create(request, user)
-    listed = [server_out(user, c) for c in startable_connections(user)]
-    return json_response(ServerList(servers=listed))
-
-
-@api_view("GET", "PATCH")
-def server_detail(request: HttpRequest, token: ApiToken, name: str) -> HttpResponse:
-    if request.method == "PATCH":
-        return server_ops.update(request, token.user, name)
-    return server_ops.show(request, token.user, name)
-
-
-@api_view("POST")
-def server_test(request: HttpRequest, token: ApiToken, name: str) -> HttpResponse:
-    return server_ops.test(request, token.user, name)
