@@ -40,13 +40,13 @@ from .forms import (
     JsonArgumentsForm,
     NotFlat,
     PromptArgumentsForm,
-    RoundAnswers,
     TemplateForm,
     flat_arguments,
     prompt_arguments,
 )
 from .models import Call, Round
-from .rendering import pretty_json, result_view, round_view
+from .presenting import RoundAnswers, round_view
+from .rendering import pretty_json, result_view
 from .roles import is_admin
 
 # Prefixes of URL-mode requests a person agreed to open, per round: {"<round pk>": [prefix]}.
