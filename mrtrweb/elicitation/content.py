@@ -30,6 +30,7 @@ UNKNOWN_PROPERTY = "The question has no such field."
 # Beyond this many digits an integer is surely a typo, and Python refuses to print an int
 # of more than 4300 digits, so the JSON encoder would crash on it later.
 MAX_INTEGER_DIGITS = 300
+MAX_NUMBER_CHARS = 400  # a number's text beyond this is junk (and spares Decimal a megabyte)
 SAFE_INTEGER = 2**53  # larger integral numbers stay floats, as JSON readers would read them
 
 
@@ -148,6 +149,11 @@ def _number(spec: FieldSpec, value: Any) -> int | float:
     integer = spec.kind is Kind.INTEGER
     if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
         raise AnswerProblem("Enter a number.")
+    if isinstance(value, int) and (
+        # bit_length first: str() of an int of more than 4300 digits raises.
+        value.bit_length() > 4 * MAX_NUMBER_CHARS or len(str(value)) > MAX_NUMBER_CHARS
+    ):
+        raise AnswerProblem("Enter a shorter number.")
     if isinstance(value, float):
         if not math.isfinite(value):
             raise AnswerProblem("Enter a number.")

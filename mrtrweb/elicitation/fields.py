@@ -19,7 +19,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.utils.html import escape, format_html
 
-from mrtrweb.elicitation.content import AnswerProblem, clean_value, rfc3339
+from mrtrweb.elicitation.content import MAX_NUMBER_CHARS, AnswerProblem, clean_value, rfc3339
 from mrtrweb.elicitation.schema import FieldSpec, Kind
 
 RADIO_MAX_OPTIONS = 5
@@ -28,7 +28,6 @@ TEXTAREA_MIN_MAX_LENGTH = 200  # a maxLength above this suggests prose, not a si
 # Number input as browsers submit it (ASCII digits only: ``\d`` would admit Arabic-Indic
 # digits that Decimal happily parses).
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-_MAX_NUMBER_CHARS = 400  # more is junk, and spares Decimal a megabyte of digits
 _SAFE_INTEGER = 2**53  # larger integral numbers stay floats, as JSON readers would read them
 
 
@@ -155,7 +154,7 @@ class NumberField(WireField):
         text = _text(value)
         if text is None:
             return None
-        if len(text) > _MAX_NUMBER_CHARS:
+        if len(text) > MAX_NUMBER_CHARS:
             raise ValidationError("Enter a shorter number.", code="invalid")
         if not _NUMBER.fullmatch(text):
             raise ValidationError(
