@@ -313,10 +313,6 @@ class Round(models.Model):
             self.__dict__["_questions"] = cached
         return cached[1]
 
-    def requests(self) -> list[tuple[str, dict[str, Any]]]:
-        """The input requests in the order the server sent them."""
-        return list(self.input_requests.items())
-
 
 class Event(models.Model):
     """The audit trail of a call: append-only, one row per transition."""
