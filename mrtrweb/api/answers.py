@@ -1,11 +1,11 @@
-"""A program's answers to a round, validated exactly as the round page validates a person's.
+"""A program's answers to a round, validated as the round page validates a person's.
 
-The answers go through the very forms the page builds (:class:`mrtrweb.calls.forms.RoundAnswers`
-and the elicitation fields behind it): each JSON value is first held to the schema by
-``value_problem`` (the one place the constraints are judged), then written as the form data a
-browser would post and cleaned by the same fields, and the content sent is ``content_from``
-those forms. So a value the page would refuse is refused here, with the same message, and a
-value it would normalise (trimmed text, a date-time with seconds) is normalised the same way.
+The round is read through the same presenter as its page (:func:`mrtrweb.calls.presenting.present`:
+the same sections, the same limits, the same URL checks), and each accepted form's JSON
+content goes straight to ``elicitation.clean_content``, the step the page's form fields end
+with. So a value the page would refuse is refused here, with the same message, and a value it
+would normalise (trimmed text, a date-time with whole seconds, an integral number, a
+multi-select in option order) is normalised the same way.
 
 What JSON can say that a form cannot: a property left out. A required property left out is
 "This field is required." (a form cannot tell an unticked box from a missing one, JSON can).
@@ -16,61 +16,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from django.utils import timezone
-
-from mrtrweb.calls.forms import RoundAnswers, Section
 from mrtrweb.calls.models import Round
-from mrtrweb.elicitation import (
-    FormSpec,
-    Kind,
-    content_from,
-    prop_for_field_name,
-    value_problem,
-)
+from mrtrweb.calls.presenting import Section, present
+from mrtrweb.elicitation import InvalidContent, clean_content
 
 from .problems import ApiError, pointer
 from .schemas import Answer, ProblemField
-
-REQUIRED = "This field is required."
-
-
-def _form_data(
-    spec: FormSpec, prefix: str, content: Mapping[str, Any], where: tuple[Any, ...]
-) -> tuple[dict[str, Any], list[ProblemField]]:
-    """``content`` as the form data a browser would post, or what is wrong with it."""
-    data: dict[str, Any] = {}
-    problems: list[ProblemField] = []
-    known = {field.prop for field in spec}
-    for prop in content:
-        if prop not in known:
-            problems.append(
-                ProblemField(
-                    detail="The question has no such field.", pointer=pointer(*where, prop)
-                )
-            )
-    for field in spec:
-        name = f"{prefix}-{field.field_name}"
-        value = content.get(field.prop)
-        if value is None:  # absent, or null: no answer
-            if field.required:
-                problems.append(ProblemField(detail=REQUIRED, pointer=pointer(*where, field.prop)))
-            continue
-        problem = value_problem(field, value)
-        if problem is not None:
-            problems.append(ProblemField(detail=problem, pointer=pointer(*where, field.prop)))
-            continue
-        if field.kind is Kind.BOOLEAN:
-            if value:
-                data[name] = "on"
-        elif field.kind in (Kind.INTEGER, Kind.NUMBER):
-            data[name] = repr(value) if isinstance(value, float) else str(value)
-        elif field.kind is Kind.SINGLE_SELECT:
-            data[name] = str(field.option_values().index(value))
-        elif field.kind is Kind.MULTI_SELECT:
-            data[name] = [str(field.option_values().index(item)) for item in value]
-        else:
-            data[name] = value
-    return data, problems
 
 
 def _check_keys(round: Round, responses: Mapping[str, Answer]) -> list[ProblemField]:
@@ -122,16 +73,16 @@ def _check_accept(section: Section, answer: Answer) -> list[ProblemField]:
 
 def validated_responses(round: Round, responses: Mapping[str, Answer]) -> dict[str, dict[str, Any]]:
     """The ``inputResponses`` to store for ``responses``, or a 409/422 :class:`ApiError`."""
-    sections = RoundAnswers(round, tz=timezone.get_current_timezone())
-    if sections.unsupported:
+    presented = present(round)
+    if presented.unsupported:
         raise ApiError(
             409,
             round.unsupported_reason or "The round asks for something this client cannot answer.",
             kind="unanswerable",
         )
     problems = _check_keys(round, responses)
-    data: dict[str, Any] = {}
-    for section in sections.sections:
+    result: dict[str, dict[str, Any]] = {}
+    for section in presented.sections:
         answer = responses.get(section.key)
         if answer is None:
             continue
@@ -143,50 +94,26 @@ def validated_responses(round: Round, responses: Mapping[str, Answer]) -> dict[s
                         pointer=pointer("responses", section.key, "content"),
                     )
                 )
+            result[section.key] = {"action": answer.action}
             continue
         found = _check_accept(section, answer)
         problems += found
-        if not found and section.form is not None:
-            more, wrong = _form_data(
-                section.form.spec,
-                section.prefix,
-                answer.content or {},
-                ("responses", section.key, "content"),
-            )
-            data.update(more)
-            problems += wrong
-    if problems:
-        raise ApiError(422, "Some answers are not valid.", kind="invalid-answers", errors=problems)
-
-    # The program presents URLs itself, so every URL request counts as consented to.
-    consented = frozenset(s.prefix for s in sections.sections if s.mode == "url")
-    bound = RoundAnswers(round, data=data, consented=consented, tz=timezone.get_current_timezone())
-    result: dict[str, dict[str, Any]] = {}
-    for section in bound.sections:
-        answer = responses[section.key]
-        if answer.action != "accept":
-            result[section.key] = {"action": answer.action}
+        if found:
             continue
-        if section.form is None:
+        if section.spec is None:  # a URL-mode request: the program presents it itself
             result[section.key] = {"action": "accept"}
             continue
-        if not section.form.is_valid():
-            problems += _form_errors(section)
+        try:
+            content = clean_content(section.spec, answer.content or {})
+        except InvalidContent as exc:
+            problems += [
+                ProblemField(
+                    detail=p.message, pointer=pointer("responses", section.key, "content", p.prop)
+                )
+                for p in exc.problems
+            ]
             continue
-        # What RoundAnswers.accepted() makes of a section, for this one key.
-        result[section.key] = {"action": "accept", "content": dict(content_from(section.form))}
+        result[section.key] = {"action": "accept", "content": content}
     if problems:
         raise ApiError(422, "Some answers are not valid.", kind="invalid-answers", errors=problems)
     return result
-
-
-def _form_errors(section: Section) -> list[ProblemField]:
-    assert section.form is not None
-    problems = []
-    for name, messages in section.form.errors.items():
-        try:
-            where = pointer("responses", section.key, "content", prop_for_field_name(name))
-        except ValueError:
-            where = pointer("responses", section.key, "content")
-        problems += [ProblemField(detail=str(m), pointer=where) for m in messages]
-    return problems

@@ -17,6 +17,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.functional import cached_property
 
+from mrtrweb.elicitation.questions import Question, read_questions, summary
 from mrtrweb.encryption.fields import EncryptedCompactTextField, EncryptedJSONField
 from mrtrweb.mcp.headers import header_schema
 from mrtrweb.servers.models import Connection
@@ -290,35 +291,25 @@ class Round(models.Model):
     @staticmethod
     def summary_of(requests: Any) -> str:
         """The messages of ``requests`` (inputRequests), one a line, for search."""
-        lines = []
-        for request in (requests or {}).values() if isinstance(requests, dict) else ():
-            params = request.get("params") if isinstance(request, dict) else None
-            message = params.get("message") if isinstance(params, dict) else None
-            if isinstance(message, str) and message.strip():
-                lines.append(message.strip())
-        return "\n".join(lines)
+        return summary(read_questions(requests))
 
     @staticmethod
     def questions_of(requests: Any) -> list[dict[str, Any]]:
         """Each request of ``requests`` (inputRequests) as the audit trail lists it: its key,
         method, mode and message."""
-        asked = []
-        for key, request in (requests or {}).items() if isinstance(requests, dict) else ():
-            params = request.get("params") if isinstance(request, dict) else None
-            params = params if isinstance(params, dict) else {}
-            asked.append(
-                {
-                    "key": key,
-                    "method": request.get("method") if isinstance(request, dict) else None,
-                    "mode": params.get("mode", "form"),
-                    "message": params.get("message"),
-                }
-            )
-        return asked
+        return [
+            {"key": q.key, "method": q.method, "mode": q.mode, "message": q.message}
+            for q in read_questions(requests)
+        ]
 
-    def requests(self) -> list[tuple[str, dict[str, Any]]]:
-        """The input requests in the order the server sent them."""
-        return list(self.input_requests.items())
+    def questions(self) -> tuple[Question, ...]:
+        """The input requests as typed questions, in the order the server sent them (read
+        once per round object; see ``mrtrweb.elicitation.questions``)."""
+        cached = self.__dict__.get("_questions")
+        if cached is None or cached[0] is not self.input_requests:
+            cached = (self.input_requests, read_questions(self.input_requests))
+            self.__dict__["_questions"] = cached
+        return cached[1]
 
 
 class Event(models.Model):

@@ -10,6 +10,8 @@ from django.core.mail import send_mass_mail
 
 from mrtrweb.mcp.oneline import one_line
 
+from .presenting import present
+
 # Subjects are headers: what a server sent (tool names, questions) is put on one line there, or
 # Django refuses the whole email (BadHeaderError) and nobody is told.
 SUBJECT_LENGTH = 200
@@ -36,12 +38,7 @@ def notify_new_round(round: Any) -> None:
         return
     call = round.call
     link = settings.MRTRWEB_BASE_URL.rstrip("/") + round.get_absolute_url()
-    first_message = ""
-    for request in round.input_requests.values():
-        params = request.get("params") if isinstance(request, dict) else None
-        if isinstance(params, dict) and isinstance(params.get("message"), str):
-            first_message = one_line(params["message"], SUBJECT_LENGTH)
-            break
+    first_message = one_line(present(round).first_message, SUBJECT_LENGTH)
     subject = one_line(
         f"[mrtrweb] {call.connection} asks: {first_message or call.target}", SUBJECT_LENGTH
     )

@@ -223,32 +223,6 @@ def result_view(method: str, result: Any) -> ResultView | None:
     )
 
 
-# -- rounds on the call page ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class AnswerItem:
-    label: str
-    value: str
-
-
-@dataclass(frozen=True)
-class Question:
-    key: str
-    method: str
-    mode: str  # form, url, other
-    message: str
-    url: str = ""
-    action: str = ""  # the answer given, "" before one was
-    content: tuple[AnswerItem, ...] = ()
-
-
-@dataclass(frozen=True)
-class RoundView:
-    round: Any  # the Round (its request_state is never read here or in templates)
-    questions: tuple[Question, ...]
-
-
 def answer_value(value: Any) -> str:
     """A typed answer as a person reads it."""
     if isinstance(value, bool):
@@ -258,52 +232,3 @@ def answer_value(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False)
-
-
-def _property_titles(params: Mapping[str, Any]) -> dict[str, str]:
-    schema = params.get("requestedSchema")
-    properties = schema.get("properties") if isinstance(schema, Mapping) else None
-    if not isinstance(properties, Mapping):
-        return {}
-    titles = {}
-    for name, prop in properties.items():
-        title = prop.get("title") if isinstance(prop, Mapping) else None
-        if isinstance(title, str) and title.strip():
-            titles[name] = title
-    return titles
-
-
-def round_view(round: Any) -> RoundView:
-    """The questions of a round with the answers given to them, for the call page."""
-    answers = round.answers if isinstance(round.answers, Mapping) else {}
-    questions = []
-    for key, request in round.requests():
-        request = request if isinstance(request, Mapping) else {}
-        params = request.get("params")
-        params = params if isinstance(params, Mapping) else {}
-        method = _text(request.get("method"))
-        mode = params.get("mode", "form") if method == "elicitation/create" else "other"
-        answer = answers.get(key)
-        answer = answer if isinstance(answer, Mapping) else {}
-        content = answer.get("content")
-        titles = _property_titles(params)
-        items = (
-            tuple(
-                AnswerItem(label=titles.get(name, name), value=answer_value(value))
-                for name, value in content.items()
-            )
-            if isinstance(content, Mapping)
-            else ()
-        )
-        questions.append(
-            Question(
-                key=key,
-                method=method,
-                mode=mode if mode in ("form", "url") else "other",
-                message=_text(params.get("message")),
-                url=_text(params.get("url")) if mode == "url" else "",
-                action=_text(answer.get("action")),
-                content=items,
-            )
-        )
-    return RoundView(round=round, questions=tuple(questions))

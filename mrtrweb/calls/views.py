@@ -27,9 +27,9 @@ from mrtrweb.servers.models import Connection
 
 from . import engine
 from .access import can_act_on_call, can_answer, next_page, visible_calls, visible_rounds
-from .forms import RoundAnswers
 from .models import Call, Round
-from .rendering import pretty_json, result_view, round_view
+from .presenting import RoundAnswers, round_view
+from .rendering import pretty_json, result_view
 
 # Prefixes of URL-mode requests a person agreed to open, per round: {"<round pk>": [prefix]}.
 CONSENT_SESSION_KEY = "calls.url_consent"

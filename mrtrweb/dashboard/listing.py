@@ -26,6 +26,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from mrtrweb.calls.models import Call, Round
+from mrtrweb.calls.presenting import present
 from mrtrweb.servers.models import Connection
 
 PAGE_SIZE = 50
@@ -280,16 +281,13 @@ def paginate(queryset: QuerySet[Any], number: int, size: int = PAGE_SIZE) -> Pag
 
 
 def first_question(round: Round) -> str:
-    """The first line of the first message a round asks, for a one-line summary."""
-    requests = round.input_requests if isinstance(round.input_requests, dict) else {}
-    for key, request in requests.items():
-        params = request.get("params") if isinstance(request, dict) else None
-        message = params.get("message") if isinstance(params, dict) else None
-        if isinstance(message, str) and message.strip():
-            return message.strip().splitlines()[0][:200]
-        method = request.get("method") if isinstance(request, dict) else None
-        return f"{method or 'request'} ({key})"
-    return ""
+    """The first line of the first message a round asks, for a one-line summary; the first
+    request's method and key when no request has a message."""
+    presented = present(round)
+    if presented.headline or not presented.questions:
+        return presented.headline
+    first = presented.questions[0]
+    return f"{first.method or 'request'} ({first.key})"
 
 
 def user_by_username(username: str) -> Any:

@@ -9,11 +9,21 @@ Typical use for one ``elicitation/create`` input request under ``key``::
         content = content_from(form)                 # ElicitResult.content
 
 URL mode: ``describe_url(request.url)`` for the consent screen; never fetch the URL.
+
+Answers given as JSON (the API) skip the form: ``clean_content(spec, content)`` is the step
+the form fields end with, so both accept the same values and send the same content.
 """
 
+from mrtrweb.elicitation.content import (
+    AnswerProblem,
+    Content,
+    ContentProblem,
+    InvalidContent,
+    clean_content,
+    clean_value,
+)
 from mrtrweb.elicitation.fields import RADIO_MAX_OPTIONS, control_for
 from mrtrweb.elicitation.forms import (
-    Content,
     ElicitationForm,
     accept_result,
     build_form,
@@ -47,12 +57,15 @@ from mrtrweb.elicitation.values import value_problem
 
 __all__ = [
     "RADIO_MAX_OPTIONS",
+    "AnswerProblem",
     "Content",
+    "ContentProblem",
     "ElicitationForm",
     "EnumStyle",
     "FieldSpec",
     "FormRequest",
     "FormSpec",
+    "InvalidContent",
     "InvalidElicitation",
     "Kind",
     "Option",
@@ -64,6 +77,8 @@ __all__ = [
     "answers_match",
     "build_form",
     "classify",
+    "clean_content",
+    "clean_value",
     "content_from",
     "control_for",
     "describe_url",

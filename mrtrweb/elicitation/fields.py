@@ -1,9 +1,10 @@
 """Django form fields whose cleaned value is the wire value itself.
 
-Each field parses what a person typed (or what a browser sent) into the JSON value that goes
-into ``ElicitResult.content``, ``None`` standing for "no answer", and then asks
-``value_problem`` whether that value meets the spec. So ``cleaned_data`` is already typed
-content, and a value the schema refuses can never come out of a valid form.
+Each field parses what a person typed (or what a browser sent) into a JSON value, ``None``
+standing for "no answer", and then hands it to ``clean_value``, the step the JSON API takes
+too: it trims, normalises and judges the value against the spec. So ``cleaned_data`` is
+already typed content, a value the schema refuses can never come out of a valid form, and the
+page and the API accept the same answers.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.utils.html import escape, format_html
 
+from mrtrweb.elicitation.content import MAX_NUMBER_CHARS, AnswerProblem, clean_value, rfc3339
 from mrtrweb.elicitation.schema import FieldSpec, Kind
-from mrtrweb.elicitation.values import value_problem
 
 RADIO_MAX_OPTIONS = 5
 TEXTAREA_MIN_MAX_LENGTH = 200  # a maxLength above this suggests prose, not a single line
@@ -27,10 +28,6 @@ TEXTAREA_MIN_MAX_LENGTH = 200  # a maxLength above this suggests prose, not a si
 # Number input as browsers submit it (ASCII digits only: ``\d`` would admit Arabic-Indic
 # digits that Decimal happily parses).
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-# Beyond this many digits an integer is surely a typo, and Python refuses to print an int
-# of more than 4300 digits, so the JSON encoder would crash on it later.
-_MAX_INTEGER_DIGITS = 300
-_MAX_NUMBER_CHARS = 400  # more is junk, and spares Decimal a megabyte of digits
 _SAFE_INTEGER = 2**53  # larger integral numbers stay floats, as JSON readers would read them
 
 
@@ -42,19 +39,15 @@ class WireField(forms.Field):
         super().__init__(**kwargs)
 
     def to_wire(self, value: Any) -> Any:
-        """Parse submitted data; None means the person gave no answer."""
+        """Parse submitted data into a JSON value; None means the person gave no answer."""
         raise NotImplementedError
 
     def clean(self, value: Any) -> Any:
-        wire = self.to_wire(value)
-        if wire is None:
-            if self.required:
-                raise ValidationError(self.error_messages["required"], code="required")
-            return None
-        problem = value_problem(self.spec, wire)
-        if problem is not None:
-            raise ValidationError(problem, code="invalid")
-        return wire
+        # The same final step as the API's: what is sent cannot depend on where it came from.
+        try:
+            return clean_value(self.spec, self.to_wire(value))
+        except AnswerProblem as exc:
+            raise ValidationError(exc.message, code=exc.code) from None
 
 
 def _text(value: Any) -> str | None:
@@ -73,15 +66,15 @@ def _text(value: Any) -> str | None:
 class TextField(WireField):
     """Plain, email and uri strings."""
 
-    def to_wire(self, value: Any) -> str | None:
-        return _text(value)
+    def to_wire(self, value: Any) -> Any:
+        return value  # clean_value trims it
 
 
 class DateField(WireField):
     """``format: date``; the value is the ``YYYY-MM-DD`` text an ``<input type=date>`` sends."""
 
-    def to_wire(self, value: Any) -> str | None:
-        return _text(value)
+    def to_wire(self, value: Any) -> Any:
+        return value  # clean_value trims it
 
     def prepare_value(self, value: Any) -> Any:
         if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
@@ -108,7 +101,7 @@ class DateTimeField(WireField):
         text = _text(value)
         if text is None:
             return None
-        return _rfc3339(self._parse(text))
+        return rfc3339(self._parse(text))
 
     def _parse(self, text: str) -> dt.datetime:
         invalid = ValidationError("Enter a valid date and time.", code="invalid")
@@ -153,49 +146,25 @@ class DateTimeField(WireField):
         return moment.replace(tzinfo=None, microsecond=0).isoformat(timespec="seconds")
 
 
-def _rfc3339(moment: dt.datetime) -> str:
-    moment = moment.replace(microsecond=0)
-    offset = moment.utcoffset()
-    if offset is not None and offset.total_seconds() % 60:
-        # Historic zone offsets such as Paris's +00:09:21 cannot be written in RFC 3339.
-        try:
-            moment = moment.astimezone(dt.UTC)
-        except (OverflowError, ValueError):
-            raise ValidationError("Enter a valid date and time.", code="invalid") from None
-    return moment.isoformat(timespec="seconds")
-
-
 class NumberField(WireField):
     """``type: number`` or ``integer``; integral input becomes a JSON integer."""
 
-    def to_wire(self, value: Any) -> int | float | None:
+    def to_wire(self, value: Any) -> Decimal | None:
+        """The typed number, read exactly; clean_value decides what is sent for it."""
         text = _text(value)
         if text is None:
             return None
-        integer = self.spec.kind is Kind.INTEGER
-        if len(text) > _MAX_NUMBER_CHARS:
+        if len(text) > MAX_NUMBER_CHARS:
             raise ValidationError("Enter a shorter number.", code="invalid")
         if not _NUMBER.fullmatch(text):
             raise ValidationError(
-                "Enter a whole number." if integer else "Enter a number.", code="invalid"
+                "Enter a whole number." if self.spec.kind is Kind.INTEGER else "Enter a number.",
+                code="invalid",
             )
         try:
-            number = Decimal(text)
+            return Decimal(text)
         except InvalidOperation:  # pragma: no cover - the pattern admits only Decimal syntax
             raise ValidationError("Enter a number.", code="invalid") from None
-        if number.adjusted() >= _MAX_INTEGER_DIGITS:
-            raise ValidationError("Enter a smaller number.", code="invalid")
-        integral = number == number.to_integral_value()
-        if integer:
-            if not integral:
-                raise ValidationError("Enter a whole number.", code="invalid")
-            return int(number)
-        if integral and abs(number) <= _SAFE_INTEGER:
-            return int(number)
-        result = float(number)
-        if not math.isfinite(result):  # pragma: no cover - adjusted() < 300 keeps it finite
-            raise ValidationError("Enter a smaller number.", code="invalid")
-        return result
 
     def prepare_value(self, value: Any) -> Any:
         # A str keeps Django from localising the number (``1,5`` is not a number input value).
@@ -237,20 +206,19 @@ class MultiChoiceField(WireField):
     sent as ``[]`` (unless ``minItems`` asks for more), like an unchecked required boolean.
     An optional one with nothing ticked is left out."""
 
-    def to_wire(self, value: Any) -> list[str] | None:
+    def to_wire(self, value: Any) -> list[str]:
+        """The ticked options' values; clean_value orders them and drops repeats."""
         if value is None or value == "":
             value = []
         if not isinstance(value, list | tuple):
             value = [value]
-        indices = set()
+        chosen = []
         for item in value:
             index = _option_index(self.spec, item)
             if index is None:
                 raise ValidationError("Select a valid choice.", code="invalid_choice")
-            indices.add(index)
-        if not indices and not self.spec.required:
-            return None
-        return [self.spec.options[index].value for index in sorted(indices)]
+            chosen.append(self.spec.options[index].value)
+        return chosen
 
 
 def _option_index(spec: FieldSpec, value: Any) -> int | None:

@@ -10,11 +10,10 @@ import mcp_types
 from django import forms
 from django.utils import timezone
 
+from mrtrweb.elicitation.content import Content
 from mrtrweb.elicitation.fields import initial_for, make_field
 from mrtrweb.elicitation.schema import FormSpec, Kind, classify
 from mrtrweb.elicitation.values import value_problem
-
-Content = dict[str, str | int | float | bool | list[str]]
 
 
 class ElicitationForm(forms.Form):

@@ -25,6 +25,7 @@ from django.views.decorators.http import require_safe
 
 from mrtrweb.calls.access import routed_to
 from mrtrweb.calls.models import Call, Round
+from mrtrweb.calls.presenting import present
 
 PAGE_SIZE = 25
 SNIPPET_CHARS = 200
@@ -96,19 +97,6 @@ def started_calls(user: Any) -> QuerySet[Call]:
 # -- rows ------------------------------------------------------------------------------------
 
 
-def first_question(input_requests: Any) -> str:
-    """The first line of the first request's message ("" when the server gave none)."""
-    if not isinstance(input_requests, dict):
-        return ""
-    for request in input_requests.values():
-        params = request.get("params") if isinstance(request, dict) else None
-        message = params.get("message") if isinstance(params, dict) else None
-        if isinstance(message, str) and message.strip():
-            return message.strip().splitlines()[0][:SNIPPET_CHARS]
-        return ""
-    return ""
-
-
 def answer_action(answers: Any) -> str:
     """accept, decline or cancel when every key got the same action; "mixed" otherwise."""
     if not isinstance(answers, dict):
@@ -140,7 +128,7 @@ def _pending_row(round: Round, user: Any, now: Any) -> PendingRow:
     group_round = round.assigned_group_id is not None
     return PendingRow(
         round=round,
-        question=first_question(round.input_requests),
+        question=present(round).headline,
         late=round.expires_at is not None and round.expires_at <= now,
         claimable=group_round and round.claimed_by_id is None and not round.unsupported_reason,
         claimed_by_me=group_round and round.claimed_by_id == user.pk,
@@ -238,8 +226,7 @@ def history(request: HttpRequest) -> HttpResponse:
         number = request.GET.get("answered")
         answered = CappedPaginator(answered_rounds(user), PAGE_SIZE, number).get_page(number)
         context["answered"] = [
-            AnsweredRow(r, first_question(r.input_requests), answer_action(r.answers))
-            for r in answered
+            AnsweredRow(r, present(r).headline, answer_action(r.answers)) for r in answered
         ]
         context["answered_pager"] = _pager(request, answered, "answered", "history-answered")
     if wanted in (None, "history-started"):

@@ -23,7 +23,7 @@ from django.test import RequestFactory
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mrtrweb.calls.forms import RoundAnswers
+from mrtrweb.calls.presenting import RoundAnswers
 from mrtrweb.calls.views import _render_round
 from mrtrweb.elicitation import (
     FormRequest,
