@@ -287,7 +287,7 @@ def round_page(request: HttpRequest, pk: int) -> HttpResponse:
         if action in ("decline", "cancel"):
             if not answers.answerable:
                 return _render_round(request, round, answers, status=409, problem="unanswerable")
-            engine.submit_answers(
+            engine.answer(
                 round, answers.refused(action), request.user, deliver_within=_answer_wait()
             )
         elif action == "accept":
@@ -295,9 +295,7 @@ def round_page(request: HttpRequest, pk: int) -> HttpResponse:
                 return _render_round(request, round, answers, status=400, problem="cannot_accept")
             if not answers.is_valid():
                 return _render_round(request, round, answers, status=422, problem="invalid")
-            engine.submit_answers(
-                round, answers.accepted(), request.user, deliver_within=_answer_wait()
-            )
+            engine.answer(round, answers.accepted(), request.user, deliver_within=_answer_wait())
         else:
             return _render_round(request, round, answers, status=400, problem="no_action")
     except engine.AlreadyAnswered:

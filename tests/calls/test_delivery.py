@@ -263,7 +263,7 @@ def test_a_late_answer_settles_a_flagged_round_and_a_stale_one_is_ignored(
     round = park(flaky, user, read_timeout=10.0)
     set_fault(flaky, "slow", delay=1.5)
     answer(round, user)
-    slow = threading.Thread(target=engine.deliver, args=(round.pk,))
+    slow = threading.Thread(target=engine.resubmit, args=(round.pk,))
     slow.start()
     while Round.objects.get(pk=round.pk).status != Round.Status.DELIVERING:
         time.sleep(0.02)
@@ -281,7 +281,7 @@ def test_a_late_answer_settles_a_flagged_round_and_a_stale_one_is_ignored(
     second = park(flaky, user, tool="confirm_delete", name="second", read_timeout=10.0)
     set_fault(flaky, "slow", delay=1.5)
     answer(second, user)
-    slow = threading.Thread(target=engine.deliver, args=(second.pk,))
+    slow = threading.Thread(target=engine.resubmit, args=(second.pk,))
     slow.start()
     while Round.objects.get(pk=second.pk).status != Round.Status.DELIVERING:
         time.sleep(0.02)
