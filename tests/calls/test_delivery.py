@@ -18,6 +18,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from mrtrweb.calls import engine
+from mrtrweb.calls.engine import resubmitting
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.servers.models import Connection
 from tests.calls.delivery_support import (
@@ -242,7 +243,7 @@ def test_a_delivery_whose_sender_died_is_flagged_by_its_watchdog(
     answer(round, user)
     # What a worker killed right after claiming leaves behind: the claim, and its watchdog.
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(engine, "_run", lambda *args, **kwargs: None)
+        patch.setattr(resubmitting, "run", lambda *args, **kwargs: None)
         run_tasks()
     round.refresh_from_db()
     assert round.status == Round.Status.DELIVERING
