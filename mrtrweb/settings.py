@@ -143,7 +143,7 @@ MRTRWEB_INPROCESS_WORKER_INTERVAL = env.env_float(ENV, "MRTRWEB_INPROCESS_WORKER
 # state lifetime. A delivery still running GRACE seconds after its connection's connect timeout
 # and answer deadline (from its last progress) is presumed dead (its sender was killed) and
 # flagged; a call's first request, past the longest answer with progress, is failed
-# (mrtrweb/calls/engine.py).
+# (mrtrweb/calls/engine/outcomes.py, watchdogs.py).
 MRTRWEB_DELIVERY_ATTEMPTS = env.env_int(ENV, "MRTRWEB_DELIVERY_ATTEMPTS", default=8)
 MRTRWEB_DELIVERY_BACKOFF = env.env_float(ENV, "MRTRWEB_DELIVERY_BACKOFF", 2.0)
 MRTRWEB_DELIVERY_BACKOFF_MAX = env.env_float(ENV, "MRTRWEB_DELIVERY_BACKOFF_MAX", 300.0)
@@ -152,7 +152,7 @@ MRTRWEB_DELIVERY_GRACE = env.env_float(ENV, "MRTRWEB_DELIVERY_GRACE", 60.0)
 # deeper answers are refused (mrtrweb/mcp/jsonparse.py). The size limit is per connection.
 MRTRWEB_MAX_JSON_DEPTH = env.env_int(ENV, "MRTRWEB_MAX_JSON_DEPTH", default=64)
 # Parked rounds whose state lifetime ends within the same EXPIRY_STEP seconds are expired by
-# one task at the step's end (calls/tasks.py: schedule_expiry), not by a task row per round.
+# one task at the step's end (calls/engine/expiry.py: schedule_expiry), not by a task row per round.
 MRTRWEB_EXPIRY_STEP = env.env_float(ENV, "MRTRWEB_EXPIRY_STEP", 60.0, allow_zero=True)
 # The process that takes an answer (a form or the API) sends it at once, on one of its
 # DELIVERY_THREADS; its task is only the safety net should that process die (calls/handoff.py).

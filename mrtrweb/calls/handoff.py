@@ -5,22 +5,34 @@ it and run it, several milliseconds and a thread hop more than the resubmission 
 (docs/performance.md). Now the answer's own process delivers it on a small pool of threads
 and the answer page can wait a moment for the outcome. The task written with the answer stays
 as the safety net: due a few seconds later, it finds the round already claimed and does
-nothing, unless this process died first (:func:`mrtrweb.calls.engine.submit_answers`).
+nothing, unless this process died first (:func:`mrtrweb.calls.engine.answer`).
+
+It runs whatever the engine hands it (``resubmit``, ``send_call``) and imports nothing of the
+engine: the engine uses this module, never the other way round.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import close_old_connections
 
 from mrtrweb.mcp import io_loop
 
-__all__ = ["shutdown", "start", "start_call", "wait_for"]
+from . import queue
+
+__all__ = ["GRACE", "enabled", "shutdown", "start", "wait_for"]
+
+# How long the safety-net task of work this process does itself waits before it tries (and,
+# finding the round or call claimed, does nothing). Long enough for a busy process to claim
+# it, short enough that an answer taken by a process that died is sent soon after.
+GRACE = timedelta(seconds=5)
 
 logger = logging.getLogger(__name__)
 
@@ -33,37 +45,37 @@ def _pool() -> ThreadPoolExecutor:
     with _lock:
         if _executor is None:
             _executor = ThreadPoolExecutor(
-                max_workers=max(1, int(getattr(settings, "MRTRWEB_DELIVERY_THREADS", 8))),
+                max_workers=max(1, int(settings.MRTRWEB_DELIVERY_THREADS)),
                 thread_name_prefix="mrtrweb-deliver",
             )
         return _executor
 
 
-def _on_this_thread(work: str, pk: int) -> None:
-    """Run ``engine.<work>(pk)`` as a delivery thread must: its own database connection, and
-    its requests on the process's shared event loop. A failure leaves the round claimed or
-    submitted, or the call running: its watchdog, safety-net task or the sweep settles it."""
-    from . import engine  # the engine imports this module
+def enabled() -> bool:
+    """Whether this process sends what it takes itself: ``MRTRWEB_DELIVER_ON_ANSWER`` on, and
+    a task backend that can hold the safety net until :data:`GRACE` has passed."""
+    return bool(settings.MRTRWEB_DELIVER_ON_ANSWER) and queue.can_defer("deliver_round")
 
+
+def _on_this_thread(work: Callable[[int], None], pk: int) -> None:
+    """Run ``work(pk)`` as a delivery thread must: its own database connection, and its
+    requests on the process's shared event loop. A failure leaves the round claimed or
+    submitted, or the call running: its watchdog, safety-net task or the sweep settles it."""
     close_old_connections()
     try:
         with io_loop.attached():
-            getattr(engine, work)(pk)
+            work(pk)
     except Exception:
-        logger.exception("%s(%s) on a delivery thread failed", work, pk)
+        logger.exception("%s(%s) on a delivery thread failed", work.__name__, pk)
         raise
     finally:
         close_old_connections()
 
 
-def start(round_id: int) -> Future[None]:
-    """Send a submitted round's answers on a delivery thread."""
-    return _pool().submit(_on_this_thread, "deliver", round_id)
-
-
-def start_call(call_id: int) -> Future[None]:
-    """Send a new call's first request on a delivery thread."""
-    return _pool().submit(_on_this_thread, "send_call", call_id)
+def start(work: Callable[[int], None], pk: int) -> Future[None]:
+    """Run ``work(pk)`` (the engine's ``resubmit`` of a round, ``send_call`` of a call) on a
+    delivery thread."""
+    return _pool().submit(_on_this_thread, work, pk)
 
 
 def wait_for(future: Future[None], wait: float) -> bool:

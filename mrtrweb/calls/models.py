@@ -25,6 +25,12 @@ from mrtrweb.servers.models import Connection
 from .fields import CompactJSONField
 
 
+def state_sha256(state: str | None) -> str:
+    """What the audit trail and the logs know a ``requestState`` by: its SHA-256 (hex) as
+    UTF-8, "" without one. Computed here only."""
+    return hashlib.sha256(state.encode("utf-8")).hexdigest() if state is not None else ""
+
+
 def _where_set(field: str, name: str, *more: str) -> models.Index:
     """An index on ``field`` (then ``more``) holding only the rows where it is set: the
     column is NULL on most rows, and those entries would cost every parked round a few bytes
@@ -285,8 +291,7 @@ class Round(models.Model):
         """The SHA-256 (hex) of the requestState, "" without one: what the audit trail and
         the logs know it by. Worked out from the state (which this reads, and decrypts); the
         round_parked event keeps it, so lists read it from there instead."""
-        state = self.request_state if self.has_request_state else None
-        return hashlib.sha256(state.encode("utf-8")).hexdigest() if state is not None else ""
+        return state_sha256(self.request_state if self.has_request_state else None)
 
     @staticmethod
     def summary_of(requests: Any) -> str:

@@ -15,3 +15,12 @@ from django.dispatch import Signal
 #   started_by_id: int (who started the call, so receivers need not look it up),
 #   call_finished: bool (whether the call is finished once this event is committed).
 call_event = Signal()
+
+# Sent (``asend_robust``, on the event loop of the request) while a server works on a call and
+# streams ``notifications/progress``, at most every
+# :data:`mrtrweb.calls.engine.progress.ANNOUNCE_EVERY` per request, with keyword arguments:
+#   call_id: int, progress: float, total: float | None, message: str,
+#   at: float (``time.time()`` when it was announced).
+# Not committed anywhere first: the latest is also kept on ``Call.progress``, about once a
+# second. The live pages subscribe (``LiveConfig.ready``); the engine never imports them.
+call_progress = Signal()

@@ -80,7 +80,7 @@ def round_page(request: HttpRequest, pk: int) -> HttpResponse:
         if action in ("decline", "cancel"):
             if not answers.answerable:
                 return _render_round(request, round, answers, status=409, problem="unanswerable")
-            engine.submit_answers(
+            engine.answer(
                 round,
                 answers.refused(action),
                 request.user,
@@ -91,7 +91,7 @@ def round_page(request: HttpRequest, pk: int) -> HttpResponse:
                 return _render_round(request, round, answers, status=400, problem="cannot_accept")
             if not answers.is_valid():
                 return _render_round(request, round, answers, status=422, problem="invalid")
-            engine.submit_answers(
+            engine.answer(
                 round, answers.accepted(), request.user, deliver_within=settings.MRTRWEB_ANSWER_WAIT
             )
         else:

@@ -19,7 +19,7 @@ import asyncio
 import hashlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -218,35 +218,27 @@ def concerned_users(
 # -- progress of a long call -----------------------------------------------------------------------
 
 
-# At most one progress frame a tenth of a second, per call: faster than a person reads, and a
-# server that floods progress (40,000 notifications) would otherwise push every one of them
-# to every browser watching, which held the delivery for 39 s instead of 6.
-PROGRESS_FRAME_EVERY = 0.1
-
-
-def progress_callback(call_id: int) -> Callable[[Any], Awaitable[None]]:
-    """An ``on_notification`` callback for the MCP client: progress goes to ``call.<id>``
-    (what comes sooner than :data:`PROGRESS_FRAME_EVERY` after the last one is dropped)."""
-    last = [float("-inf")]
-
-    async def on_notification(notification: Any) -> None:
-        if getattr(notification, "method", None) != "notifications/progress":
-            return
-        if time.monotonic() - last[0] < PROGRESS_FRAME_EVERY:
-            return
-        last[0] = time.monotonic()
-        params = notification.params
-        message = {
-            "type": "call.progress",
-            "call_id": call_id,
-            "progress": float(params.progress),
-            "total": float(params.total) if params.total is not None else None,
-            "message": params.message if isinstance(params.message, str) else "",
-            "at": time.time(),
-        }
-        try:
-            await apublish([(call_group(call_id), message)])
-        except Exception:
-            logger.exception("could not publish progress of call %s", call_id)
-
-    return on_notification
+async def on_call_progress(
+    sender: Any,
+    *,
+    call_id: int,
+    progress: float,
+    total: float | None,
+    message: str,
+    at: float,
+    **_: Any,
+) -> None:
+    """Progress a server streams (``calls.signals.call_progress``, already thinned by the
+    engine to a few a second) goes to ``call.<id>`` as ``call.progress``."""
+    frame = {
+        "type": "call.progress",
+        "call_id": call_id,
+        "progress": progress,
+        "total": total,
+        "message": message,
+        "at": at,
+    }
+    try:
+        await apublish([(call_group(call_id), frame)])
+    except Exception:
+        logger.exception("could not publish progress of call %s", call_id)

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 import mcp_types
 
 from .errors import MCPError
 
-__all__ = ["DEFAULT_MAX_ROUNDS", "RoundsExceeded", "drive_rounds"]
+__all__ = ["DEFAULT_MAX_ROUNDS", "RoundsExceeded", "drive_rounds", "state_only_backoff"]
 
 DEFAULT_MAX_ROUNDS = 10
 _FIRST_BACKOFF = 0.05
@@ -36,6 +36,16 @@ class RoundsExceeded(MCPError):
     """The server kept asking beyond the round cap."""
 
 
+def state_only_backoff() -> Iterator[float]:
+    """Seconds to wait before each retry of a run of state-only rounds (a ``requestState`` and
+    no questions: load shedding, polling): 50 ms, doubling, at most 250 ms. The one rule for
+    this driver and the web app's engine alike."""
+    wait = _FIRST_BACKOFF
+    while True:
+        yield wait
+        wait = min(wait * 2, _MAX_BACKOFF)
+
+
 async def drive_rounds(
     send: Send[ResultT], answer: Answerer, *, max_rounds: int = DEFAULT_MAX_ROUNDS
 ) -> ResultT:
@@ -45,7 +55,7 @@ async def drive_rounds(
     (same method, name or uri, and arguments) with a new id.
     """
     result = await send(None, None)
-    backoff = _FIRST_BACKOFF
+    waits = state_only_backoff()
     for _ in range(max_rounds):
         if not isinstance(result, mcp_types.InputRequiredResult):
             return result
@@ -55,11 +65,10 @@ async def drive_rounds(
             for key, request in result.input_requests.items():
                 outcome = answer(key, request)
                 responses[key] = await outcome if inspect.isawaitable(outcome) else outcome
-            backoff = _FIRST_BACKOFF
+            waits = state_only_backoff()
         else:
-            # A state-only round (load shedding, polling): wait a little before asking again.
-            await asyncio.sleep(backoff)
-            backoff = min(backoff * 2, _MAX_BACKOFF)
+            # A state-only round: wait a little before asking again.
+            await asyncio.sleep(next(waits))
         result = await send(responses, result.request_state)
     if isinstance(result, mcp_types.InputRequiredResult):
         raise RoundsExceeded(f"the server still asked for input after {max_rounds} rounds")

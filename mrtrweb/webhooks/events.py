@@ -25,6 +25,7 @@ from django.utils import timezone
 from mrtrweb.calls.models import Call, Round
 
 from .models import Delivery, Subscription
+from .tasks import schedule
 
 
 def _absolute(path: str) -> str:
@@ -124,6 +125,4 @@ def _create(
 
 
 def _enqueue(delivery_id: int) -> None:
-    from .sending import schedule
-
     schedule(delivery_id, delay=0)

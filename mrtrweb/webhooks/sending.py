@@ -1,7 +1,7 @@
-"""One delivery attempt: sign, POST, record the outcome, and schedule the next try.
+"""One delivery attempt: sign, POST, record the outcome, and say when to try again.
 
 Outcomes: a 2xx answer delivers. A 5xx, 408 or 429 answer, a timeout or a network error is
-retried through the task queue after ``backoff * 2**(attempt-1)`` seconds (capped at
+retried (``tasks.send_delivery`` queues it) after ``backoff * 2**(attempt-1)`` seconds (capped at
 ``backoff_max``, ±20 % jitter, at least a 429/503's ``Retry-After``), until
 ``max_attempts`` attempts were made. Any other answer (3xx: redirects are never followed;
 4xx) gives up at once, as does a destination the rules refuse or a URL the client cannot
@@ -50,34 +50,22 @@ def backoff_delay(attempt: int, retry_after: float | None = None) -> float:
     return delay
 
 
-def schedule(delivery_id: int, delay: float) -> None:
-    """Enqueue an attempt to run after ``delay`` seconds.
-
-    A backend that cannot defer (django-tasks' ImmediateBackend, used by tests) runs it at
-    once.
-    """
-    from .tasks import send_delivery
-
-    task = send_delivery
-    if delay > 0 and task.get_backend().supports_defer:
-        task = task.using(run_after=timezone.now() + timedelta(seconds=delay))
-    task.enqueue(delivery_id)
-
-
-def attempt(delivery_id: int) -> None:
+def attempt(delivery_id: int) -> float | None:
+    """Make the next attempt of a pending delivery (nothing if it is not pending, or another
+    run of the same task claimed it); the seconds after which to try again, or None."""
     delivery = (
         Delivery.objects.select_related("subscription__token__user", "call", "round")
         .filter(pk=delivery_id)
         .first()
     )
     if delivery is None or delivery.status != Delivery.Status.PENDING:
-        return
+        return None
     number = delivery.attempts + 1
     # Claim this attempt: if the same task ran twice, only one sends.
     if not Delivery.objects.filter(
         pk=delivery.pk, status=Delivery.Status.PENDING, attempts=delivery.attempts
     ).update(attempts=F("attempts") + 1, next_attempt_at=None):
-        return
+        return None
     delivery.attempts = number
     subscription = delivery.subscription
     if not subscription.can_send:
@@ -87,12 +75,12 @@ def attempt(delivery_id: int) -> None:
             "webhook_cancelled",
             error="the API token was revoked or deleted",
         )
-        return
+        return None
     try:
         check_url(subscription.url)
     except InvalidWebhookURL as exc:
         _finish(delivery, Delivery.Status.FAILED, "webhook_failed", error=str(exc))
-        return
+        return None
     status_code, error, retry_after, refused, elapsed = _post(delivery)
     if status_code is not None and 200 <= status_code < 300:
         _finish(
@@ -102,7 +90,7 @@ def attempt(delivery_id: int) -> None:
             status_code=status_code,
             elapsed=elapsed,
         )
-        return
+        return None
     retryable = not refused and (
         status_code is None or status_code >= 500 or status_code in RETRYABLE_STATUS
     )
@@ -117,7 +105,7 @@ def attempt(delivery_id: int) -> None:
             error=error,
             elapsed=elapsed,
         )
-        return
+        return None
     delay = backoff_delay(number, retry_after)
     _finish(
         delivery,
@@ -128,6 +116,7 @@ def attempt(delivery_id: int) -> None:
         elapsed=elapsed,
         retry_in=delay,
     )
+    return delay
 
 
 def _post(delivery: Delivery) -> tuple[int | None, str, float | None, bool, float]:
@@ -231,8 +220,6 @@ def _finish(
             delivered_at=now if status == Delivery.Status.DELIVERED else None,
         )
         engine.note(delivery.call, kind, round=delivery.round, **detail)
-        if retry_in is not None:
-            transaction.on_commit(lambda: schedule(delivery.pk, retry_in))
     log = logger.info if status != Delivery.Status.FAILED else logger.warning
     # One line, with the reason and never a traceback: a receiver's failure is routine.
     log(
@@ -245,10 +232,9 @@ def _finish(
     )
 
 
-def sweep(*, now: Any = None) -> int:
-    """Queue again the pending deliveries whose task was lost (a queue that was down, a worker
-    killed mid-attempt); returns how many. Safe to run any time, from any number of processes:
-    an attempt claims its delivery, so a second task for it sends nothing.
+def lost(*, now: Any = None) -> list[int]:
+    """The pending deliveries whose task was lost (a queue that was down, a worker killed
+    mid-attempt), for the sweep to queue again.
 
     An attempt in flight when its worker died cannot be told from one still running except by
     its age, so it is only taken for lost once even the longest wait plus its timeout has
@@ -257,20 +243,19 @@ def sweep(*, now: Any = None) -> int:
     now = now or timezone.now()
     grace = timedelta(seconds=60)
     longest = timedelta(seconds=conf.backoff_max() + conf.timeout()) + grace
-    count = 0
+    found = []
     pending = Delivery.objects.filter(status=Delivery.Status.PENDING)
     for delivery in pending.only("pk", "attempts", "next_attempt_at", "created_at", "history"):
         if delivery.next_attempt_at is not None:
-            lost = delivery.next_attempt_at <= now - grace
+            is_lost = delivery.next_attempt_at <= now - grace
         elif delivery.attempts == 0:
-            lost = delivery.created_at <= now - grace
+            is_lost = delivery.created_at <= now - grace
         else:
             last = _last_attempt_at(delivery) or delivery.created_at
-            lost = last <= now - longest
-        if lost:
-            schedule(delivery.pk, 0)
-            count += 1
-    return count
+            is_lost = last <= now - longest
+        if is_lost:
+            found.append(delivery.pk)
+    return found
 
 
 def _last_attempt_at(delivery: Delivery) -> Any:

@@ -176,7 +176,7 @@ def test_wait_returns_when_someone_answers_meanwhile(
     def answer_later() -> None:
         try:
             time.sleep(0.7)
-            engine.submit_answers(round, {"approval": {"action": "decline"}}, ann)
+            engine.answer(round, {"approval": {"action": "decline"}}, ann)
         finally:
             db.close()
 

@@ -58,7 +58,7 @@ def park(
 def answer(round: Round, user: Any) -> dict[str, Any]:
     (key,) = round.input_requests
     answers = {key: {"action": "accept", "content": CONFIRM}}
-    engine.submit_answers(round, answers, user)
+    engine.answer(round, answers, user)
     return answers
 
 

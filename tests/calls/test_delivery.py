@@ -18,6 +18,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from mrtrweb.calls import engine
+from mrtrweb.calls.engine import resubmitting
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.servers.models import Connection
 from tests.calls.delivery_support import (
@@ -242,7 +243,7 @@ def test_a_delivery_whose_sender_died_is_flagged_by_its_watchdog(
     answer(round, user)
     # What a worker killed right after claiming leaves behind: the claim, and its watchdog.
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(engine, "_run", lambda *args, **kwargs: None)
+        patch.setattr(resubmitting, "run", lambda *args, **kwargs: None)
         run_tasks()
     round.refresh_from_db()
     assert round.status == Round.Status.DELIVERING
@@ -263,7 +264,7 @@ def test_a_late_answer_settles_a_flagged_round_and_a_stale_one_is_ignored(
     round = park(flaky, user, read_timeout=10.0)
     set_fault(flaky, "slow", delay=1.5)
     answer(round, user)
-    slow = threading.Thread(target=engine.deliver, args=(round.pk,))
+    slow = threading.Thread(target=engine.resubmit, args=(round.pk,))
     slow.start()
     while Round.objects.get(pk=round.pk).status != Round.Status.DELIVERING:
         time.sleep(0.02)
@@ -281,7 +282,7 @@ def test_a_late_answer_settles_a_flagged_round_and_a_stale_one_is_ignored(
     second = park(flaky, user, tool="confirm_delete", name="second", read_timeout=10.0)
     set_fault(flaky, "slow", delay=1.5)
     answer(second, user)
-    slow = threading.Thread(target=engine.deliver, args=(second.pk,))
+    slow = threading.Thread(target=engine.resubmit, args=(second.pk,))
     slow.start()
     while Round.objects.get(pk=second.pk).status != Round.Status.DELIVERING:
         time.sleep(0.02)

@@ -65,7 +65,7 @@ def flagged(flaky: Any) -> Round:
     round = call.rounds.get()
     (key,) = round.input_requests
     set_fault(flaky, "drop")
-    engine.submit_answers(round, {key: {"action": "accept", "content": {"sure": True}}}, ann)
+    engine.answer(round, {key: {"action": "accept", "content": {"sure": True}}}, ann)
     run_tasks()
     round.refresh_from_db()
     assert round.status == Round.Status.UNKNOWN

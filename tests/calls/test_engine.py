@@ -61,7 +61,7 @@ def test_a_round_is_parked_answered_and_resubmitted(fastmcp_peer: Any, user: Any
     assert round.expires_at is not None
 
     since = fastmcp_peer.mark()
-    engine.submit_answers(round, {"approval": {"action": "accept", "content": APPROVAL}}, user)
+    engine.answer(round, {"approval": {"action": "accept", "content": APPROVAL}}, user)
     call.refresh_from_db()
     round.refresh_from_db()
     assert round.status == Round.Status.DELIVERED
@@ -108,7 +108,7 @@ def test_the_same_round_posted_twice_at_once_is_resubmitted_once(
     def post() -> None:
         barrier.wait()
         try:
-            engine.submit_answers(
+            engine.answer(
                 Round.objects.get(pk=round.pk),
                 {"approval": {"action": "accept", "content": APPROVAL}},
                 user,
@@ -127,23 +127,21 @@ def test_the_same_round_posted_twice_at_once_is_resubmitted_once(
     assert sorted(outcomes) == ["already answered", "won"]
     assert len(tool_calls(fastmcp_peer, since)) == 1
     # A second delivery attempt of the same round sends nothing.
-    engine.deliver(round.pk)
+    engine.resubmit(round.pk)
     assert len(tool_calls(fastmcp_peer, since)) == 1
 
 
 def test_several_rounds_until_the_result(fastmcp_peer: Any, user: Any) -> None:
     call = start(make_connection(fastmcp_peer), user, "purchase", {"item": "tea", "quantity": 2})
     first = call.rounds.get()
-    engine.submit_answers(
+    engine.answer(
         first, {"shipping": {"action": "accept", "content": {"address": "1 Main St"}}}, user
     )
     call.refresh_from_db()
     assert call.status == Call.Status.WAITING
     second = call.rounds.get(index=2)
     assert list(second.input_requests) == ["payment"]
-    engine.submit_answers(
-        second, {"payment": {"action": "accept", "content": {"confirm": True}}}, user
-    )
+    engine.answer(second, {"payment": {"action": "accept", "content": {"confirm": True}}}, user)
     call.refresh_from_db()
     assert call.status == Call.Status.COMPLETED
     assert "Purchased 2 x tea" in call.result["content"][0]["text"]
@@ -161,7 +159,7 @@ def test_a_three_round_flow_answers_only_the_newest_round_each_time(
     ):
         round = call.rounds.get(status=Round.Status.PENDING)
         assert list(round.input_requests) == [key]
-        engine.submit_answers(round, {key: {"action": "accept", "content": content}}, user)
+        engine.answer(round, {key: {"action": "accept", "content": content}}, user)
         call.refresh_from_db()
     assert call.status == Call.Status.COMPLETED, call.error
     assert call.result["content"][0]["text"] == "Ada joins ops at Bergen: created"
@@ -186,7 +184,7 @@ def test_the_round_cap_stops_a_server_that_never_finishes(fastmcp_peer: Any, use
     for _ in range(2):
         round = call.rounds.filter(status=Round.Status.PENDING).get()
         key = next(iter(round.input_requests))
-        engine.submit_answers(round, {key: {"action": "accept", "content": {"a": "x"}}}, user)
+        engine.answer(round, {key: {"action": "accept", "content": {"a": "x"}}}, user)
         call.refresh_from_db()
     assert call.status == Call.Status.FAILED
     assert "more than 2 times" in call.error
@@ -200,7 +198,7 @@ def test_an_expired_state_keeps_the_answers_and_a_restart_prefills_them(
     round = call.rounds.get()
     time.sleep(2.5)
     answers = {"approval": {"action": "accept", "content": APPROVAL}}
-    engine.submit_answers(round, answers, user)
+    engine.answer(round, answers, user)
     call.refresh_from_db()
     round.refresh_from_db()
     assert call.status == Call.Status.EXPIRED
@@ -222,7 +220,7 @@ def test_a_server_failure_leaves_the_round_recoverable(peer_factory: Any, user: 
     round = call.rounds.get()
     peer.stop()
     answers = {"approval": {"action": "accept", "content": APPROVAL}}
-    engine.submit_answers(round, answers, user)
+    engine.answer(round, answers, user)
     round.refresh_from_db()
     call.refresh_from_db()
     assert round.status == Round.Status.FAILED
@@ -248,7 +246,7 @@ def test_undeclared_input_kinds_park_an_unsupported_round_that_can_be_abandoned(
     assert round.unsupported_reason
     assert set(round.input_requests) == {"draft", "roots"}
     with pytest.raises(engine.NotAnswerable):
-        engine.submit_answers(round, {"draft": {"action": "decline"}}, user)
+        engine.answer(round, {"draft": {"action": "decline"}}, user)
     since = fastmcp_peer.mark()
     engine.abandon(round, user)
     call.refresh_from_db()
@@ -259,7 +257,7 @@ def test_undeclared_input_kinds_park_an_unsupported_round_that_can_be_abandoned(
 def test_decline_is_delivered_without_content(fastmcp_peer: Any, user: Any) -> None:
     call = start(make_connection(fastmcp_peer), user, "approve_deploy", {"service": "db"})
     since = fastmcp_peer.mark()
-    engine.submit_answers(call.rounds.get(), {"approval": {"action": "decline"}}, user)
+    engine.answer(call.rounds.get(), {"approval": {"action": "decline"}}, user)
     call.refresh_from_db()
     assert call.status == Call.Status.COMPLETED
     assert call.result["structuredContent"]["status"] == "declined"
@@ -281,7 +279,7 @@ def test_prompts_and_resources_that_ask(fastmcp_peer: Any, user: Any) -> None:
     props = request["params"]["requestedSchema"]["properties"]
     field, spec = next(iter(props.items()))
     value = (spec.get("enum") or [o["const"] for o in spec.get("oneOf", [])])[0]
-    engine.submit_answers(round, {key: {"action": "accept", "content": {field: value}}}, user)
+    engine.answer(round, {key: {"action": "accept", "content": {field: value}}}, user)
     prompt.refresh_from_db()
     assert prompt.status == Call.Status.COMPLETED
     assert prompt.result["messages"]
@@ -297,7 +295,7 @@ def test_prompts_and_resources_that_ask(fastmcp_peer: Any, user: Any) -> None:
     key, request = next(iter(round.input_requests.items()))
     props = request["params"]["requestedSchema"]["properties"]
     content = {n: (True if s.get("type") == "boolean" else "x") for n, s in props.items()}
-    engine.submit_answers(round, {key: {"action": "accept", "content": content}}, user)
+    engine.answer(round, {key: {"action": "accept", "content": content}}, user)
     resource.refresh_from_db()
     assert resource.status == Call.Status.COMPLETED
     assert resource.result["contents"]
@@ -318,9 +316,7 @@ def test_rounds_are_resubmitted_with_the_credentials_the_call_started_with(
     conn.bearer_token = "new-token"
     conn.save()
     since = fastmcp_peer.mark()
-    engine.submit_answers(
-        call.rounds.get(), {"approval": {"action": "accept", "content": APPROVAL}}, user
-    )
+    engine.answer(call.rounds.get(), {"approval": {"action": "accept", "content": APPROVAL}}, user)
     record = tool_calls(fastmcp_peer, since)[0]
     assert ["authorization", "Bearer caller-token"] in record["headers"]
 
@@ -331,7 +327,7 @@ def test_the_official_sdk_server_is_driven_through_the_engine(sdk_peer: Any, use
     while call.status == Call.Status.WAITING:
         round = call.rounds.get(status=Round.Status.PENDING)
         key = next(iter(round.input_requests))
-        engine.submit_answers(round, {key: {"action": "accept", "content": next(answers)}}, user)
+        engine.answer(round, {key: {"action": "accept", "content": next(answers)}}, user)
         call.refresh_from_db()
     assert call.status == Call.Status.COMPLETED, call.error
     assert call.rounds.count() == 2

@@ -18,8 +18,8 @@ from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
 from mrtrweb.calls import engine, tasks
+from mrtrweb.calls.engine import expiry_bucket
 from mrtrweb.calls.models import Call, Round
-from mrtrweb.calls.tasks import expiry_bucket
 from mrtrweb.servers.models import Connection
 from tests.calls.delivery_support import (
     DATABASE_QUEUE,

@@ -18,7 +18,7 @@ from django.test import Client
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
-from mrtrweb.calls import engine
+from mrtrweb.calls import handoff
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.elicitation import prefix_for_key
 from tests.calls.delivery_support import (
@@ -95,7 +95,7 @@ def test_the_answer_page_lands_on_the_result_delivered_by_its_own_process(
     # The task written with the answer is the safety net, due a few seconds later...
     (task,) = queued("deliver_unclaimed_round", round)
     grace = (task.run_after - round.answered_at).total_seconds()
-    assert grace == pytest.approx(engine.HANDOFF_GRACE.total_seconds(), abs=0.5)
+    assert grace == pytest.approx(handoff.GRACE.total_seconds(), abs=0.5)
     # ... and once due it finds the round delivered and sends nothing again.
     DBTaskResult.objects.filter(pk=task.pk).update(run_after=timezone.now() - timedelta(seconds=1))
     run_tasks()
@@ -189,9 +189,7 @@ def test_the_safety_net_sends_an_answer_whose_process_died_before_trying(
 ) -> None:
     from concurrent.futures import Future
 
-    from mrtrweb.calls import handoff
-
-    def died_before_starting(round_id: int) -> Future[None]:
+    def died_before_starting(work: Any, round_id: int) -> Future[None]:
         # What a process killed between the commit and its delivery thread leaves behind:
         # the answers and their safety-net task, committed, and nothing sent.
         never: Future[None] = Future()

@@ -10,6 +10,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from mrtrweb.calls import engine
+from mrtrweb.calls.engine import progress
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.servers.models import Connection
 
@@ -24,7 +25,7 @@ def progress_peer(peer_factory: Any) -> Any:
 def test_progress_moves_the_watchdogs_deadline(
     progress_peer: Any, inline_tasks: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(engine, "_HEARTBEAT_EVERY", 0.0)
+    monkeypatch.setattr(progress, "HEARTBEAT_EVERY", 0.0)
     caller = get_user_model().objects.create_user("ada")
     conn = Connection.objects.create(name="progress", url=progress_peer.url)
     call = engine.start_call(
@@ -35,7 +36,7 @@ def test_progress_moves_the_watchdogs_deadline(
         user=caller,
     )
     round = call.rounds.get()
-    engine.submit_answers(round, {"confirm": {"action": "accept", "content": {"go": True}}}, caller)
+    engine.answer(round, {"confirm": {"action": "accept", "content": {"go": True}}}, caller)
     round.refresh_from_db()
     assert round.status == Round.Status.DELIVERED
     # Heard from during the attempt, after it started.
@@ -43,7 +44,7 @@ def test_progress_moves_the_watchdogs_deadline(
 
     # The same facts on a round still delivering: an attempt started long ago but heard from
     # a moment ago is alive; one never heard from is stuck.
-    stuck_after = engine._stuck_after(conn)
+    stuck_after = engine.stuck_after(conn)
     now = timezone.now()
     Round.objects.filter(pk=round.pk).update(
         status=Round.Status.DELIVERING,

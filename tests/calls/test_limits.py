@@ -83,7 +83,7 @@ def test_a_deep_result_fails_the_call_started_through_the_api(limits: Connection
 def test_a_deep_answer_to_a_resubmission_flags_the_round(limits: Connection, sse: bool) -> None:
     otto = operator()
     round = parked(limits, otto, "deep", depth=100_000, sse=sse)
-    engine.submit_answers(round, GO, otto)
+    engine.answer(round, GO, otto)
     round.refresh_from_db()
     # The server may have acted on the answers before answering with that: an admin decides.
     assert round.status == Round.Status.UNKNOWN and TOO_DEEP in round.delivery_error
@@ -140,7 +140,7 @@ def test_an_answer_that_cannot_be_stored_flags_the_round_not_delivering(
 ) -> None:
     otto = operator()
     round = parked(limits, otto, "deep", depth=300)
-    engine.submit_answers(round, GO, otto)
+    engine.answer(round, GO, otto)
     round.refresh_from_db()
     assert round.status == Round.Status.UNKNOWN, round.status
     assert SERIALIZATION in round.delivery_error
@@ -186,7 +186,7 @@ def test_the_sweep_fails_a_call_left_running_and_its_late_answer_is_ignored(
     # Not due yet: nothing happens (a live sender is never failed).
     assert engine.sweep()["failed"] == 0
     # Past its deadline (as if its sender died): the sweep fails it, with a plain message.
-    later = timezone.now() + engine._call_stuck_after(limits) + timedelta(seconds=1)
+    later = timezone.now() + engine.call_stuck_after(limits) + timedelta(seconds=1)
     assert engine.sweep(now=later)["failed"] == 1
     call.refresh_from_db()
     assert call.status == Call.Status.FAILED and "got no answer by" in call.error
@@ -237,7 +237,7 @@ def test_a_resubmission_past_the_deadline_is_flagged_not_left_delivering(
     conn = connection(limits_peer, "slow", answer_deadline=2.0, answer_deadline_max=10.0)
     otto = operator()
     round = parked(conn, otto, "keepalive", every=0.5)
-    engine.submit_answers(round, GO, otto)
+    engine.answer(round, GO, otto)
     round.refresh_from_db()
     assert round.status == Round.Status.UNKNOWN, round.status
     assert "The server did not answer within 2 s" in round.delivery_error
@@ -259,7 +259,7 @@ def test_a_redirect_fails_the_call_saying_where_to(limits: Connection) -> None:
 def test_a_redirected_resubmission_can_be_retried(limits: Connection) -> None:
     otto = operator()
     round = parked(limits, otto, "redirect", location="https://moved.example/mcp")
-    engine.submit_answers(round, GO, otto)
+    engine.answer(round, GO, otto)
     round.refresh_from_db()
     # Nothing ran: a person may retry once the operator has fixed the URL.
     assert round.status == Round.Status.FAILED

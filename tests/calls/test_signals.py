@@ -41,7 +41,7 @@ def test_every_event_of_a_round_trip_is_announced_in_order(
         user=user,
     )
     round = call.rounds.get()
-    engine.submit_answers(
+    engine.answer(
         round,
         {
             "approval": {
@@ -68,10 +68,10 @@ def test_nothing_is_announced_for_a_transaction_that_rolls_back(
     conn = Connection.objects.create(name="peer", url="http://127.0.0.1:9/mcp")
     call = Call.objects.create(connection=conn, method="tools/call", target="t", started_by=user)
     with pytest.raises(RuntimeError), transaction.atomic():
-        engine._record(call, "claimed")
+        engine.note(call, "claimed")
         raise RuntimeError("roll back")
     assert heard == []
-    engine._record(call, "released")
+    engine.note(call, "released")
     assert [e["kind"] for e in heard] == ["released"]
 
 
@@ -86,7 +86,7 @@ def test_a_failing_receiver_does_not_break_the_engine(heard: list[dict[str, Any]
         call = Call.objects.create(
             connection=conn, method="tools/call", target="t", started_by=user
         )
-        engine._record(call, "claimed")
+        engine.note(call, "claimed")
     finally:
         call_event.disconnect(broken)
     assert [e["kind"] for e in heard] == ["claimed"]

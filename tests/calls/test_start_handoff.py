@@ -122,7 +122,7 @@ def test_the_safety_net_sends_a_call_its_process_never_sent(
     web: Client, peer_conn: Connection, fastmcp_peer: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The process dies between committing the call and starting its delivery thread.
-    monkeypatch.setattr(handoff, "start_call", lambda call_id: None)
+    monkeypatch.setattr(handoff, "start", lambda work, call_id: None)
     mark = fastmcp_peer.mark()
     response = _start(web, peer_conn, "echo", text="late")
     call = Call.objects.get()
@@ -158,7 +158,7 @@ def test_a_call_is_sent_once_however_many_try(peer_conn: Connection, ada: Any) -
 def test_the_sweep_sends_a_call_whose_process_and_task_were_both_lost(
     web: Client, peer_conn: Connection, fastmcp_peer: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(handoff, "start_call", lambda call_id: None)
+    monkeypatch.setattr(handoff, "start", lambda work, call_id: None)
     _start(web, peer_conn, "echo", text="swept")
     DBTaskResult.objects.filter(task_path__endswith=".send_call").delete()
     call = Call.objects.get()

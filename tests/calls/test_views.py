@@ -456,7 +456,7 @@ def test_while_answers_are_on_their_way_the_page_says_so_and_listens(
     assert '<noscript><meta http-equiv="refresh" content="3"></noscript>' in text(page)
     assert "Answer round" not in visible_text(page)
     # A reload shows the truth once the answers are delivered, and stops reloading.
-    engine.deliver(round.pk)
+    engine.resubmit(round.pk)
     delivered = pages.get(call.get_absolute_url())
     assert "Delivering your answers…" not in visible_text(delivered)
     assert "http-equiv" not in text(delivered)

@@ -64,7 +64,7 @@ def test_a_call_that_asks_prints_its_pending_round(demo: Connection, admin: Any)
     assert call.arguments_json == '{"item": "Monitor arm"}'
 
     # The printed round is the one a person answers; the call then goes on.
-    engine.submit_answers(
+    engine.answer(
         Round.objects.get(pk=printed["round"]["id"]),
         {
             "shipping": {

@@ -99,12 +99,7 @@ RULES = [
     # -- the apps -----------------------------------------------------------------------------
     Rule("mrtrweb.servers", ("mrtrweb.calls", "mrtrweb.live", "mrtrweb.elicitation", *ENDS)),
     Rule("mrtrweb.calls", (VIEWS, *ENDS)),
-    Rule(
-        "mrtrweb.calls",
-        ("mrtrweb.live",),
-        except_in=("mrtrweb.calls.views",),
-        pending="engine helper (issue 13): progress reaches live by a callback, not an import",
-    ),
+    Rule("mrtrweb.calls", ("mrtrweb.live",), except_in=("mrtrweb.calls.views",)),
     Rule(
         "mrtrweb.live",
         ("mrtrweb.calls.engine", VIEWS, *(end for end in ENDS if end != "mrtrweb.accounts")),

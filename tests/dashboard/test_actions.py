@@ -123,7 +123,7 @@ def test_bulk_cancel_reports_each_outcome(
     web: Client, conn: Connection, ann: Any, fastmcp_peer: Any
 ) -> None:
     first, second, answered = (park(conn, ann, s) for s in ("a", "b", "c"))
-    engine.submit_answers(answered, {"approval": {"action": "accept", "content": APPROVAL}}, ann)
+    engine.answer(answered, {"approval": {"action": "accept", "content": APPROVAL}}, ann)
     assert refreshed(answered).status == Round.Status.DELIVERED
     since = fastmcp_peer.mark()
 

@@ -82,7 +82,7 @@ def test_a_call_from_start_to_result(web: Client, root: Any, ann: Any, fastmcp_p
     call = start(fastmcp_peer, ann)
     round = call.rounds.get()
     engine.reassign(round, root, user=bob)
-    engine.submit_answers(
+    engine.answer(
         Round.objects.get(pk=round.pk), {"approval": {"action": "accept", "content": APPROVAL}}, bob
     )
     call.refresh_from_db()
@@ -141,9 +141,7 @@ def test_a_rejected_state_and_a_failed_delivery_show_how_the_resubmission_ended(
 ) -> None:
     stale = start(short_ttl_peer, ann)
     time.sleep(2.5)  # the peer's requestState lives 2 s
-    engine.submit_answers(
-        stale.rounds.get(), {"approval": {"action": "accept", "content": APPROVAL}}, ann
-    )
+    engine.answer(stale.rounds.get(), {"approval": {"action": "accept", "content": APPROVAL}}, ann)
     stale.refresh_from_db()
     assert stale.status == Call.Status.EXPIRED
     lines = entries(web.get(audit_url(stale)))
@@ -156,7 +154,7 @@ def test_a_rejected_state_and_a_failed_delivery_show_how_the_resubmission_ended(
         url=f"http://127.0.0.1:{free_port()}/mcp"
     )
     round = unreachable.rounds.get()
-    engine.submit_answers(
+    engine.answer(
         Round.objects.select_related("call__connection").get(pk=round.pk),
         {"approval": {"action": "decline"}},
         ann,

@@ -70,7 +70,7 @@ def answer(call: Call, user: Any, key: str, action: str, content: Any = None) ->
     response: dict[str, Any] = {"action": action}
     if content is not None:
         response["content"] = content
-    engine.submit_answers(pending(call), {key: response}, user)
+    engine.answer(pending(call), {key: response}, user)
     call.refresh_from_db()
     return call
 

@@ -32,7 +32,7 @@ APPROVAL = {
 
 @database_sync_to_async
 def answer(call: Call, user: Any) -> None:
-    engine.submit_answers(call.rounds.get(index=1), APPROVAL, user)
+    engine.answer(call.rounds.get(index=1), APPROVAL, user)
 
 
 async def closed_with(communicator: Any) -> int | None:

@@ -41,17 +41,13 @@ def test_it_leads_to_the_round_waiting_for_me_then_to_the_result(
     first = call.rounds.get(index=1)
     assert client_for(caller).get(url)["Location"] == first.get_absolute_url()
 
-    engine.submit_answers(
-        first, {"shipping": {"action": "accept", "content": {"address": "x"}}}, caller
-    )
+    engine.answer(first, {"shipping": {"action": "accept", "content": {"address": "x"}}}, caller)
     second = call.rounds.get(index=2)
     response = client_for(caller).get(url)
     assert response.status_code == 303
     assert response["Location"] == second.get_absolute_url()
 
-    engine.submit_answers(
-        second, {"payment": {"action": "accept", "content": {"confirm": True}}}, caller
-    )
+    engine.answer(second, {"payment": {"action": "accept", "content": {"confirm": True}}}, caller)
     assert client_for(caller).get(url)["Location"] == call.get_absolute_url()
 
 

@@ -46,7 +46,7 @@ async def test_progress_of_a_resubmission_arrives_in_order_and_escaped(
     socket = await connect(caller, f"/ws/calls/{call.pk}/?view=call")
     mark = progress_peer.mark()
 
-    await database_sync_to_async(engine.submit_answers)(
+    await database_sync_to_async(engine.answer)(
         await database_sync_to_async(call.rounds.get)(),
         {"confirm": {"action": "accept", "content": {"go": True}}},
         caller,

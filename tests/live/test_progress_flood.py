@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from channels.db import database_sync_to_async
 
+from mrtrweb.calls.engine.progress import ANNOUNCE_EVERY, on_progress
 from mrtrweb.calls.models import Call
-from mrtrweb.live.events import PROGRESS_FRAME_EVERY, progress_callback
 from mrtrweb.mcp import ConnectionSettings, MCPClient
 from mrtrweb.servers.models import Connection
 
@@ -38,7 +38,7 @@ async def test_a_flood_of_progress_is_a_few_frames(
     socket = await connect(people["caller"], f"/ws/calls/{call.pk}/?view=call")
     began = time.monotonic()
     async with MCPClient(ConnectionSettings(url=call.connection.url)) as client:
-        await client.call_tool("attack", {}, on_notification=progress_callback(call.pk))
+        await client.call_tool("attack", {}, on_notification=on_progress(call.pk))
     took = time.monotonic() - began
     frames: list[str] = []
     # receive_nothing waits without cancelling the consumer (a receive that times out does).
@@ -46,4 +46,4 @@ async def test_a_flood_of_progress_is_a_few_frames(
         frames.append(await socket.receive_from())
     progress = [kind for kind in kinds_of(frames) if kind == "progress"]
     # One at first, then at most one each tenth of a second: never 40,000.
-    assert 1 <= len(progress) <= took / PROGRESS_FRAME_EVERY + 2
+    assert 1 <= len(progress) <= took / ANNOUNCE_EVERY + 2

@@ -137,7 +137,7 @@ async def test_the_web_process_delivers_answers_and_its_sockets_hear_it(
     assert live_worker._worker is not None and live_worker._worker.alive
 
     answered_at = time.monotonic()
-    await database_sync_to_async(engine.submit_answers)(
+    await database_sync_to_async(engine.answer)(
         await database_sync_to_async(call.rounds.get)(),
         {
             "approval": {

@@ -81,13 +81,11 @@ def test_a_program_hears_each_pending_round_then_the_result(
     with running_receiver(token.webhook_secret) as rx:
         # The first round was parked before the program could subscribe: it comes now.
         subscribe(call, rx.url(), token)
-        engine.submit_answers(
+        engine.answer(
             first, {"shipping": {"action": "accept", "content": {"address": "1 Main St"}}}, user
         )
         second = call.rounds.get(index=2)
-        engine.submit_answers(
-            second, {"payment": {"action": "accept", "content": {"confirm": True}}}, user
-        )
+        engine.answer(second, {"payment": {"action": "accept", "content": {"confirm": True}}}, user)
     call.refresh_from_db()
     assert call.status == Call.Status.COMPLETED, call.error
     assert rx.events() == ["round.pending", "round.pending", "call.finished"]
@@ -278,12 +276,12 @@ def test_a_revoked_token_hears_nothing_more(
         subscribe(call, rx.url(), token)
         assert rx.events() == ["round.pending"]
         token.revoke()
-        engine.submit_answers(
+        engine.answer(
             call.rounds.get(),
             {"shipping": {"action": "accept", "content": {"address": "1 Main St"}}},
             user,
         )
-        engine.submit_answers(call.rounds.get(index=2), {"payment": {"action": "decline"}}, user)
+        engine.answer(call.rounds.get(index=2), {"payment": {"action": "decline"}}, user)
     call.refresh_from_db()
     assert call.is_finished
     assert rx.events() == ["round.pending"]

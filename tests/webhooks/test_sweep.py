@@ -18,7 +18,7 @@ from mrtrweb.calls.models import Call
 from mrtrweb.servers.models import Connection
 from mrtrweb.webhooks import subscribe
 from mrtrweb.webhooks.models import Delivery
-from mrtrweb.webhooks.sending import sweep
+from mrtrweb.webhooks.tasks import sweep
 
 from .receiver import running_receiver
 

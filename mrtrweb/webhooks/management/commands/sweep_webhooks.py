@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from mrtrweb.webhooks.sending import sweep
+from mrtrweb.webhooks.tasks import sweep
 
 
 class Command(BaseCommand):

@@ -1,0 +1,94 @@
+"""The state machine of a call and its rounds: the one place that changes their status.
+
+    start ──► running ──► completed | failed
+                 │ InputRequiredResult with requests
+                 ▼
+              waiting ◄──────────────────────────────┐
+   round:     pending ──answer──► submitted ──claim──► delivering ──► delivered
+                 │                  ▲  ▲  ▲                │ (next round, or the result)
+                 │                  │  │  └─ backoff task ─┤ not delivered
+                 │                  │  └── retry ── failed ◄┤ (budget or lifetime used up, 4xx)
+                 │                  └── resend ── unknown ◄─┘ (outcome unknown: an admin decides)
+                 └── expired (requestState rejected, or past its lifetime) / cancelled
+
+This module is the front door: callers write ``from mrtrweb.calls import engine`` and
+``engine.answer(...)``. One job a module behind it, each importing only those before it:
+
+- ``transitions``: :func:`transition`, the guarded update every status change goes through;
+  ``trail``: the audit trail and its announcement (``calls.signals.call_event``);
+- ``progress``: a server's progress announced (``calls.signals.call_progress``), kept, heard;
+- ``outcomes``: how each outcome of a request settles its call or round;
+- ``expiry``, ``watchdogs``, ``sweep``: state lifetimes, dead senders, the safety net;
+- ``parking``: :func:`park`, a round a person must answer;
+- ``exchange``: one request sent and its outcome settled (the engine's edge);
+- ``starting``: :func:`create_call`, :func:`start_call`, :func:`send_call`, :func:`restart`;
+- ``resubmitting``: :func:`resubmit`, a round's answers sent back, once;
+- ``answering``: :func:`answer`, a person's answers stored once;
+- ``actions``: claim, release, reassign, cancel, retry, resend, abandon.
+
+Tasks are queued through :mod:`mrtrweb.calls.queue` and run on delivery threads through
+:mod:`mrtrweb.calls.handoff`; neither imports the engine.
+"""
+
+from __future__ import annotations
+
+from .actions import (
+    abandon,
+    abandon_flagged,
+    cancel_round,
+    claim,
+    reassign,
+    release,
+    resend,
+    retry_delivery,
+)
+from .answering import answer, saved_answers_for
+from .expiry import expire, expire_if_due, expiry_bucket
+from .parking import park
+from .resubmitting import resubmit
+from .starting import StartRequest, create_call, restart, run_call, send_call, start_call
+from .sweep import sweep
+from .trail import note
+from .transitions import (
+    AlreadyAnswered,
+    EngineError,
+    NotAnswerable,
+    transition,
+    transition_call,
+)
+from .watchdogs import call_stuck_after, check_call, check_delivery, stuck_after
+
+__all__ = [
+    "AlreadyAnswered",
+    "EngineError",
+    "NotAnswerable",
+    "StartRequest",
+    "abandon",
+    "abandon_flagged",
+    "answer",
+    "call_stuck_after",
+    "cancel_round",
+    "check_call",
+    "check_delivery",
+    "claim",
+    "create_call",
+    "expire",
+    "expire_if_due",
+    "expiry_bucket",
+    "note",
+    "park",
+    "reassign",
+    "release",
+    "resend",
+    "restart",
+    "resubmit",
+    "retry_delivery",
+    "run_call",
+    "saved_answers_for",
+    "send_call",
+    "start_call",
+    "stuck_after",
+    "sweep",
+    "transition",
+    "transition_call",
+]

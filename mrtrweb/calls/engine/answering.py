@@ -1,0 +1,100 @@
+"""Answering a round: a person's answers stored once, and their resubmission started."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from concurrent.futures import Future
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F, Value
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from mrtrweb.elicitation import answers_match
+
+from .. import handoff, queue
+from ..models import Round
+from .resubmitting import queue_resubmission, resubmit
+from .trail import record
+from .transitions import AlreadyAnswered, NotAnswerable, transition
+
+__all__ = ["answer", "saved_answers_for"]
+
+
+def answer(
+    round: Round,
+    responses: Mapping[str, Mapping[str, Any]],
+    user: Any,
+    *,
+    deliver_within: float | None = None,
+) -> Round:
+    """Store a person's answers and queue their resubmission, once.
+
+    With ``deliver_within`` (seconds), this process sends them at once on a delivery thread
+    (:mod:`..handoff`) and waits up to that long for the outcome; the queued task is then only
+    the safety net, due :data:`handoff.GRACE` later, should this process die first. Without
+    it (or with ``MRTRWEB_DELIVER_ON_ANSWER`` off, or a task backend that cannot defer), a
+    task worker sends them.
+
+    Raises :class:`AlreadyAnswered` if another post got there first.
+    """
+    if round.unsupported_reason:
+        raise NotAnswerable(round.unsupported_reason)
+    answers = {key: dict(value) for key, value in responses.items()}
+    hand_off = deliver_within is not None and handoff.enabled()
+    # The delivery started once committed (not when an outer transaction is still open).
+    sending: list[Future[None]] = []
+    with transaction.atomic():
+        now = timezone.now()
+        if not transition(
+            round,
+            Round.Status.PENDING,
+            Round.Status.SUBMITTED,
+            answers=answers,
+            answered_by=user,
+            answered_at=now,
+            # Answering a group's round claims it, so it leaves the others' inboxes.
+            claimed_by=Coalesce(F("claimed_by"), Value(user.pk)),
+            claimed_at=Coalesce(F("claimed_at"), Value(now)),
+        ):
+            raise AlreadyAnswered(f"Round {round.index} was already answered.")
+        if hand_off:
+            # Registered before the event's hooks, so the delivery starts once the answers are
+            # committed, while this thread tells the receivers.
+            transaction.on_commit(lambda: sending.append(handoff.start(resubmit, round.pk)))
+        record(round.call, "answered", round=round, actor=user, answers=answers)
+        # In the same transaction as the answers (database queue): both are kept, or neither.
+        if hand_off:
+            queue.enqueue("deliver_unclaimed_round", round.pk, at=now + handoff.GRACE)
+        else:
+            queue_resubmission(round.pk)
+    if sending:
+        handoff.wait_for(sending[0], deliver_within or 0.0)
+    round.refresh_from_db()
+    return round
+
+
+def saved_answers_for(round: Round) -> dict[str, dict[str, Any]]:
+    """Answers given to the very same questions in the call this one restarted.
+
+    A question is the same when its key and the whole request (message and schema)
+    are identical; only accepted form content is offered for pre-filling.
+    """
+    previous = round.call.restarted_from
+    saved: dict[str, dict[str, Any]] = {}
+    while previous is not None and len(saved) < len(round.input_requests):
+        for old in previous.rounds.exclude(answers=None).order_by("-index"):
+            for key, request in round.input_requests.items():
+                answer = (old.answers or {}).get(key)
+                if (
+                    key not in saved
+                    and answer
+                    and answer.get("action") == "accept"
+                    and isinstance(answer.get("content"), dict)
+                    and key in old.input_requests
+                    and answers_match((key, old.input_requests[key]), (key, request))
+                ):
+                    saved[key] = answer["content"]
+        previous = previous.restarted_from
+    return saved

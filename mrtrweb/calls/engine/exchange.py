@@ -1,0 +1,206 @@
+"""The engine's edge: one request of a call (or a round's answers) sent, and what came back
+settled.
+
+State-only rounds are retried here with backoff; no person ever sees them. Whatever goes wrong
+here (a bug, an answer that cannot be stored) ends in a state a person can act on, never in an
+exception for the page or a call left running. The network part runs outside any
+transaction.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import mcp_types
+from asgiref.sync import async_to_sync
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from mrtrweb.mcp import (
+    InvalidRequestState,
+    MCPClient,
+    MCPError,
+    NotDelivered,
+    OutcomeUnknown,
+    ProtocolError,
+    ResponseTooLarge,
+    UnsupportedInputRequest,
+)
+from mrtrweb.mcp.rounds import state_only_backoff
+
+from ..models import Call, Round, state_sha256
+from .outcomes import (
+    complete,
+    delivered,
+    delivery_failed,
+    fail_call,
+    not_delivered,
+    outcome_unknown,
+    state_rejected,
+)
+from .parking import park
+from .progress import on_progress
+from .trail import dump, record
+from .transitions import set_call, this_attempt
+from .watchdogs import watch_call
+
+__all__ = ["run"]
+
+logger = logging.getLogger(__name__)
+
+
+def run(call: Call, *, round: Round | None, responses: Any, state: str | None) -> None:
+    """Send the call (``round`` None) or a round's answers, and record what came back."""
+    if round is None:
+        # Should this process die (or hang) before the call settles, the watchdog fails it;
+        # its clock (updated_at) starts now, when the request leaves, not when it was queued.
+        with transaction.atomic():
+            call.updated_at = timezone.now()
+            Call.objects.filter(pk=call.pk).update(updated_at=call.updated_at)
+            watch_call(call)
+    try:
+        _exchange(call, round=round, responses=responses, state=state)
+    except Exception as exc:
+        logger.exception("call %s: the exchange with the server broke in mrtrweb", call.pk)
+        _crashed(call, round, exc)
+
+
+async def _send(
+    call: Call,
+    responses: Mapping[str, Any] | None,
+    state: str | None,
+    round: Round | None = None,
+) -> Any:
+    """The server's answer and the HTTP status it came with (for the audit trail)."""
+    progress = on_progress(call.pk, round)
+    async with MCPClient(call.connection.client_settings(call.credentials)) as client:
+        if call.method == Call.Method.TOOL:
+            tool = mcp_types.Tool.model_validate(call.tool) if call.tool else None
+            result: Any = await client.call_tool(
+                call.target,
+                call.arguments_json,
+                input_responses=responses,
+                request_state=state,
+                tool=tool,
+                on_notification=progress,
+            )
+        elif call.method == Call.Method.PROMPT:
+            result = await client.get_prompt(
+                call.target,
+                call.arguments_json,
+                input_responses=responses,
+                request_state=state,
+                on_notification=progress,
+            )
+        else:
+            result = await client.read_resource(
+                call.target,
+                input_responses=responses,
+                request_state=state,
+                on_notification=progress,
+            )
+        return result, client.last_http_status
+
+
+def _crashed(call: Call, round: Round | None, exc: Exception) -> None:
+    """Settle what an unexpected exception interrupted (see :func:`run`)."""
+    message = f"mrtrweb could not complete the exchange with the server ({type(exc).__name__}: "
+    message += f"{str(exc)[:500]})."
+    if round is not None:
+        if Round.objects.filter(
+            pk=round.pk, status=Round.Status.DELIVERING, **this_attempt(round)
+        ).exists():
+            # Sent, perhaps acted on, and the answer lost here: an admin decides.
+            outcome_unknown(call, round, OutcomeUnknown(message))
+            return
+        if not Round.objects.filter(
+            pk=round.pk, status=Round.Status.DELIVERED, **this_attempt(round)
+        ).exists():
+            return  # a newer attempt owns the round now; its outcome counts
+    # The first request, or the retries that followed this attempt's delivered round.
+    fail_call(call, message, reason=f"{type(exc).__name__}: {str(exc)[:500]}")
+
+
+def _exchange(call: Call, *, round: Round | None, responses: Any, state: str | None) -> None:
+    connection = call.connection
+    waits = state_only_backoff()
+    while True:
+        _release_pooled_connection()
+        try:
+            result, http_status = async_to_sync(_send)(call, responses, state, round)
+        except InvalidRequestState as exc:
+            state_rejected(call, round, exc)
+            return
+        except UnsupportedInputRequest as exc:
+            if round is None or delivered(round):
+                park(
+                    call,
+                    exc.raw_result.get("inputRequests") or {},
+                    exc.request_state,
+                    unsupported=str(exc),
+                )
+            return
+        except NotDelivered as exc:
+            not_delivered(call, round, exc)
+            return
+        except (OutcomeUnknown, ProtocolError, ResponseTooLarge) as exc:
+            # The request left and what came back (if anything) cannot be trusted: the server
+            # may have acted on it.
+            outcome_unknown(call, round, exc)
+            return
+        except MCPError as exc:
+            # The server answered and refused (JSON-RPC error, 4xx, credentials): nothing ran.
+            delivery_failed(call, round, exc)
+            return
+        # The round closed and what came back stored in one transaction: one commit, and the
+        # events' receivers run after the result is stored, not before.
+        with transaction.atomic():
+            if round is not None:
+                if not delivered(round, http_status=http_status):
+                    return
+                round = None
+            elif Call.objects.filter(pk=call.pk, status__in=Call.FINISHED).exists():
+                # The watchdog failed the call while its answer was on the way: it stays so.
+                record(call, "late_answer_ignored")
+                return
+            if not isinstance(result, mcp_types.InputRequiredResult):
+                complete(call, result)
+                return
+            # Each request of the call restarts the watchdog's clock (updated_at).
+            Call.objects.filter(pk=call.pk).update(
+                rounds_used=F("rounds_used") + 1, updated_at=timezone.now()
+            )
+            call.refresh_from_db(fields=["rounds_used"])
+            if call.rounds_used > connection.max_rounds:
+                set_call(
+                    call,
+                    status=Call.Status.FAILED,
+                    error=f"The server asked for input more than {connection.max_rounds} times.",
+                )
+                record(call, "failed", reason="round cap", cap=connection.max_rounds)
+                return
+            if result.input_requests:
+                park(
+                    call,
+                    {key: dump(request) for key, request in result.input_requests.items()},
+                    result.request_state,
+                )
+                return
+            # A state-only round: retry at once with the echoed state, backing off a little.
+            record(
+                call, "state_only_retry", request_state_sha256=state_sha256(result.request_state)
+            )
+        time.sleep(next(waits))
+        responses, state = None, result.request_state
+
+
+def _release_pooled_connection() -> None:
+    """Give a pooled database connection back before waiting on the server: a tool may run
+    for minutes, and the pool holds ten a process; the next query takes one again."""
+    db = connections[DEFAULT_DB_ALIAS]
+    if not db.in_atomic_block and (db.settings_dict.get("OPTIONS") or {}).get("pool"):
+        db.close()

@@ -1,0 +1,111 @@
+"""Expiry: a round whose state outlived its lifetime can no longer be answered.
+
+Parked rounds are expired by ``tasks.expire_rounds_due``, one task per step of deadlines
+(``MRTRWEB_EXPIRY_STEP``, a minute) rather than one per round; ``sweep`` catches the rest.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from django_tasks.base import TaskResultStatus
+from django_tasks_db import DatabaseBackend
+from django_tasks_db.models import DBTaskResult
+
+from .. import queue
+from ..models import Call, Round
+from ..notify import notify_expired
+from .trail import record
+from .transitions import AlreadyAnswered, set_call, transition
+
+__all__ = ["expire", "expire_if_due", "expiry_bucket", "schedule_expiry"]
+
+_OPEN = (Round.Status.PENDING, Round.Status.FAILED)
+
+
+def expire(round: Round, actor: Any, *, notify: bool = False) -> None:
+    """Mark a pending round expired without sending anything (its state is past its life).
+
+    ``notify`` emails its assignees (the sweep does; an admin expiring it by hand does not).
+    """
+    with transaction.atomic():
+        if not transition(round, _OPEN, Round.Status.EXPIRED):
+            raise AlreadyAnswered("The round is no longer open.")
+        call = round.call
+        set_call(
+            call,
+            status=Call.Status.EXPIRED,
+            error="The round expired before it was answered. Start the call again to answer "
+            "afresh.",
+        )
+        record(
+            call,
+            "expired",
+            round=round,
+            actor=actor,
+            expires_at=round.expires_at.isoformat() if round.expires_at else None,
+            swept=notify,
+        )
+        if notify:
+            transaction.on_commit(lambda: notify_expired(round))
+
+
+def expire_if_due(round_id: int, *, now: datetime | None = None) -> bool:
+    """Expire a round whose state lifetime is over, if it is still open. True if it did."""
+    now = now or timezone.now()
+    round = (
+        Round.objects.select_related("call__connection", "assigned_user", "assigned_group")
+        .filter(pk=round_id, status__in=_OPEN, expires_at__lte=now)
+        .first()
+    )
+    if round is None:
+        return False
+    try:
+        expire(round, None, notify=True)
+    except AlreadyAnswered:  # answered (or expired by another sweep) in the meantime
+        return False
+    return True
+
+
+def expire_due(now: datetime) -> int:
+    """Expire every open round whose state lifetime is over by ``now``; how many."""
+    due = Round.objects.filter(status__in=_OPEN, expires_at__lte=now)
+    return sum(expire_if_due(round_id, now=now) for round_id in due.values_list("pk", flat=True))
+
+
+def expiry_bucket(expires_at: datetime) -> datetime:
+    """When the expiry task for a deadline of ``expires_at`` runs: the next whole step
+    (``MRTRWEB_EXPIRY_STEP`` seconds) at or after it."""
+    step = float(settings.MRTRWEB_EXPIRY_STEP)
+    if step <= 0:
+        return expires_at
+    return datetime.fromtimestamp(math.ceil(expires_at.timestamp() / step) * step, tz=UTC)
+
+
+def schedule_expiry(expires_at: datetime) -> None:
+    """Make sure an ``expire_rounds_due`` task runs at or soon after ``expires_at``.
+
+    Call it inside the transaction that parks the round. With the database queue, a task
+    already waiting for the same step serves (one row per step, however many rounds park);
+    two processes racing both enqueue one, which is harmless (expiring is idempotent). A
+    step due within the next one is not shared: its task could already be running, and miss
+    a round whose transaction has not committed yet.
+    """
+    at = expiry_bucket(expires_at)
+    step = timedelta(seconds=float(settings.MRTRWEB_EXPIRY_STEP))
+    task = queue.task("expire_rounds_due")
+    if at - timezone.now() > step and isinstance(task.get_backend(), DatabaseBackend):
+        waiting = DBTaskResult.objects.filter(
+            status=TaskResultStatus.READY,
+            priority=task.priority,
+            run_after=at,
+            task_path=task.module_path,
+        )
+        if waiting.exists():
+            return
+    queue.enqueue("expire_rounds_due", at=at, deferred_only=True)

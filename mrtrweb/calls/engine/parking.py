@@ -1,0 +1,66 @@
+"""Parking a round: the server asked for input, so a person is asked and the call waits."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from ..models import Call, Round
+from ..notify import notify_new_round
+from ..routing import route
+from .expiry import schedule_expiry
+from .trail import record
+from .transitions import set_call
+
+__all__ = ["park"]
+
+
+def park(
+    call: Call, requests: Mapping[str, Any], state: str | None, *, unsupported: str = ""
+) -> Round:
+    """Store a round of ``call`` asking ``requests`` (the ``inputRequests`` as the server sent
+    them) with its ``requestState``, routed to whoever answers, and set the call waiting.
+
+    ``unsupported`` says why nobody can answer it (request kinds this client cannot show):
+    it is parked anyway, so a person can see it and abandon the call.
+    """
+    with transaction.atomic():
+        index = call.rounds.count() + 1
+        user, group = route(call)
+        requests = dict(requests)
+        parked = Round(
+            call=call,
+            index=index,
+            input_requests=requests,
+            summary=Round.summary_of(requests),
+            unsupported_reason=unsupported,
+            expires_at=timezone.now() + call.connection.state_lifetime,
+            assigned_user=user,
+            assigned_group=group,
+        )
+        parked.set_request_state(state)
+        parked.save()
+        set_call(call, status=Call.Status.WAITING)
+        # The questions themselves are on the round (the audit trail shows them from there);
+        # empty fields are left out: this is stored once per round.
+        routed = {"assigned_user": user.get_username()} if user else {}
+        if group:
+            routed["assigned_group"] = group.name
+        record(
+            call,
+            "round_parked",
+            round=parked,
+            index=index,
+            **({"unsupported": unsupported} if unsupported else {}),
+            request_state_sha256=parked.request_state_sha256,
+            **routed,
+        )
+        # Robust: a failing notification must not look like a failed exchange.
+        transaction.on_commit(lambda: notify_new_round(parked), robust=True)
+        # Its expiry, due when its state dies: one task per minute of deadlines, not per round
+        # (a task row per round was a third of what a parked round stored).
+        schedule_expiry(parked.expires_at)
+    return parked

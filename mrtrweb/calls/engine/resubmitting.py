@@ -1,0 +1,62 @@
+"""Resubmitting: a round's stored answers sent back to the server with the same request.
+
+Five things trigger it: an answer's own process (a delivery thread), the answer's safety-net
+task, a backoff after a not-delivered attempt, a person's retry and an admin's resend; the
+sweep requeues one whose task was lost. Whatever the trigger, only the caller that claims the
+round (``submitted → delivering``) sends anything.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from mrtrweb.mcp import io_loop
+
+from .. import queue
+from ..models import Round
+from .exchange import run
+from .transitions import transition
+from .watchdogs import stuck_after, watch_delivery
+
+__all__ = ["queue_resubmission", "resubmit"]
+
+
+def queue_resubmission(round_id: int) -> None:
+    """Have a task worker resubmit the round (written in the current transaction)."""
+    queue.enqueue("deliver_round", round_id)
+
+
+def resubmit(round_id: int, *, unclaimed_only: bool = False) -> None:
+    """Resubmit a submitted round. Only the caller that claims the round sends anything.
+
+    ``unclaimed_only`` (an answer's safety net) sends only a round nobody has tried yet: once
+    an attempt was made, its backoff, Retry-After and watchdog decide what happens next.
+    """
+    with transaction.atomic():
+        now = timezone.now()
+        if not transition(
+            round_id,
+            Round.Status.SUBMITTED,
+            Round.Status.DELIVERING,
+            where={"attempts": 0} if unclaimed_only else None,
+            attempts=F("attempts") + 1,
+            delivering_since=now,
+            heard_at=None,
+            next_attempt_at=None,
+        ):
+            return
+        round = Round.objects.select_related("call__connection").get(pk=round_id)
+        # Committed with the claim: if this process dies while sending, the watchdog finds
+        # the round still delivering and flags it (it never resends blindly).
+        watch_delivery(round, now + stuck_after(round.call.connection))
+    # From a task worker or a delivery thread (no event loop of their own), the request goes
+    # out on the process's shared loop, over pooled connections.
+    with io_loop.attached():
+        run(
+            round.call,
+            round=round,
+            responses=round.answers,
+            state=round.request_state if round.has_request_state else None,
+        )

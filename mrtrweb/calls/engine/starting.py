@@ -1,0 +1,172 @@
+"""Starting a call: create it (one transaction), then send its first request, once."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from typing import Any, Required, TypedDict, Unpack
+
+from django.db import transaction
+from django.utils import timezone
+
+from mrtrweb.mcp import io_loop
+from mrtrweb.servers.models import Connection
+
+from .. import handoff, queue
+from ..models import Call
+from .exchange import run
+from .trail import dump, record
+from .transitions import transition_call
+
+__all__ = ["StartRequest", "create_call", "restart", "run_call", "send_call", "start_call"]
+
+
+class StartRequest(TypedDict, total=False):
+    """What starts a call: the keyword arguments of :func:`create_call` and
+    :func:`start_call`."""
+
+    connection: Required[Connection]
+    method: Required[str]
+    target: Required[str]
+    # A mapping, or JSON text sent exactly as given (a restart resends the first bytes).
+    arguments: Required[Mapping[str, Any] | str | None]
+    user: Required[Any]
+    restarted_from: Call | None
+    # Sends its rounds to that person or group (at most one) instead of following the
+    # connection's routing policy.
+    route_user: Any
+    route_group: Any
+    # Writes what belongs with the call in its transaction (a webhook subscription, the
+    # idempotency key of the request that started it).
+    with_call: Callable[[Call], None] | None
+
+
+def create_call(**start: Unpack[StartRequest]) -> Call:
+    """Create a call, not sent yet (:func:`run_call` sends it).
+
+    The call, its ``started`` entry and whatever ``with_call(call)`` writes are one
+    transaction: all of them are stored, or, when ``with_call`` raises or the database
+    refuses, none. On SQLite the transaction takes the write lock first and waits for it
+    (``BEGIN IMMEDIATE`` and the lock timeout in settings), so a busy database is waited for
+    rather than half-written.
+    """
+    connection, method, target = start["connection"], start["method"], start["target"]
+    restarted_from = start.get("restarted_from")
+    route_user, route_group = start.get("route_user"), start.get("route_group")
+    with_call = start.get("with_call")
+    if route_user is not None and route_group is not None:
+        raise ValueError("route a call to a user or to a group, not both")
+    arguments = start["arguments"]
+    if isinstance(arguments, str):
+        arguments_json = arguments
+        parsed = json.loads(arguments_json)
+        if not isinstance(parsed, dict):
+            raise ValueError("arguments must be a JSON object")
+    else:
+        arguments_json = json.dumps(dict(arguments or {}), ensure_ascii=False)
+    tool = connection.tool(target) if method == Call.Method.TOOL else None
+    credentials = connection.credentials()
+    if not credentials.get("bearer_token") and not credentials.get("headers"):
+        # Nothing to send: {} (stored as is, not encrypted), which still means "these, none",
+        # unlike None ("the connection's current ones").
+        credentials = {}
+    with transaction.atomic():
+        call = Call.objects.create(
+            connection=connection,
+            method=method,
+            target=target,
+            arguments_json=arguments_json,
+            tool=Call.tool_for_rounds(dump(tool)) if tool else None,
+            credentials=credentials,
+            started_by=start["user"],
+            restarted_from=restarted_from,
+            route_user=route_user,
+            route_group=route_group,
+        )
+        record(
+            call,
+            "started",
+            actor=start["user"],
+            method=method,
+            target=target,
+            **({"restarted_from": restarted_from.pk} if restarted_from else {}),
+        )
+        if with_call is not None:
+            with_call(call)
+    return call
+
+
+def run_call(call: Call) -> Call:
+    """Send a call :func:`create_call` made; returns it completed, waiting on a round, or
+    failed."""
+    send_call(call.pk)
+    call.refresh_from_db()
+    return call
+
+
+def send_call(call_id: int) -> None:
+    """Send a call's first request, once: only the caller that claims it (sets ``sent_at``)
+    sends. A call claimed by a process that died while sending is failed by the sweep."""
+    if not transition_call(
+        call_id,
+        Call.Status.RUNNING,
+        Call.Status.RUNNING,
+        where={"sent_at__isnull": True},
+        sent_at=timezone.now(),
+    ):
+        return
+    call = Call.objects.select_related("connection").get(pk=call_id)
+    with io_loop.attached():
+        run(call, round=None, responses=None, state=None)
+
+
+def start_call(*, deliver_within: float | None = None, **start: Unpack[StartRequest]) -> Call:
+    """Create a call and send it (:func:`create_call`, then :func:`send_call`).
+
+    Without ``deliver_within`` the request is sent here, and the call comes back completed,
+    waiting on a round, or failed. With it (seconds), the request goes out on a delivery
+    thread of this process (:mod:`..handoff`) once the call is committed, and this waits up
+    to that long: a quick server's first round or result is there when it returns, a slow
+    one's call is still running, and the person watches it on the call page instead of a
+    page that hangs. A ``send_call`` task due :data:`handoff.GRACE` later, written with the
+    call, is the safety net should this process die before sending (:func:`send_call` lets
+    only one of them send). With ``MRTRWEB_DELIVER_ON_ANSWER`` off, that task is due at once
+    and a worker sends it.
+    """
+    hand_off = deliver_within is not None and handoff.enabled()
+    sending: list[Future[None]] = []
+    with_call = start.get("with_call")
+
+    def and_then(call: Call) -> None:
+        if with_call is not None:
+            with_call(call)
+        if hand_off:
+            transaction.on_commit(lambda: sending.append(handoff.start(send_call, call.pk)))
+            queue.enqueue("send_call", call.pk, at=timezone.now() + handoff.GRACE)
+        elif deliver_within is not None:
+            # Not sent by this process (MRTRWEB_DELIVER_ON_ANSWER off): a worker sends it.
+            queue.enqueue("send_call", call.pk)
+
+    call = create_call(**{**start, "with_call": and_then})
+    if deliver_within is None:
+        return run_call(call)
+    if sending:
+        handoff.wait_for(sending[0], deliver_within)
+    call.refresh_from_db()
+    return call
+
+
+def restart(call: Call, user: Any, *, deliver_within: float | None = None) -> Call:
+    """Start the same call again (same arguments, exactly), e.g. after its state expired."""
+    return start_call(
+        deliver_within=deliver_within,
+        connection=call.connection,
+        method=call.method,
+        target=call.target,
+        arguments=call.arguments_json,
+        user=user,
+        restarted_from=call,
+        route_user=call.route_user,
+        route_group=call.route_group,
+    )

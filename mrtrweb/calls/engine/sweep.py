@@ -1,0 +1,53 @@
+"""The sweep: the safety net behind every task (``manage.py expire_rounds``, ``sweep_rounds``)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from .. import queue
+from ..models import Call, Round
+from .expiry import expire_due
+from .watchdogs import check_call, check_delivery
+
+__all__ = ["sweep"]
+
+
+def sweep(*, now: datetime | None = None, only_expire: bool = False) -> dict[str, int]:
+    """Expire open rounds past their state lifetime, requeue answered rounds whose delivery
+    task was lost, flag deliveries whose sender died, and fail calls left running by a sender
+    that died. Safe to run any time, from any number of processes. ``only_expire`` does the
+    first part alone (the expiry tasks)."""
+    now = now or timezone.now()
+    counts = {"expired": expire_due(now), "requeued": 0, "flagged": 0}
+    if only_expire:
+        return counts
+    grace = timedelta(seconds=float(settings.MRTRWEB_DELIVERY_GRACE))
+    stranded = Round.objects.filter(status=Round.Status.SUBMITTED).filter(
+        Q(next_attempt_at__lte=now - grace)
+        | Q(next_attempt_at__isnull=True, answered_at__lte=now - grace)
+    )
+    for round_id in stranded.values_list("pk", flat=True):
+        # A second delivery task is harmless: only one of them can claim the round.
+        with transaction.atomic():
+            queue.enqueue("deliver_round", round_id)
+        counts["requeued"] += 1
+    delivering = Round.objects.filter(status=Round.Status.DELIVERING)
+    for round_id, attempt in delivering.values_list("pk", "attempts"):
+        counts["flagged"] += check_delivery(round_id, attempt, now=now)
+    running = Call.objects.filter(status=Call.Status.RUNNING)
+    # Started and never sent (their process died, and their send_call task is gone): sent
+    # now. A second task is harmless: only one sender can claim the call.
+    unsent = running.filter(sent_at__isnull=True, created_at__lte=now - grace)
+    for call_id in unsent.values_list("pk", flat=True):
+        with transaction.atomic():
+            queue.enqueue("send_call", call_id)
+        counts["requeued"] += 1
+    counts["failed"] = 0
+    for call_id in running.filter(sent_at__isnull=False).values_list("pk", flat=True):
+        counts["failed"] += check_call(call_id, now=now)
+    return counts

@@ -1,0 +1,108 @@
+"""The one way a round's or a call's status changes under a race: a guarded update.
+
+Every transition is an ``UPDATE ... WHERE status IN (<expected>)`` whose row count decides
+who won, so a round is answered once and resubmitted once even when two browsers or two
+workers race. Nothing else in the engine writes ``update(...)`` behind a status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from django.db.models import Model
+from django.utils import timezone
+
+from ..models import Call, Round
+
+__all__ = [
+    "AlreadyAnswered",
+    "EngineError",
+    "NotAnswerable",
+    "set_call",
+    "this_attempt",
+    "transition",
+    "transition_call",
+]
+
+
+class EngineError(Exception):
+    """A transition that the current state does not allow."""
+
+
+class AlreadyAnswered(EngineError):
+    """The round was answered (or closed) by someone else first."""
+
+
+class NotAnswerable(EngineError):
+    """The round cannot be answered (unsupported request kinds, or not pending)."""
+
+
+Statuses = str | Collection[str]
+
+
+def _guarded(
+    model: type[Model],
+    pk: int,
+    from_: Statuses,
+    to: str,
+    where: Mapping[str, Any] | None,
+    fields: dict[str, Any],
+) -> bool:
+    expected = [from_] if isinstance(from_, str) else list(from_)
+    if to not in expected:
+        fields["status"] = to
+    rows = model._default_manager.filter(pk=pk, status__in=expected, **(where or {}))
+    return bool(rows.update(**fields))
+
+
+def transition(
+    round: Round | int,
+    from_: Statuses,
+    to: str,
+    *,
+    where: Mapping[str, Any] | None = None,
+    **fields: Any,
+) -> bool:
+    """Move ``round`` from status ``from_`` (one, or any of several) to ``to`` and set
+    ``fields``, if it still is in ``from_`` (and matches ``where``); True if this caller won.
+
+    ``to`` equal to ``from_`` is a guarded change of fields alone (a claim, a reassignment).
+    The object in memory is left as it was: a caller that needs the new row reads it again.
+    """
+    pk = round if isinstance(round, int) else round.pk
+    return _guarded(Round, pk, from_, to, where, fields)
+
+
+def transition_call(
+    call: Call | int,
+    from_: Statuses,
+    to: str,
+    *,
+    where: Mapping[str, Any] | None = None,
+    **fields: Any,
+) -> bool:
+    """:func:`transition` for a call."""
+    pk = call if isinstance(call, int) else call.pk
+    return _guarded(Call, pk, from_, to, where, fields)
+
+
+def this_attempt(round: Round) -> dict[str, Any]:
+    """The ``where`` of a round's delivery attempt this process claimed, so it only changes
+    the round while that attempt is still its latest.
+
+    ``delivering_since`` is the claim's token: a sender presumed dead by the watchdog that
+    answers late, after an admin resent the round, must not overwrite the newer attempt.
+    """
+    return {"delivering_since": round.delivering_since}
+
+
+def set_call(call: Call, **fields: Any) -> None:
+    """Set a call's fields (and ``finished_at`` when it finishes), unguarded: only ever done
+    inside the transaction of a transition that won."""
+    for name, value in fields.items():
+        setattr(call, name, value)
+    if "status" in fields and fields["status"] in Call.FINISHED:
+        call.finished_at = timezone.now()
+        fields["finished_at"] = call.finished_at
+    Call.objects.filter(pk=call.pk).update(**fields, updated_at=timezone.now())

@@ -1,0 +1,113 @@
+"""The watchdogs: a request whose sender died (or hangs) is found by its deadline.
+
+Each claimed resubmission enqueues ``watch_delivery``, due after the connection's connect
+timeout, answer deadline and ``MRTRWEB_DELIVERY_GRACE`` (counted again from the attempt's
+last progress); each first request of a call enqueues ``watch_call``. Both do nothing when
+the round or call moved on by then.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from mrtrweb.mcp import OutcomeUnknown
+from mrtrweb.servers.models import Connection
+
+from .. import queue
+from ..models import Call, Round
+from .outcomes import fail_call, outcome_unknown
+
+__all__ = ["call_stuck_after", "check_call", "check_delivery", "stuck_after", "watch_call"]
+
+logger = logging.getLogger(__name__)
+
+
+def _grace() -> float:
+    return float(settings.MRTRWEB_DELIVERY_GRACE)
+
+
+def stuck_after(connection: Connection) -> timedelta:
+    """How long a delivery may go unheard (no progress) before its sender is presumed dead:
+    the client's answer deadline ends every live exchange by then."""
+    return timedelta(seconds=connection.connect_timeout + connection.answer_deadline + _grace())
+
+
+def call_stuck_after(connection: Connection) -> timedelta:
+    """How long one request of a call may take before its sender is presumed dead: nothing
+    notes a call's progress, so the longest progress may extend the answer deadline to."""
+    longest = max(connection.answer_deadline, connection.answer_deadline_max)
+    return timedelta(seconds=connection.connect_timeout + longest + _grace())
+
+
+def watch_delivery(round: Round, at: datetime) -> None:
+    queue.enqueue("watch_delivery", round.pk, round.attempts, at=at, deferred_only=True)
+
+
+def watch_call(call: Call) -> None:
+    queue.enqueue(
+        "watch_call",
+        call.pk,
+        at=timezone.now() + call_stuck_after(call.connection),
+        deferred_only=True,
+    )
+
+
+def check_delivery(round_id: int, attempt: int, *, now: datetime | None = None) -> bool:
+    """If delivery attempt ``attempt`` of a round has not ended by its deadline, its sender
+    died (or hangs): the request may have gone out, so its outcome is unknown. True when it
+    was found stuck."""
+    now = now or timezone.now()
+    round = (
+        Round.objects.select_related("call__connection")
+        .filter(pk=round_id, status=Round.Status.DELIVERING, attempts=attempt)
+        .first()
+    )
+    if round is None or round.delivering_since is None:
+        return False
+    alive = max(round.delivering_since, round.heard_at or round.delivering_since)
+    deadline = alive + stuck_after(round.call.connection)
+    if now < deadline:
+        with transaction.atomic():
+            watch_delivery(round, deadline)
+        return False
+    outcome_unknown(
+        round.call,
+        round,
+        OutcomeUnknown(
+            f"Delivery attempt {attempt} did not finish by {deadline:%Y-%m-%d %H:%M:%S %Z}: "
+            "the process sending it stopped, so the server may or may not have received it."
+        ),
+    )
+    return True
+
+
+def check_call(call_id: int, *, now: datetime | None = None) -> bool:
+    """Fail a call still ``running`` past its deadline: the process sending its first request
+    died or hangs (the client's own deadlines end every live exchange sooner). True when it
+    was found stuck."""
+    now = now or timezone.now()
+    call = (
+        Call.objects.select_related("connection")
+        .filter(pk=call_id, status=Call.Status.RUNNING)
+        .first()
+    )
+    if call is None:
+        return False
+    deadline = call.updated_at + call_stuck_after(call.connection)
+    if now < deadline:
+        with transaction.atomic():
+            queue.enqueue("watch_call", call.pk, at=deadline, deferred_only=True)
+        return False
+    message = (
+        f"The call got no answer by {deadline:%Y-%m-%d %H:%M:%S %Z}: the process sending it "
+        "stopped, so the server may or may not have run it. Start it again if it should run."
+    )
+    stuck = fail_call(call, message, reason=message, stuck=True)
+    if stuck:
+        logger.warning("call %s: still running past its deadline, failed", call.pk)
+    return stuck
