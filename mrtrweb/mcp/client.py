@@ -220,7 +220,7 @@ class MCPClient:
         except (HTTPStatusError, JSONRPCError) as exc:
             # A 4xx from a server whose era is unknown may be a handshake-era server
             # refusing a modern request; say so instead of surfacing a puzzling error.
-            status = exc.status if isinstance(exc, HTTPStatusError) else exc.http_status
+            status = exc.http_status
             if status is not None and 400 <= status < 500:
                 await self._raise_if_legacy(exc)
             raise
