@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import aclosing
 from typing import Any
 
 import httpx
@@ -187,27 +188,31 @@ class HTTPTransport:
         on_notification: NotificationHandler | None,
         deadline: AnswerDeadline,
     ) -> RawResponse:
-        async for data in sse_data(response, self._limit):
-            try:
-                message = loads(data, max_depth=self._depth)
-            except ValueError as exc:
-                raise ProtocolError("The server sent invalid JSON in an SSE event") from exc
-            if _is_jsonrpc_response(message):
-                self._check_id(message, request_id)
-                return RawResponse(message, response.status_code)
-            if isinstance(message, dict) and "method" in message and "id" not in message:
-                if message["method"] == "notifications/progress":
-                    deadline.progressed()  # comments and log messages do not extend it
-                if on_notification is not None:
-                    outcome = on_notification(message)
-                    if outcome is not None:
-                        await outcome
-                continue
-            if isinstance(message, dict) and "method" in message:
-                # 2026-07-28 has no server-to-client requests on the stream.
-                logger.warning("ignoring a server request on the stream: %r", message.get("method"))
-                continue
-            raise ProtocolError("The server sent a message that is not JSON-RPC on the stream")
+        # aclosing: the reader stops with the exchange, not whenever the generator is collected.
+        async with aclosing(sse_data(response, self._limit)) as events:
+            async for data in events:
+                try:
+                    message = loads(data, max_depth=self._depth)
+                except ValueError as exc:
+                    raise ProtocolError("The server sent invalid JSON in an SSE event") from exc
+                if _is_jsonrpc_response(message):
+                    self._check_id(message, request_id)
+                    return RawResponse(message, response.status_code)
+                if isinstance(message, dict) and "method" in message and "id" not in message:
+                    if message["method"] == "notifications/progress":
+                        deadline.progressed()  # comments and log messages do not extend it
+                    if on_notification is not None:
+                        outcome = on_notification(message)
+                        if outcome is not None:
+                            await outcome
+                    continue
+                if isinstance(message, dict) and "method" in message:
+                    # 2026-07-28 has no server-to-client requests on the stream.
+                    logger.warning(
+                        "ignoring a server request on the stream: %r", message.get("method")
+                    )
+                    continue
+                raise ProtocolError("The server sent a message that is not JSON-RPC on the stream")
         raise OutcomeUnknown(
             f"The stream from {self.url} ended before the response arrived",
             http_status=response.status_code,
