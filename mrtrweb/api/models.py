@@ -15,6 +15,7 @@ from django.db import models
 from django.utils import timezone
 
 from mrtrweb.encryption.fields import EncryptedTextField
+from mrtrweb.webhooks.signing import standard_secret
 
 # Tokens look like "mrtr_<prefix>_<secret>": the prefix is stored in the clear so people can
 # tell their tokens apart in lists and logs without the secret part ever being kept.
@@ -71,6 +72,12 @@ class ApiToken(models.Model):
         if not plain.startswith(TOKEN_PREFIX):
             return None
         return cls.objects.active().select_related("user").filter(token_hash=digest(plain)).first()
+
+    @property
+    def standard_webhook_secret(self) -> str:
+        """The webhook secret as Standard Webhooks libraries take it: ``whsec_`` and the same
+        key in base64, so tokens issued before keep their secret."""
+        return standard_secret(self.webhook_secret)
 
     @property
     def is_active(self) -> bool:

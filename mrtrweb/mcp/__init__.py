@@ -26,6 +26,7 @@ from .errors import (
     UnsupportedInputRequest,
     UnsupportedProtocolVersion,
 )
+from .retry_after import retry_after_seconds
 from .rounds import DEFAULT_MAX_ROUNDS, RoundsExceeded, drive_rounds
 
 __all__ = [
@@ -62,4 +63,5 @@ __all__ = [
     "default_client_info",
     "drive_rounds",
     "forget_era",
+    "retry_after_seconds",
 ]

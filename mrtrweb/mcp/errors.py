@@ -16,6 +16,9 @@ error came from:
   run a tool twice; ``DeadlineExceeded`` is one: no answer within the connection's deadline.
 - ``ProtocolError``: the peer said something this revision does not allow;
   ``TooDeeplyNested`` is one: JSON nested deeper than the client reads.
+
+Every error that came with an HTTP status carries it as ``http_status`` (``None`` when no
+answer arrived or the status is unknown), whatever its class.
 """
 
 from __future__ import annotations
@@ -168,7 +171,7 @@ class AuthenticationRequired(MCPError):
     def __init__(self, status: int, www_authenticate: str | None) -> None:
         what = "rejected the credentials (401)" if status == 401 else "refused access (403)"
         super().__init__(f"The server {what}")
-        self.status = status
+        self.http_status = status
         self.www_authenticate = www_authenticate
 
 
@@ -177,7 +180,7 @@ class HTTPStatusError(MCPError):
 
     def __init__(self, status: int, body_excerpt: str) -> None:
         super().__init__(f"HTTP {status} without a JSON-RPC error body: {body_excerpt!r}")
-        self.status = status
+        self.http_status = status
         self.body_excerpt = body_excerpt
 
 
@@ -190,7 +193,7 @@ class Redirected(MCPError):
         super().__init__(
             f"The server redirected {where}; redirects are not followed (HTTP {status})"
         )
-        self.status = status
+        self.http_status = status
         self.location = location
 
 
@@ -237,7 +240,6 @@ class ServerBusy(NotDelivered):
     def __init__(self, status: int, retry_after: float | None, body_excerpt: str) -> None:
         wait = f", retry after {retry_after:g} s" if retry_after is not None else ""
         super().__init__(f"HTTP {status}{wait}: {body_excerpt!r}", http_status=status)
-        self.status = status
         self.retry_after = retry_after
 
 

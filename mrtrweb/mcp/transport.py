@@ -8,13 +8,13 @@ returns the JSON-RPC response message whose id matches, or raises. Meaning
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import aclosing
 from typing import Any
 
 import httpx
 
+from .body import read_body, sse_data
 from .deadline import AnswerDeadline
 from .errors import (
     AuthenticationRequired,
@@ -23,11 +23,11 @@ from .errors import (
     OutcomeUnknown,
     ProtocolError,
     Redirected,
-    ResponseTooLarge,
     ServerBusy,
 )
 from .jsonparse import DEFAULT_MAX_DEPTH, loads
 from .oneline import one_line
+from .retry_after import retry_after_seconds
 from .unfit import unfit
 
 __all__ = ["HTTPTransport", "NotificationHandler", "RawResponse"]
@@ -49,89 +49,10 @@ class RawResponse:
         self.status = status
 
 
-async def _limited_chunks(response: httpx.Response, limit: int) -> AsyncIterator[bytes]:
-    declared = response.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit:
-        raise ResponseTooLarge(limit)
-    seen = 0
-    async for chunk in response.aiter_bytes():
-        seen += len(chunk)
-        if seen > limit:
-            raise ResponseTooLarge(limit)
-        yield chunk
-
-
-async def _read_body(response: httpx.Response, limit: int) -> bytes:
-    return b"".join([chunk async for chunk in _limited_chunks(response, limit)])
-
-
-async def _sse_data(response: httpx.Response, limit: int) -> AsyncIterator[str]:
-    """Yield the data of each SSE event (per the WHATWG event-stream rules).
-
-    Each byte is scanned once: a server's 10 MB line without a break, re-scanned and copied
-    whole for every chunk that arrived, cost seconds of CPU (and the GIL) before.
-    """
-    buffer = bytearray()
-    data: list[str] = []
-    event_type = ""
-    async for chunk in _limited_chunks(response, limit):
-        # Before the new bytes only the unfinished line remains; its last byte may be a CR
-        # that a LF in this chunk completes.
-        search = max(len(buffer) - 1, 0)
-        buffer += chunk
-        start = 0  # where the current line begins
-        lf = cr = -1  # the next LF and CR at or after `search` (len(buffer) when none)
-        while True:
-            if lf < search:
-                lf = buffer.find(b"\n", search) % (len(buffer) + 1)
-            if cr < search:
-                cr = buffer.find(b"\r", search) % (len(buffer) + 1)
-            cut = min(lf, cr)
-            # Lines end with CRLF, LF or CR; a lone CR at the end may be half of a CRLF.
-            if cut == len(buffer) or (cut == cr and cut + 1 == len(buffer)):
-                break
-            line = buffer[start:cut].decode("utf-8", errors="replace")
-            start = search = cut + (2 if cut == cr and lf == cut + 1 else 1)
-            if line == "":
-                if data and event_type in ("", "message"):
-                    yield "\n".join(data)
-                data, event_type = [], ""
-                continue
-            if line.startswith(":"):
-                continue  # comment, e.g. the SDK's keepalive ": ping"
-            name, _, value = line.partition(":")
-            value = value.removeprefix(" ")
-            if name == "data":
-                data.append(value)
-            elif name == "event":
-                event_type = value
-        del buffer[:start]
-    if data and event_type in ("", "message"):
-        yield "\n".join(data)
-
-
 # 429 and 503 say the request was not handled, so resending is safe; a 500, 502 or 504 without a
 # JSON-RPC error may come from a server (or its upstream) that failed while acting on it.
 _NOT_HANDLED = frozenset({429, 503})
 _MAYBE_HANDLED = frozenset({500, 502, 504})
-_MAX_RETRY_AFTER = 24 * 3600.0
-
-
-def retry_after_seconds(value: str | None, *, now: datetime | None = None) -> float | None:
-    """Retry-After as seconds from now: delta-seconds or an HTTP-date (RFC 9110 10.2.3)."""
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return min(float(value), _MAX_RETRY_AFTER)
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    delta = (when - (now or datetime.now(UTC))).total_seconds()
-    return min(max(delta, 0.0), _MAX_RETRY_AFTER)
 
 
 def _is_jsonrpc_response(message: Any) -> bool:
@@ -224,7 +145,7 @@ class HTTPTransport:
             location = response.headers.get("location")
             raise Redirected(status, one_line(location, 300) if location else None)
         if status in _NOT_HANDLED:
-            body = await _read_body(response, self._limit)
+            body = await read_body(response, self._limit)
             raise ServerBusy(
                 status,
                 retry_after_seconds(response.headers.get("retry-after")),
@@ -233,7 +154,7 @@ class HTTPTransport:
         content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
         if content_type == "text/event-stream" and status < 400:
             return await self._read_stream(response, request_id, on_notification, deadline)
-        body = await _read_body(response, self._limit)
+        body = await read_body(response, self._limit)
         if content_type != "application/json":
             if status in _MAYBE_HANDLED:
                 raise self._maybe_handled(status, body)
@@ -267,27 +188,31 @@ class HTTPTransport:
         on_notification: NotificationHandler | None,
         deadline: AnswerDeadline,
     ) -> RawResponse:
-        async for data in _sse_data(response, self._limit):
-            try:
-                message = loads(data, max_depth=self._depth)
-            except ValueError as exc:
-                raise ProtocolError("The server sent invalid JSON in an SSE event") from exc
-            if _is_jsonrpc_response(message):
-                self._check_id(message, request_id)
-                return RawResponse(message, response.status_code)
-            if isinstance(message, dict) and "method" in message and "id" not in message:
-                if message["method"] == "notifications/progress":
-                    deadline.progressed()  # comments and log messages do not extend it
-                if on_notification is not None:
-                    outcome = on_notification(message)
-                    if outcome is not None:
-                        await outcome
-                continue
-            if isinstance(message, dict) and "method" in message:
-                # 2026-07-28 has no server-to-client requests on the stream.
-                logger.warning("ignoring a server request on the stream: %r", message.get("method"))
-                continue
-            raise ProtocolError("The server sent a message that is not JSON-RPC on the stream")
+        # aclosing: the reader stops with the exchange, not whenever the generator is collected.
+        async with aclosing(sse_data(response, self._limit)) as events:
+            async for data in events:
+                try:
+                    message = loads(data, max_depth=self._depth)
+                except ValueError as exc:
+                    raise ProtocolError("The server sent invalid JSON in an SSE event") from exc
+                if _is_jsonrpc_response(message):
+                    self._check_id(message, request_id)
+                    return RawResponse(message, response.status_code)
+                if isinstance(message, dict) and "method" in message and "id" not in message:
+                    if message["method"] == "notifications/progress":
+                        deadline.progressed()  # comments and log messages do not extend it
+                    if on_notification is not None:
+                        outcome = on_notification(message)
+                        if outcome is not None:
+                            await outcome
+                    continue
+                if isinstance(message, dict) and "method" in message:
+                    # 2026-07-28 has no server-to-client requests on the stream.
+                    logger.warning(
+                        "ignoring a server request on the stream: %r", message.get("method")
+                    )
+                    continue
+                raise ProtocolError("The server sent a message that is not JSON-RPC on the stream")
         raise OutcomeUnknown(
             f"The stream from {self.url} ended before the response arrived",
             http_status=response.status_code,

@@ -1,8 +1,9 @@
 """One delivery attempt: sign, POST, record the outcome, and say when to try again.
 
 Outcomes: a 2xx answer delivers. A 5xx, 408 or 429 answer, a timeout or a network error is
-retried (``tasks.send_delivery`` queues it) after ``backoff * 2**(attempt-1)`` seconds (capped at
-``backoff_max``, ±20 % jitter, at least a 429/503's ``Retry-After``), until
+retried (``tasks.send_delivery`` queues it) after ``backoff * 2**(attempt-1)`` seconds (capped
+at ``backoff_max``, ±20 % jitter, at least a 429/503's ``Retry-After``, in seconds or as an
+HTTP date), until
 ``max_attempts`` attempts were made. Any other answer (3xx: redirects are never followed;
 4xx) gives up at once, as does a destination the rules refuse or a URL the client cannot
 use (one stored before the checks knew to refuse it). No error ends the task with a
@@ -29,6 +30,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from mrtrweb.calls import engine
+from mrtrweb.mcp import retry_after_seconds
 
 from . import conf, signing, transport
 from .destinations import InvalidWebhookURL, check_url
@@ -122,13 +124,17 @@ def attempt(delivery_id: int) -> float | None:
 def _post(delivery: Delivery) -> tuple[int | None, str, float | None, bool, float]:
     """POST the delivery: (status code, error, Retry-After seconds, refused, elapsed)."""
     body = delivery.body.encode()
+    secret = delivery.subscription.token.webhook_secret
+    # Signed afresh on every attempt: a retry half an hour later is still fresh.
+    now = int(time.time())
     headers = {
         "Content-Type": "application/json",
         "X-Mrtr-Event": delivery.event,
         "X-Mrtr-Delivery": str(delivery.uuid),
         "X-Mrtr-Attempt": str(delivery.attempts),
-        # Signed afresh on every attempt: a retry half an hour later is still fresh.
-        "X-Mrtr-Signature": signing.sign(delivery.subscription.token.webhook_secret, body),
+        **signing.standard_headers(secret, str(delivery.uuid), body, now),
+        # Until 0.3.0, for receivers written before the Standard Webhooks headers.
+        "X-Mrtr-Signature": signing.sign(secret, body, now),
     }
     url = delivery.subscription.url
     started = time.monotonic()
@@ -174,8 +180,7 @@ def _host(url: str) -> str:
 def _retry_after(response: httpx.Response) -> float | None:
     if response.status_code not in (429, 503):
         return None
-    value = response.headers.get("Retry-After", "").strip()
-    return float(value) if value.isdigit() else None
+    return retry_after_seconds(response.headers.get("Retry-After"))
 
 
 def _finish(

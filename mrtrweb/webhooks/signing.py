@@ -1,27 +1,89 @@
-"""Webhook signatures: ``X-Mrtr-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256>``.
+"""Webhook signatures: the Standard Webhooks headers, and mrtrweb's own header for one release.
 
-The MAC is HMAC-SHA256, keyed with the API token's webhook secret (its UTF-8 bytes), over
-``b"<t>." + <the raw request body bytes>``. A receiver recomputes it over the body exactly as
-received (before any JSON parsing) and refuses timestamps further than ``tolerance`` seconds
-from its own clock, so a captured request cannot be replayed later.
+Every delivery carries the three headers of the Standard Webhooks specification
+(standardwebhooks.com), made by the ``standardwebhooks`` library, so a receiver verifies with
+that library (or any implementation of the spec) and the token's secret in its ``whsec_`` form:
 
-This module uses the standard library only, so receivers can copy it as it is
-(docs/api.md, "Webhooks", shows how).
+    webhook-id: <the delivery's id, the same on every retry>
+    webhook-timestamp: <unix seconds>
+    webhook-signature: v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">
+
+The key is the API token's webhook secret as stored, its UTF-8 bytes; :func:`standard_secret`
+presents that same key as ``whsec_`` + base64, so a token issued before the change needs no
+new secret and both signatures below verify with it.
+
+Until mrtrweb 0.3.0, deliveries also carry the header of 0.1,
+``X-Mrtr-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>." + body>`` (:func:`sign`),
+and :func:`verify` keeps accepting it, so existing receivers go on working while they move
+to the standard headers. That part uses the standard library only.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+
+from standardwebhooks import Webhook, WebhookVerificationError
+
+__all__ = [
+    "DEFAULT_TOLERANCE",
+    "sign",
+    "standard_headers",
+    "standard_secret",
+    "verify",
+    "verify_standard",
+]
 
 SCHEME = "v1"
 DEFAULT_TOLERANCE = 300
+SECRET_PREFIX = "whsec_"
+
+
+def _key(secret: str | bytes) -> bytes:
+    return secret.encode() if isinstance(secret, str) else bytes(secret)
+
+
+def standard_secret(secret: str | bytes) -> str:
+    """The token's webhook secret in the Standard Webhooks form: the same key, base64."""
+    return SECRET_PREFIX + base64.b64encode(_key(secret)).decode("ascii")
+
+
+def standard_headers(
+    secret: str | bytes, message_id: str, body: bytes, timestamp: int | None = None
+) -> dict[str, str]:
+    """``webhook-id``, ``webhook-timestamp`` and ``webhook-signature`` for ``body``."""
+    t = int(time.time()) if timestamp is None else int(timestamp)
+    signature = Webhook(_key(secret)).sign(
+        message_id, datetime.fromtimestamp(t, tz=UTC), body.decode("utf-8")
+    )
+    return {
+        "webhook-id": message_id,
+        "webhook-timestamp": str(t),
+        "webhook-signature": signature,
+    }
+
+
+def verify_standard(secret: str | bytes, headers: Mapping[str, str], body: bytes | str) -> bool:
+    """Whether the Standard Webhooks headers sign ``body``, as the library checks them (a
+    timestamp within 5 minutes; any of several ``v1,`` signatures may match)."""
+    try:
+        Webhook(_key(secret)).verify(body, dict(headers), json_parse=False)
+    except (WebhookVerificationError, ValueError):
+        # ValueError: a malformed signature list, bad base64 or a body that is not UTF-8
+        # (the library lets those through as they are).
+        return False
+    return True
+
+
+# -- X-Mrtr-Signature, sent and accepted until 0.3.0 -----------------------------------------
 
 
 def _mac(secret: str | bytes, timestamp: int, body: bytes) -> str:
-    key = secret.encode() if isinstance(secret, str) else secret
-    return hmac.new(key, f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
+    return hmac.new(_key(secret), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
 
 
 def sign(secret: str | bytes, body: bytes, timestamp: int | None = None) -> str:

@@ -39,6 +39,7 @@ def test_a_token_is_shown_once_then_listed_by_prefix_and_revoked() -> None:
     token = ApiToken.objects.get()
     assert token.user == ann and token.name == "ci" and ApiToken.authenticate(plain) == token
     assert token.webhook_secret in made.content.decode()
+    assert token.standard_webhook_secret in made.content.decode()
     listed = client.get("/account/tokens/").content.decode()
     assert plain not in listed and f"mrtr_{token.prefix}_" in listed
     assert Api(plain).get("/rounds").status_code == 200
@@ -76,6 +77,7 @@ def test_the_webhook_secret_is_shown_to_its_owner_only_on_a_post() -> None:
     assert client.post(path).status_code == 403  # no CSRF token
     shown = client.post(path, {"csrfmiddlewaretoken": _csrf(client)})
     assert shown.status_code == 200 and token.webhook_secret in shown.content.decode()
+    assert token.standard_webhook_secret in shown.content.decode()
     assert shown["Cache-Control"].startswith("max-age=0")
     other = _signed_in(bob)
     refused = other.post(path, {"csrfmiddlewaretoken": _csrf(other)})
@@ -98,6 +100,7 @@ def test_the_command_issues_lists_and_revokes() -> None:
     token = ApiToken.authenticate(plain)
     assert token is not None and token.name == "deploy"
     assert token.webhook_secret in err.getvalue()
+    assert token.standard_webhook_secret in err.getvalue()
     listing = StringIO()
     call_command("api_token", "ann", "--list", stdout=listing)
     assert f"mrtr_{token.prefix}_" in listing.getvalue() and plain not in listing.getvalue()

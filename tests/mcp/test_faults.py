@@ -89,7 +89,7 @@ async def test_credentials_problems_are_not_mistaken_for_the_era(fault_peer: Any
     async with client_for(peer.url) as client:
         with pytest.raises(AuthenticationRequired) as caught:
             await client.detect_era()
-    assert caught.value.status == 401
+    assert caught.value.http_status == 401
     assert caught.value.www_authenticate and "Bearer" in caught.value.www_authenticate
 
 

@@ -180,7 +180,7 @@ def test_a_redirect_says_where_to_and_is_not_followed(limits_peer: Any) -> None:
     assert str(caught.value) == (
         f"The server redirected to {elsewhere}; redirects are not followed (HTTP 307)"
     )
-    assert (caught.value.status, caught.value.location) == (307, elsewhere)
+    assert (caught.value.http_status, caught.value.location) == (307, elsewhere)
     assert not isinstance(caught.value, ProtocolError)
 
 

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from mrtrweb.mcp import ResponseTooLarge
-from mrtrweb.mcp.transport import _sse_data
+from mrtrweb.mcp.body import sse_data
 
 STREAM = (
     b": keep-alive\r\n"
@@ -34,7 +34,7 @@ def response(chunks: list[bytes]) -> httpx.Response:
 
 
 async def events(chunks: list[bytes], limit: int = 10_000_000) -> list[str]:
-    return [data async for data in _sse_data(response(chunks), limit)]
+    return [data async for data in sse_data(response(chunks), limit)]
 
 
 async def test_one_chunk() -> None:
@@ -64,3 +64,28 @@ async def test_a_huge_line_is_read_in_linear_time() -> None:
 async def test_a_stream_over_the_limit_is_refused() -> None:
     with pytest.raises(ResponseTooLarge):
         await events([b"data: " + b"A" * 100, b"\n\n"], limit=50)
+
+
+async def test_a_stream_closed_after_a_complete_line_still_delivers_its_event() -> None:
+    assert await events([b"data: one\n\n", b"data: two\n"]) == ["one", "two"]
+
+
+async def test_a_line_cut_off_by_the_close_is_never_data() -> None:
+    assert await events([b"data: one\n\n", b'data: {"trunc']) == ["one"]
+
+
+async def test_events_without_data_or_of_another_type_are_skipped() -> None:
+    chunks = [
+        b"id: 7\n\nretry: 10\n\n: ping\n\nevent: other\ndata: x\n\nevent: message\ndata: y\n\n"
+    ]
+    assert await events(chunks) == ["y"]
+
+
+async def test_data_is_utf_8_whatever_the_content_type_says() -> None:
+    async def stream() -> AsyncIterator[bytes]:
+        yield "data: é\n\n".encode()
+
+    latin = httpx.Response(
+        200, headers={"content-type": "text/event-stream; charset=latin-1"}, content=stream()
+    )
+    assert [data async for data in sse_data(latin, 1000)] == ["é"]

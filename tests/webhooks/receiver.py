@@ -1,9 +1,11 @@
 """A real webhook receiver for the tests: a threaded HTTP server on 127.0.0.1.
 
-It verifies each request's signature with :func:`mrtrweb.webhooks.signing.verify` (as a
-program receiving mrtrweb's webhooks would), records what came, and answers according to a
-plan: a list of actions, one per request (an HTTP status, or ``STALL`` to hold the request
-without answering); when the plan runs out it answers 200.
+It verifies each request as a program receiving mrtrweb's webhooks would: the Standard
+Webhooks headers with the ``standardwebhooks`` library's own ``Webhook.verify`` and the secret
+in the ``whsec_`` form the token pages show, and (until 0.3.0) ``X-Mrtr-Signature`` with
+:func:`mrtrweb.webhooks.signing.verify`. It records what came, and answers according to a
+plan: a list of actions, one per request (an HTTP status, a status and a dict of headers, or
+``STALL`` to hold the request without answering); when the plan runs out it answers 200.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from mrtrweb.webhooks.signing import verify
+from standardwebhooks import Webhook, WebhookVerificationError
+
+from mrtrweb.webhooks.signing import standard_secret, verify
 
 STALL = "stall"
 
@@ -26,8 +30,11 @@ class Received:
     path: str
     headers: dict[str, str]
     body: bytes
+    # Both signatures verified: the Standard Webhooks one and X-Mrtr-Signature.
     verified: bool
     answered: Any
+    standard_verified: bool = False
+    legacy_verified: bool = False
 
     @property
     def json(self) -> Any:
@@ -61,16 +68,28 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
             body = self.rfile.read(length)
             headers = {name.lower(): value for name, value in self.headers.items()}
             action = receiver.next_action()
-            verified = verify(receiver.secret, headers.get("x-mrtr-signature"), body)
+            try:
+                Webhook(standard_secret(receiver.secret)).verify(body, headers)
+                standard = True
+            except WebhookVerificationError:
+                standard = False
+            legacy = verify(receiver.secret, headers.get("x-mrtr-signature"), body)
+            verified = standard and legacy
             with receiver.lock:
-                receiver.received.append(Received(self.path, headers, body, verified, action))
+                receiver.received.append(
+                    Received(self.path, headers, body, verified, action, standard, legacy)
+                )
             if action == STALL:
                 receiver.released.wait(30)
                 return
-            status = int(action)
+            # An action is a status, or a status and headers to answer with.
+            status, extra = (action, {}) if not isinstance(action, tuple) else action
+            status = int(status)
             if not verified and status < 300:
                 status = 401
             self.send_response(status)
+            for name, value in extra.items():
+                self.send_header(name, value)
             self.send_header("Content-Length", "2")
             self.end_headers()
             self.wfile.write(b"ok")

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from datetime import timedelta
+from email.utils import format_datetime
 from typing import Any
 
 import pytest
@@ -89,7 +90,11 @@ def test_a_program_hears_each_pending_round_then_the_result(
     call.refresh_from_db()
     assert call.status == Call.Status.COMPLETED, call.error
     assert rx.events() == ["round.pending", "round.pending", "call.finished"]
-    assert all(r.verified for r in rx.received)
+    # The standardwebhooks library accepts each delivery, and so does X-Mrtr-Signature.
+    assert all(r.standard_verified and r.legacy_verified for r in rx.received)
+    for r in rx.received:
+        assert r.headers["webhook-id"] == r.headers["x-mrtr-delivery"] == r.json["id"]
+        assert r.headers["webhook-timestamp"] == r.headers["x-mrtr-signature"][2:12]
     pending1, pending2, finished = (r.json for r in rx.received)
     assert pending1["round"]["id"] == first.pk and pending2["round"]["id"] == second.pk
     assert list(pending1["round"]["inputRequests"]) == ["shipping"]
@@ -136,6 +141,7 @@ def test_a_failed_attempt_is_retried_and_delivered(
     # The same delivery, body and id on the retry; signed afresh.
     assert rx.received[0].body == rx.received[1].body
     assert rx.received[0].headers["x-mrtr-delivery"] == rx.received[1].headers["x-mrtr-delivery"]
+    assert rx.received[0].headers["webhook-id"] == rx.received[1].headers["webhook-id"]
     assert [r.headers["x-mrtr-attempt"] for r in rx.received] == ["1", "2"]
     delivery = Delivery.objects.get()
     assert delivery.status == Delivery.Status.DELIVERED and delivery.attempts == 2
@@ -238,6 +244,24 @@ def test_retries_go_through_the_task_queue_with_backoff(
         assert len(run_queued()) == 1
     assert [r.answered for r in rx.received] == [503, 200]
     assert Delivery.objects.get().status == Delivery.Status.DELIVERED
+
+
+@pytest.mark.parametrize("form", ["seconds", "http-date"])
+def test_a_retry_after_in_seconds_or_as_an_http_date_is_honoured(
+    conn: Connection, user: Any, token: ApiToken, settings: Any, form: str
+) -> None:
+    settings.MRTRWEB_WEBHOOK_BACKOFF = 1
+    call = start(conn, user, "echo", {"text": "hi"})
+    later = timezone.now() + timedelta(seconds=600)
+    value = "600" if form == "seconds" else format_datetime(later, usegmt=True)
+    with running_receiver(token.webhook_secret, plan=[(503, {"Retry-After": value})]) as rx:
+        subscribe(call, rx.url(), token)
+        assert len(run_queued()) == 1
+    assert [r.answered for r in rx.received] == [(503, {"Retry-After": value})]
+    (retry,) = DBTaskResult.objects.filter(task_path=SEND_TASK, status="READY")
+    # The receiver's wait, not the 1 s backoff (an HTTP date is to the second).
+    assert retry.run_after - timezone.now() > timedelta(seconds=590)
+    assert webhook_events(call)[0].detail["retry_in_seconds"] >= 590
 
 
 def test_the_backoff_doubles_up_to_the_ceiling(settings: Any) -> None:

@@ -111,7 +111,7 @@ def state_rejected(call: Call, round: Round | None, exc: InvalidRequestState) ->
 def _describe(exc: MCPError) -> tuple[str, int | None]:
     """The error as the audit trail and the pages show it, and the HTTP status, if any."""
     # The HTTP status the server answered with, when it answered at all.
-    http_status = getattr(exc, "http_status", None) or getattr(exc, "status", None)
+    http_status = getattr(exc, "http_status", None)
     return f"{type(exc).__name__}: {exc}", http_status
 
 

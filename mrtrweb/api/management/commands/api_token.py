@@ -43,7 +43,11 @@ class Command(BaseCommand):
             self.stdout.write(plain)
             # On stderr, so `TOKEN=$(manage.py api_token ann)` captures the token alone.
             self.stderr.write(
-                f"Its webhook secret (webhooks are signed with it): {token.webhook_secret}"
+                "Its webhook secret (webhooks are signed with it, to the Standard Webhooks "
+                f"spec): {token.standard_webhook_secret}"
+            )
+            self.stderr.write(
+                f"The same secret for X-Mrtr-Signature (until 0.3.0): {token.webhook_secret}"
             )
 
     def _list(self, user: Any) -> None:
