@@ -124,10 +124,6 @@ class FieldSpec:
                 return candidate
         return "Answer"
 
-    @property
-    def deprecated_shape(self) -> bool:
-        return self.enum_style is EnumStyle.LEGACY
-
     def option_values(self) -> tuple[str, ...]:
         return tuple(option.value for option in self.options)
 

@@ -97,7 +97,7 @@ def test_all_five_enum_shapes_keep_values_and_titles_apart():
     assert spec.field("titled").options == (Option("a", "Alpha"), Option("b", "Beta"))
     legacy = spec.field("legacy")
     assert legacy.options == (Option("a", "Alpha"), Option("b", "Beta"))
-    assert legacy.enum_style is EnumStyle.LEGACY and legacy.deprecated_shape
+    assert legacy.enum_style is EnumStyle.LEGACY
     assert spec.field("multi").enum_style is EnumStyle.UNTITLED
     titled_multi = spec.field("titled_multi")
     assert titled_multi.options == (Option("a", "Alpha"),)

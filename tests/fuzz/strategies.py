@@ -620,7 +620,9 @@ def _number_text(draw: st.DrawFn, spec: Any) -> str:
         return draw(_ODD_NUMBERS)
     if spec.kind is Kind.INTEGER:
         return str(draw(st.integers(math.ceil(low), math.floor(high))))
-    low, high = float(max(low, -1e308)), float(min(high, 1e308))
+    # Both ends into hypothesis's finite range (a bound past it, such as a minimum of 1.79e308,
+    # would otherwise end above the clamped maximum).
+    low, high = (float(min(max(end, -1e308), 1e308)) for end in (low, high))
     return repr(draw(st.floats(min_value=low, max_value=high, allow_nan=False)))
 
 
