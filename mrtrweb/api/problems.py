@@ -101,7 +101,7 @@ class ApiError(Exception):
         errors: Iterable[ProblemField] = (),
         headers: dict[str, str] | None = None,
     ) -> None:
-        self.status = status
+        self.http_status = status
         self.detail = detail
         self.kind = kind
         self.title = title or TITLES.get(status, "Error")
@@ -114,12 +114,12 @@ def problem_response(error: ApiError) -> HttpResponse:
     problem = Problem(
         type=TYPE_BASE + error.kind if error.kind else "about:blank",
         title=error.title,
-        status=error.status,
+        status=error.http_status,
         detail=error.detail,
         errors=error.errors,
     )
     response = HttpResponse(
-        json.dumps(dump(problem)), status=error.status, content_type=PROBLEM_TYPE
+        json.dumps(dump(problem)), status=error.http_status, content_type=PROBLEM_TYPE
     )
     for name, value in error.headers.items():
         response[name] = value

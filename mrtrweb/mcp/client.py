@@ -185,7 +185,7 @@ class MCPClient:
             response = await self._transport.post(
                 body, request_id, headers, self._notification_handler(on_notification)
             )
-            self.last_http_status = response.status
+            self.last_http_status = response.http_status
             error = response.message.get("error")
             if error is None:
                 result = response.message.get("result")
@@ -196,7 +196,7 @@ class MCPClient:
             if not isinstance(error, dict):
                 raise ProtocolError(f"{method}: the error is not an object")
             exc = error_from_jsonrpc(
-                error, sent_request_state="requestState" in params, http_status=response.status
+                error, sent_request_state="requestState" in params, http_status=response.http_status
             )
             if (
                 attempt == 0

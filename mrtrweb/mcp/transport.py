@@ -42,11 +42,11 @@ ACCEPT = "application/json, text/event-stream"
 class RawResponse:
     """The JSON-RPC response message and the HTTP status it came with."""
 
-    __slots__ = ("message", "status")
+    __slots__ = ("http_status", "message")
 
-    def __init__(self, message: dict[str, Any], status: int) -> None:
+    def __init__(self, message: dict[str, Any], http_status: int) -> None:
         self.message = message
-        self.status = status
+        self.http_status = http_status
 
 
 # 429 and 503 say the request was not handled, so resending is safe; a 500, 502 or 504 without a
