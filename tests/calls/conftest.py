@@ -1,5 +1,6 @@
-"""Fixtures of the calls pages' tests: an operator signed in, and a connection to the fastmcp
-peer."""
+"""Fixtures of the calls tests: an operator signed in, and a connection to the fastmcp peer,
+which runs in this process here (tests/peers/inprocess.py); ``fastmcp_process_peer`` is the
+subprocess for the tests that need a real one."""
 
 from __future__ import annotations
 
@@ -27,6 +28,16 @@ def web(ada: Any) -> Client:
     client = Client()
     client.force_login(ada)
     return client
+
+
+@pytest.fixture
+def fastmcp_peer(fastmcp_in_process: Any) -> Any:
+    return fastmcp_in_process
+
+
+@pytest.fixture
+def short_ttl_peer(short_ttl_in_process: Any) -> Any:
+    return short_ttl_in_process
 
 
 @pytest.fixture

@@ -215,8 +215,8 @@ def test_an_expired_state_keeps_the_answers_and_a_restart_prefills_them(
     assert engine.saved_answers_for(new_round) == {"approval": APPROVAL}
 
 
-def test_a_server_failure_leaves_the_round_recoverable(peer_factory: Any, user: Any) -> None:
-    peer = peer_factory("fastmcp_server", "--state-key", "recoverable")
+def test_a_server_failure_leaves_the_round_recoverable(in_process_factory: Any, user: Any) -> None:
+    peer = in_process_factory("fastmcp_server", "--state-key", "recoverable")
     conn = make_connection(peer)
     call = start(conn, user, "approve_deploy", {"service": "api"})
     round = call.rounds.get()
@@ -231,7 +231,7 @@ def test_a_server_failure_leaves_the_round_recoverable(peer_factory: Any, user: 
     assert round.answers == answers
 
     # The server comes back (same state key, new port); the stored answers are delivered.
-    back = peer_factory("fastmcp_server", "--state-key", "recoverable")
+    back = in_process_factory("fastmcp_server", "--state-key", "recoverable")
     Connection.objects.filter(pk=conn.pk).update(url=back.url)
     engine.retry_delivery(round, user)
     call.refresh_from_db()
