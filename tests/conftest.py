@@ -1,4 +1,5 @@
 import importlib.util
+from typing import Any
 
 import pytest
 
@@ -33,6 +34,14 @@ def _test_settings(settings):
     # threads an answer's own process uses are tested on their own (tests/calls/test_handoff.py)
     # and by every test that runs the app as a server.
     settings.MRTRWEB_DELIVER_ON_ANSWER = False
+
+
+@pytest.fixture
+def user(db: Any) -> Any:
+    """Ada, a person with no role (tests/support/factories.py)."""
+    from tests.support.factories import make_user
+
+    return make_user("ada")
 
 
 @pytest.fixture

@@ -7,20 +7,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.test import Client
 
 from mrtrweb.calls.roles import OPERATORS
 from mrtrweb.servers.models import Connection
+from tests.support.factories import make_user
 
 
 @pytest.fixture
 def ada() -> Any:
-    user = get_user_model().objects.create_user("ada", password="pw-ada-123")
     # Starts calls on tools nobody exposed: an operator sees the whole catalog.
-    user.groups.add(Group.objects.get(name=OPERATORS))
-    return user
+    return make_user("ada", OPERATORS)
 
 
 @pytest.fixture

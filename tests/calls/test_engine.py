@@ -9,12 +9,12 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.db import connection as db_connection
 
 from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Event, Round
 from mrtrweb.servers.models import Connection
+from tests.support.factories import make_connection
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -22,15 +22,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture(autouse=True)
 def _inline_tasks(inline_tasks: None) -> None:
     """Every test here delivers answers inline."""
-
-
-@pytest.fixture
-def user() -> Any:
-    return get_user_model().objects.create_user("ada", password="pw-ada-123")
-
-
-def make_connection(peer: Any, name: str = "peer", **fields: Any) -> Connection:
-    return Connection.objects.create(name=name, url=peer.url, **fields)
 
 
 def tool_calls(peer: Any, since: int) -> list[dict[str, Any]]:
