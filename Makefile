@@ -22,11 +22,13 @@ NODE_BIN := $(CURDIR)/$(NODE_DIR)/node_modules/node/bin
 # Tests find `node` (22, not the system's) and `conformance` on PATH.
 TEST_PATH := $(NODE_BIN):$(CURDIR)/$(NODE_DIR)/node_modules/.bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help run test setup lint fmt clean bench
+.PHONY: help run test test-fast setup lint fmt clean bench
 
 help:
 	@echo "make run    set up (venv, migrations, admin user, static files) and serve on $(HOST):$(PORT)"
 	@echo "make test   set up, install the Node tools, lint, then run pytest"
+	@echo "make test-fast  the inner loop: lint, then pytest without the browser, conformance,"
+	@echo "            fault, scale-out, fuzz and bench tests (PYTEST_ARGS=... passes more)"
 	@echo "make lint   ruff check + ruff format --check"
 	@echo "make fmt    ruff format + ruff check --fix"
 	@echo "make bench  set up, then measure latency, throughput, scale, storage and memory"
@@ -84,6 +86,13 @@ run: setup
 
 test: setup $(NODE_STAMP) lint
 	PATH="$(TEST_PATH)" $(VENV)/bin/pytest $(PYTEST_ARGS)
+
+# The inner loop: the suites that start browsers, app servers in numbers, the conformance CLI
+# or fault injection, and the fuzzers and benchmarks, are left to `make test` (the whole suite).
+FAST_IGNORE := tests/browser tests/conformance tests/faults tests/scaleout tests/fuzz \
+	tests/bench tests/api/test_schemathesis.py
+test-fast: setup $(NODE_STAMP) lint
+	PATH="$(TEST_PATH)" $(VENV)/bin/pytest $(addprefix --ignore=,$(FAST_IGNORE)) $(PYTEST_ARGS)
 
 # Benchmarks (bench/, docs/performance.md): SQLite, and PostgreSQL when 127.0.0.1:5432 answers.
 BENCH_ARGS ?=

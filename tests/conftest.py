@@ -1,4 +1,5 @@
 import importlib.util
+from typing import Any
 
 import pytest
 
@@ -12,7 +13,9 @@ def _importable(module: str) -> bool:
 
 # Plugins that other parts of the suite provide; listed only once they exist, so the suite
 # runs while they are being written.
-pytest_plugins = [name for name in ("tests.peers.fixtures",) if _importable(name)]
+pytest_plugins = [
+    name for name in ("tests.peers.fixtures", "tests.peers.inprocess") if _importable(name)
+]
 
 
 @pytest.fixture(autouse=True)
@@ -31,6 +34,14 @@ def _test_settings(settings):
     # threads an answer's own process uses are tested on their own (tests/calls/test_handoff.py)
     # and by every test that runs the app as a server.
     settings.MRTRWEB_DELIVER_ON_ANSWER = False
+
+
+@pytest.fixture
+def user(db: Any) -> Any:
+    """Ada, a person with no role (tests/support/factories.py)."""
+    from tests.support.factories import make_user
+
+    return make_user("ada")
 
 
 @pytest.fixture

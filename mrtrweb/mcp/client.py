@@ -83,13 +83,9 @@ class MCPClient:
             self._own_http = http is None
         else:
             self._own_http = False
-        self._http = http or httpx.AsyncClient(
-            timeout=httpx.Timeout(
-                settings.read_timeout,
-                connect=settings.connect_timeout,
-                pool=settings.connect_timeout,
-            ),
-            follow_redirects=False,
+        self._http = http or io_loop.new_http(
+            connect_timeout=settings.connect_timeout,
+            read_timeout=settings.read_timeout,
             verify=_tls_context(),
         )
         self._transport = HTTPTransport(

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 import httpx
 from asgiref.sync import SyncToAsync
 
-__all__ = ["attached", "is_current", "pooled_http"]
+__all__ = ["attached", "is_current", "new_http", "pooled_http", "serve_in_process"]
 
 _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
@@ -31,6 +31,9 @@ _pid: int | None = None
 # (connect timeout, read timeout) -> a client whose connections every MCP request of this
 # process may reuse; only ever used on the shared loop.
 _clients: dict[tuple[float, float], httpx.AsyncClient] = {}
+# Tests only (serve_in_process): origin -> a transport that answers in this process. Empty in
+# production, where every client is made exactly as without it.
+_in_process: dict[str, httpx.AsyncBaseTransport] = {}
 
 
 def _shared_loop() -> asyncio.AbstractEventLoop:
@@ -90,9 +93,39 @@ def pooled_http(
     key = (connect_timeout, read_timeout)
     client = _clients.get(key)
     if client is None:
-        client = _clients[key] = httpx.AsyncClient(
-            timeout=httpx.Timeout(read_timeout, connect=connect_timeout, pool=connect_timeout),
-            follow_redirects=False,
-            verify=verify,
+        client = _clients[key] = new_http(
+            connect_timeout=connect_timeout, read_timeout=read_timeout, verify=verify
         )
     return client
+
+
+def new_http(
+    *, connect_timeout: float, read_timeout: float, verify: ssl.SSLContext
+) -> httpx.AsyncClient:
+    """The HTTP client MCP requests go through, pooled or not: the one place they are made."""
+    return httpx.AsyncClient(
+        timeout=httpx.Timeout(read_timeout, connect=connect_timeout, pool=connect_timeout),
+        follow_redirects=False,
+        verify=verify,
+        mounts=dict(_in_process) or None,
+    )
+
+
+def serve_in_process(origin: str, transport: httpx.AsyncBaseTransport | None) -> None:
+    """Tests only: answer requests to ``origin`` (``http://127.0.0.1:<port>``) with
+    ``transport``, an app in this process (tests/peers/inprocess.py); ``None`` stops it.
+
+    Clients made from now on mount it; pooled clients made before are dropped so that the
+    next request makes one that does.
+    """
+    with _lock:
+        if transport is None:
+            _in_process.pop(origin, None)
+        else:
+            _in_process[origin] = transport
+        stale = list(_clients.values())
+        _clients.clear()
+        loop = _loop
+    if loop is not None and not loop.is_closed():
+        for client in stale:
+            asyncio.run_coroutine_threadsafe(client.aclose(), loop)

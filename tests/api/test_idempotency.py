@@ -28,6 +28,13 @@ from tests.api.support import Api, api_for, person, problem
 
 pytestmark = pytest.mark.django_db
 
+
+@pytest.fixture
+def fastmcp_peer(fastmcp_in_process: Any) -> Any:
+    """The fastmcp peer in this process (tests/peers/inprocess.py)."""
+    return fastmcp_in_process
+
+
 ECHO = {"server": "peer", "name": "echo", "arguments": {"text": "once"}}
 
 

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.db import connection
 
 from mrtrweb.api.models import ApiToken
+from tests.support.factories import make_user
 
 pytestmark = pytest.mark.django_db
 
 
 def test_a_token_authenticates_until_revoked_and_only_its_digest_is_stored() -> None:
-    ada = get_user_model().objects.create_user("ada")
+    ada = make_user("ada")
     token, plain = ApiToken.issue(ada, "ci")
     assert plain.startswith(f"mrtr_{token.prefix}_")
     assert ApiToken.authenticate(plain) == token
@@ -28,7 +28,7 @@ def test_a_token_authenticates_until_revoked_and_only_its_digest_is_stored() -> 
 
 
 def test_a_deactivated_users_tokens_stop_working() -> None:
-    ada = get_user_model().objects.create_user("ada")
+    ada = make_user("ada")
     _, plain = ApiToken.issue(ada, "ci")
     ada.is_active = False
     ada.save()

@@ -1,5 +1,7 @@
-"""Fixtures of the calls pages' tests: an operator signed in, a connection to the fastmcp
-peer, and the pages fetched (checked for a leaked requestState at the end)."""
+"""Fixtures of the calls tests: an operator signed in, a connection to the fastmcp peer
+(which runs in this process here, tests/peers/inprocess.py; ``fastmcp_process_peer`` is the
+subprocess for the tests that need a real one), and the pages fetched (checked for a leaked
+requestState at the end)."""
 
 from __future__ import annotations
 
@@ -7,22 +9,19 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.test import Client
 
 from mrtrweb.calls.models import Round
 from mrtrweb.people.roles import OPERATORS
 from mrtrweb.servers.models import Connection
 from tests.calls.pages import Pages
+from tests.support.factories import make_user
 
 
 @pytest.fixture
 def ada() -> Any:
-    user = get_user_model().objects.create_user("ada", password="pw-ada-123")
     # Starts calls on tools nobody exposed: an operator sees the whole catalog.
-    user.groups.add(Group.objects.get(name=OPERATORS))
-    return user
+    return make_user("ada", OPERATORS)
 
 
 @pytest.fixture
@@ -30,6 +29,16 @@ def web(ada: Any) -> Client:
     client = Client()
     client.force_login(ada)
     return client
+
+
+@pytest.fixture
+def fastmcp_peer(fastmcp_in_process: Any) -> Any:
+    return fastmcp_in_process
+
+
+@pytest.fixture
+def short_ttl_peer(short_ttl_in_process: Any) -> Any:
+    return short_ttl_in_process
 
 
 @pytest.fixture

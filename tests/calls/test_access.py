@@ -9,13 +9,14 @@ from django.contrib.auth.models import Group
 from mrtrweb.calls.access import visible_rounds
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.servers.models import Connection
+from tests.support.factories import make_user
 
 pytestmark = pytest.mark.django_db
 
 
 def test_a_round_seen_through_every_path_at_once_is_listed_once() -> None:
     User = get_user_model()
-    ada = User.objects.create_user("ada", password="pw-ada-123")
+    ada = make_user("ada")
     other = User.objects.create_user("bo", password="pw-bo-123")
     groups = [Group.objects.create(name=f"team {n}") for n in range(3)]
     ada.groups.add(*groups)

@@ -46,11 +46,6 @@ def _fast_backoff(settings: Any) -> None:
 
 
 @pytest.fixture
-def user() -> Any:
-    return get_user_model().objects.create_user("ada", password="pw-ada-123")
-
-
-@pytest.fixture
 def admin() -> Any:
     return get_user_model().objects.create_superuser("root", password="pw-root-123")
 

@@ -9,12 +9,12 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.db import connection as db_connection
 
 from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Event, Round
 from mrtrweb.servers.models import Connection
+from tests.support.factories import make_connection
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -22,15 +22,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture(autouse=True)
 def _inline_tasks(inline_tasks: None) -> None:
     """Every test here delivers answers inline."""
-
-
-@pytest.fixture
-def user() -> Any:
-    return get_user_model().objects.create_user("ada", password="pw-ada-123")
-
-
-def make_connection(peer: Any, name: str = "peer", **fields: Any) -> Connection:
-    return Connection.objects.create(name=name, url=peer.url, **fields)
 
 
 def tool_calls(peer: Any, since: int) -> list[dict[str, Any]]:
@@ -213,8 +204,8 @@ def test_an_expired_state_keeps_the_answers_and_a_restart_prefills_them(
     assert engine.saved_answers_for(new_round) == {"approval": APPROVAL}
 
 
-def test_a_server_failure_leaves_the_round_recoverable(peer_factory: Any, user: Any) -> None:
-    peer = peer_factory("fastmcp_server", "--state-key", "recoverable")
+def test_a_server_failure_leaves_the_round_recoverable(in_process_factory: Any, user: Any) -> None:
+    peer = in_process_factory("fastmcp_server", "--state-key", "recoverable")
     conn = make_connection(peer)
     call = start(conn, user, "approve_deploy", {"service": "api"})
     round = call.rounds.get()
@@ -229,7 +220,7 @@ def test_a_server_failure_leaves_the_round_recoverable(peer_factory: Any, user: 
     assert round.answers == answers
 
     # The server comes back (same state key, new port); the stored answers are delivered.
-    back = peer_factory("fastmcp_server", "--state-key", "recoverable")
+    back = in_process_factory("fastmcp_server", "--state-key", "recoverable")
     Connection.objects.filter(pk=conn.pk).update(url=back.url)
     engine.retry_delivery(round, user)
     call.refresh_from_db()

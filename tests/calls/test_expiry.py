@@ -12,7 +12,6 @@ from io import StringIO
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
@@ -37,11 +36,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture(autouse=True)
 def _database_queue(settings: Any) -> None:
     settings.TASKS = DATABASE_QUEUE
-
-
-@pytest.fixture
-def user() -> Any:
-    return get_user_model().objects.create_user("ada", password="pw-ada-123")
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.test import Client
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
@@ -42,11 +41,6 @@ def _hand_off(settings: Any) -> None:
     settings.TASKS = DATABASE_QUEUE
     settings.MRTRWEB_DELIVER_ON_ANSWER = True
     settings.MRTRWEB_ANSWER_WAIT = 10.0
-
-
-@pytest.fixture
-def user() -> Any:
-    return get_user_model().objects.create_user("ada", password="pw-ada-123")
 
 
 @pytest.fixture

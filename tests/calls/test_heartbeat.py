@@ -6,13 +6,13 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from mrtrweb.calls import engine
 from mrtrweb.calls.engine import progress
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.servers.models import Connection
+from tests.support.factories import make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -26,7 +26,7 @@ def test_progress_moves_the_watchdogs_deadline(
     progress_peer: Any, inline_tasks: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(progress, "HEARTBEAT_EVERY", 0.0)
-    caller = get_user_model().objects.create_user("ada")
+    caller = make_user("ada")
     conn = Connection.objects.create(name="progress", url=progress_peer.url)
     call = engine.start_call(
         connection=conn,

@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Event
 from mrtrweb.calls.signals import call_event
 from mrtrweb.servers.models import Connection
+from tests.support.factories import make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -31,7 +31,7 @@ def heard() -> Any:
 def test_every_event_of_a_round_trip_is_announced_in_order(
     fastmcp_peer: Any, heard: list[dict[str, Any]], inline_tasks: None
 ) -> None:
-    user = get_user_model().objects.create_user("ada")
+    user = make_user("ada")
     conn = Connection.objects.create(name="peer", url=fastmcp_peer.url)
     call = engine.start_call(
         connection=conn,
@@ -64,7 +64,7 @@ def test_every_event_of_a_round_trip_is_announced_in_order(
 def test_nothing_is_announced_for_a_transaction_that_rolls_back(
     heard: list[dict[str, Any]],
 ) -> None:
-    user = get_user_model().objects.create_user("ada")
+    user = make_user("ada")
     conn = Connection.objects.create(name="peer", url="http://127.0.0.1:9/mcp")
     call = Call.objects.create(connection=conn, method="tools/call", target="t", started_by=user)
     with pytest.raises(RuntimeError), transaction.atomic():
@@ -81,7 +81,7 @@ def test_a_failing_receiver_does_not_break_the_engine(heard: list[dict[str, Any]
 
     call_event.connect(broken)
     try:
-        user = get_user_model().objects.create_user("ada")
+        user = make_user("ada")
         conn = Connection.objects.create(name="peer", url="http://127.0.0.1:9/mcp")
         call = Call.objects.create(
             connection=conn, method="tools/call", target="t", started_by=user

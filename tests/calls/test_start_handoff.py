@@ -29,6 +29,12 @@ from tests.calls.delivery_support import DATABASE_QUEUE, run_tasks
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+@pytest.fixture
+def fastmcp_peer(fastmcp_process_peer: Any) -> Any:
+    """A real server: the progress it streams must arrive while the call runs."""
+    return fastmcp_process_peer
+
+
 @pytest.fixture(autouse=True)
 def _hand_off(settings: Any) -> None:
     settings.TASKS = DATABASE_QUEUE

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 from cryptography.fernet import Fernet
-from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.db import connection as db
 
@@ -38,11 +37,6 @@ STATES = [
     "a.b.c.d.e.f.g",
     "",
 ]
-
-
-@pytest.fixture
-def user() -> Any:
-    return get_user_model().objects.create_user("ada", password="pw-ada-123")
 
 
 def stored_state(round_id: int) -> Any:

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
 
 from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call
@@ -22,11 +21,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture(autouse=True)
 def _inline_tasks(inline_tasks: None) -> None:
     """Answers are delivered inline."""
-
-
-@pytest.fixture
-def user() -> Any:
-    return get_user_model().objects.create_user("una", password="pw-una-123")
 
 
 def start(peer: Any, attack: str, user: Any) -> Call:

@@ -239,8 +239,11 @@ def test_a_purchase_goes_through_two_rounds(pages: Pages, peer_conn: Connection)
 
 
 def test_url_mode_needs_consent_before_the_link_and_never_fetches_it(
-    pages: Pages, peer_conn: Connection, fastmcp_peer: Any
+    pages: Pages, fastmcp_process_peer: Any
 ):
+    # A real server, so a fetch of the link would reach it and be counted.
+    fastmcp_peer = fastmcp_process_peer
+    peer_conn = Connection.objects.create(name="peer", title="Test peer", url=fastmcp_peer.url)
     start_tool(pages, peer_conn, "url_login", provider="acme")
     call = only_call()
     round = pending_round(call)

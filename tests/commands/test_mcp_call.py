@@ -15,6 +15,7 @@ from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.servers.models import Connection
 from tests.peers.fixtures import Peer
+from tests.support.factories import make_user
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("inline_tasks")]
 
@@ -159,7 +160,7 @@ def test_arguments_do_not_apply_to_resources(peer: Connection, admin: Any) -> No
 
 
 def test_the_user_can_be_chosen(demo: Connection, admin: Any) -> None:
-    ada = get_user_model().objects.create_user("ada", password="pw-ada-123")
+    ada = make_user("ada")
     printed = mcp_call(
         "--server", "demo", "--tool", "echo", "--arguments", '{"text": "a"}', "--user", "ada"
     )

@@ -12,25 +12,21 @@ from html import unescape
 from itertools import count
 from typing import Any
 
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.test import Client
 from django.utils import timezone
 
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.people.roles import ADMINS, END_USERS, OPERATORS
 from mrtrweb.servers.models import Connection
+from tests.support import factories
+from tests.support.factories import make_connection  # noqa: F401 (the dashboard tests import it from here)
 
 _serial = count(1)
 
 
 def make_user(username: str, *groups: str, **fields: Any) -> Any:
-    user = get_user_model().objects.create_user(
-        username, password=f"pw-{username}-123", email=f"{username}@example.test", **fields
-    )
-    for name in groups:
-        user.groups.add(Group.objects.get(name=name))
-    return user
+    """A person with an email address (tests/support/factories.py makes them)."""
+    return factories.make_user(username, *groups, email=f"{username}@example.test", **fields)
 
 
 def make_admin(username: str = "root") -> Any:
@@ -49,11 +45,6 @@ def client_for(user: Any, **kwargs: Any) -> Client:
     client = Client(**kwargs)
     client.force_login(user)
     return client
-
-
-def make_connection(name: str = "prod", **fields: Any) -> Connection:
-    fields.setdefault("url", f"http://127.0.0.1:9/{name}/mcp")
-    return Connection.objects.create(name=name, title=name.capitalize(), **fields)
 
 
 def form_request(message: str, field: str = "ok") -> dict[str, Any]:

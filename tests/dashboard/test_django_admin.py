@@ -157,7 +157,10 @@ def connection_form(conn: Connection, **changes: Any) -> dict[str, Any]:
 
 def test_connection_secrets_are_write_only(operator: Any) -> None:
     conn = make_connection(
-        "vault", bearer_token="TOKEN-s3cr3t-value", headers={"X-Api-Key": "HEADER-s3cr3t"}
+        name="vault",
+        title="Vault",
+        bearer_token="TOKEN-s3cr3t-value",
+        headers={"X-Api-Key": "HEADER-s3cr3t"},
     )
     web = client_for(operator)
     url = admin_url(Connection, "change", conn.pk)
@@ -203,7 +206,7 @@ def test_connection_secrets_are_write_only(operator: Any) -> None:
 
 
 def test_operators_edit_exposure_and_nobody_deletes_a_connection(operator: Any) -> None:
-    conn = make_connection("prod")
+    conn = make_connection(name="prod", title="Prod")
     exposure = ToolExposure.objects.create(connection=conn, tool_name="deploy")
     web = client_for(operator)
     assert web.get(admin_url(ToolExposure, "changelist")).status_code == 200

@@ -50,12 +50,12 @@ def web(root: Any) -> Client:
 
 @pytest.fixture
 def prod() -> Any:
-    return make_connection("prod")
+    return make_connection(name="prod", title="Prod")
 
 
 @pytest.fixture
 def staging() -> Any:
-    return make_connection("staging")
+    return make_connection(name="staging", title="Staging")
 
 
 def ids(rounds: list[Round]) -> list[int]:

@@ -92,7 +92,7 @@ QUERIES = [
 
 def test_twenty_thousand_rounds(capsys: pytest.CaptureFixture[str]) -> None:
     admin = make_admin("root")
-    conn = make_connection("prod")
+    conn = make_connection(name="prod", title="Prod")
     starters = [make_user(f"u{i}") for i in range(20)]
     group = Group.objects.create(name="approvers")
     client = client_for(admin)

@@ -13,7 +13,6 @@ import httpx
 import mcp_types
 import pytest
 from asgiref.sync import async_to_sync
-from django.contrib.auth import get_user_model
 
 from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Round
@@ -42,11 +41,6 @@ SHIPPING = {
     "email": "ada@example.com",
     "express": True,
 }
-
-
-@pytest.fixture
-def user() -> Any:
-    return get_user_model().objects.create_user("grace", password="pw-grace-123")
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ from mrtrweb.elicitation import prefix_for_key
 from mrtrweb.people.roles import ADMINS, END_USERS, OPERATORS, ensure_roles
 from mrtrweb.servers.models import Connection, Routing, ToolExposure
 from tests.elicitation.support import post
+from tests.support.factories import make_connection as connection
 
 APPROVERS = "Approvers"
 # approve_deploy's `approval` form as a browser posts it (window "tonight", notify "ops").
@@ -57,10 +58,6 @@ def browser(user: Any | None = None, *, csrf: bool = False) -> Client:
     if user is not None:
         client.force_login(user)
     return client
-
-
-def connection(peer: Any, name: str = "peer", **fields: Any) -> Connection:
-    return Connection.objects.create(name=name, title=f"{name} server", url=peer.url, **fields)
 
 
 def expose(conn: Connection, *tools: str) -> Connection:

@@ -2,7 +2,9 @@
 
 Listed in ``tests/conftest.py`` as ``tests.peers.fixtures``. Fixtures:
 
-- ``fastmcp_peer`` (session): ``tests.peers.fastmcp_server`` (SSE-capable, page size 3).
+- ``fastmcp_peer`` (session): ``tests.peers.fastmcp_server`` (SSE-capable, page size 3), also
+  reachable as ``fastmcp_process_peer`` where ``fastmcp_peer`` is overridden by the in-process
+  peer (``tests.peers.inprocess``).
 - ``short_ttl_peer`` (session): the same server with ``--state-ttl 2`` (state expires in 2 s).
 - ``sdk_peer`` (session): ``tests.peers.sdk_server --json-response`` (never SSE).
 - ``sdk_peer_sse`` (session): ``tests.peers.sdk_server`` (SSE once a notification is sent).
@@ -166,9 +168,17 @@ def running_peer(module: str, *args: str) -> Iterator[Peer]:
 
 
 @pytest.fixture(scope="session")
-def fastmcp_peer() -> Iterator[Peer]:
+def fastmcp_process_peer() -> Iterator[Peer]:
     with running_peer("fastmcp_server") as peer:
         yield peer
+
+
+@pytest.fixture(scope="session")
+def fastmcp_peer(fastmcp_process_peer: Peer) -> Peer:
+    """The subprocess peer; directories of engine and view tests override this name with
+    ``fastmcp_in_process`` (tests.peers.inprocess), and ``fastmcp_process_peer`` stays the
+    real process where a test needs one."""
+    return fastmcp_process_peer
 
 
 @pytest.fixture(scope="session")

@@ -41,11 +41,6 @@ def hooks(settings: Any) -> None:
 
 
 @pytest.fixture
-def user() -> Any:
-    return get_user_model().objects.create_user("ada")
-
-
-@pytest.fixture
 def token(user: Any) -> ApiToken:
     return ApiToken.issue(user, "ci")[0]
 

@@ -7,7 +7,6 @@ from io import StringIO
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
@@ -19,6 +18,7 @@ from mrtrweb.servers.models import Connection
 from mrtrweb.webhooks import subscribe
 from mrtrweb.webhooks.models import Delivery
 from mrtrweb.webhooks.tasks import sweep
+from tests.support.factories import make_user
 
 from .receiver import running_receiver
 
@@ -49,7 +49,7 @@ def run_queued() -> int:
 
 
 def test_lost_deliveries_are_queued_again_and_sent_once(fastmcp_peer: Any) -> None:
-    user = get_user_model().objects.create_user("ada")
+    user = make_user("ada")
     token = ApiToken.issue(user, "ci")[0]
     conn = Connection.objects.create(name="peer", url=fastmcp_peer.url)
     call = engine.start_call(
@@ -93,7 +93,7 @@ def test_lost_deliveries_are_queued_again_and_sent_once(fastmcp_peer: Any) -> No
 def test_an_attempt_in_flight_is_only_taken_for_lost_after_the_longest_wait(
     fastmcp_peer: Any,
 ) -> None:
-    user = get_user_model().objects.create_user("ada")
+    user = make_user("ada")
     token = ApiToken.issue(user, "ci")[0]
     conn = Connection.objects.create(name="peer", url=fastmcp_peer.url)
     call = engine.start_call(

@@ -1,0 +1,33 @@
+"""The people and connections tests make, in one place (fixtures in tests/conftest.py).
+
+- :func:`make_user`: a person with the password ``pw-<username>-123`` and the named groups
+  (roles); whether they must pass a second factor is decided by those roles, and
+  ``force_login`` gives them a passed one (tests/support/second_factor.py).
+- :func:`make_connection`: a connection to a running peer (its ``url``), or to an address
+  nothing answers on when the test never reaches a server.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+
+from mrtrweb.servers.models import Connection
+
+
+def make_user(username: str = "ada", *groups: str, **fields: Any) -> Any:
+    """A person in ``groups`` (names, e.g. ``OPERATORS``); ``fields`` go to ``create_user``."""
+    fields.setdefault("password", f"pw-{username}-123")
+    user = get_user_model().objects.create_user(username, **fields)
+    for name in groups:
+        user.groups.add(Group.objects.get(name=name))
+    return user
+
+
+def make_connection(peer: Any = None, name: str = "peer", **fields: Any) -> Connection:
+    """The connection ``name`` (titled "<name> server") to ``peer``, or to a closed port."""
+    fields.setdefault("url", peer.url if peer is not None else f"http://127.0.0.1:9/{name}/mcp")
+    fields.setdefault("title", f"{name} server")
+    return Connection.objects.create(name=name, **fields)
