@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 import mrtrweb
+from tests.support.imports import import_base
 
 PACKAGE_ROOT = Path(mrtrweb.__file__).resolve().parent
 SOURCE_ROOT = PACKAGE_ROOT.parent
@@ -164,14 +165,7 @@ def imported_modules(module: str, path: Path) -> Iterator[tuple[int, str]]:
             for alias in node.names:
                 yield node.lineno, alias.name
         elif isinstance(node, ast.ImportFrom):
-            if node.level == 0:
-                base = node.module or ""
-            else:
-                anchor = module.split(".")
-                if not is_package:
-                    anchor.pop()
-                anchor = anchor[: len(anchor) - (node.level - 1)]
-                base = ".".join([*anchor, node.module] if node.module else anchor)
+            base = import_base(module, is_package, node)
             # The most specific name: `from mrtrweb import mcp` is fine, `from .. import core`
             # is not, and both have the same base.
             for alias in node.names:

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import mrtrweb
+from tests.support.imports import import_base
 
 PACKAGE_ROOT = Path(mrtrweb.__file__).resolve().parent
 SOURCE_ROOT = PACKAGE_ROOT.parent
@@ -61,14 +62,7 @@ def imports_of(module: str, path: Path, known: set[str]) -> set[str]:
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         else:
-            if node.level == 0:
-                base = node.module or ""
-            else:
-                anchor = module.split(".")
-                if not is_package:
-                    anchor.pop()
-                anchor = anchor[: len(anchor) - (node.level - 1)]
-                base = ".".join([*anchor, node.module] if node.module else anchor)
+            base = import_base(module, is_package, node)
             names = [
                 f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base
                 for alias in node.names
