@@ -154,6 +154,8 @@ def test_unauthenticated_call_is_challenged_with_resource_metadata(oauth_peer: P
 def test_protected_resource_and_authorization_server_metadata(oauth_peer: Peer) -> None:
     prm = httpx.get(f"{oauth_peer.base_url}/.well-known/oauth-protected-resource/mcp").json()
     assert prm["resource"] == oauth_peer.url
+    root = httpx.get(f"{oauth_peer.base_url}/.well-known/oauth-protected-resource")
+    assert root.status_code == 404  # only the path-based document exists
     assert prm["scopes_supported"] == ["mcp:tools"]
     [issuer] = prm["authorization_servers"]
     assert issuer == f"{oauth_peer.base_url}/"
@@ -473,6 +475,29 @@ def test_a_parked_round_resumes_only_under_the_callers_principal(
     assert resubmission["resubmission"] is True
     assert resubmission["token"] == renewed["access_token"]
     assert resubmission["subject"] == "caller"
+
+
+def test_a_reconnected_caller_can_still_resume_their_round(
+    oauth_peer: Peer, client: Registered
+) -> None:
+    """A new grant for the same subject (the person reconnected) is the same principal."""
+    control = OAuthControl.of(oauth_peer)
+    before = connect(oauth_peer, client, subject="returning")
+    first = call_tool(oauth_peer.url, "request_approval", {"action": "a"}, headers=bearer(before))
+    control.revoke_refresh_tokens(subject="returning", access_tokens=True)
+    after = connect(oauth_peer, client, subject="returning")
+    done = call_tool(
+        oauth_peer.url,
+        "request_approval",
+        {"action": "a"},
+        input_responses={"approval": accept({"approve": False})},
+        request_state=first.result["requestState"],
+        headers=bearer(after),
+    )
+    assert done.status == 200
+    assert done.result["structuredContent"]["status"] == "not approved"
+    grants = {c["grant"] for c in control.calls("request_approval")[-2:]}
+    assert len(grants) == 2
 
 
 # --------------------------------------------------------------------------- CIMD, no DCR
