@@ -9,6 +9,7 @@ It sits in front of fastmcp's app (``OAuthFront(app, harness, provider)``) and
   Playwright context is one person), else a new ``user-N``;
 - lets a client that authenticates with HTTP Basic leave ``client_id`` out of the token
   request body, as RFC 6749 §2.3.1 allows (the SDK's token handler insists on it);
+- answers the client credentials grant (RFC 6749 §4.4) for pre-registered clients;
 - refuses a token request whose ``resource`` is not this server's (RFC 8707 ``invalid_target``);
 - adds ``iss`` (RFC 9207) to error redirects from /authorize as well (the SDK adds none);
 - serves the test controls under ``/_test/`` to loopback clients only (see README.md).
@@ -29,6 +30,10 @@ from http.cookies import SimpleCookie
 from typing import Any
 from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit, urlunsplit
 
+from mcp.server.auth.middleware.client_auth import AuthenticationError, ClientAuthenticator
+from mcp.server.auth.provider import TokenError
+from starlette.requests import Request
+
 from tests.peers._common import (
     ASGIApp,
     Message,
@@ -39,9 +44,10 @@ from tests.peers._common import (
     replaying_receive,
     send_json,
 )
-from tests.peers.oauth_provider import APPROVING_SUBJECT, PeerOAuthProvider
+from tests.peers.oauth_provider import APPROVING_SUBJECT, CLIENT_CREDENTIALS, PeerOAuthProvider
 
 SESSION_COOKIE = "oauth_peer_session"
+NO_STORE = (("cache-control", "no-store"), ("pragma", "no-cache"))
 LOOPBACK = {"127.0.0.1", "::1"}
 
 
@@ -248,8 +254,12 @@ class OAuthFront:
                 send,
                 400,
                 {"error": "invalid_target", "error_description": f"unknown resource {resource}"},
-                (("cache-control", "no-store"),),
+                NO_STORE,
             )
+            return
+        if form.get("grant_type") == CLIENT_CREDENTIALS:
+            request = Request(scope, replaying_receive(body, receive))
+            await self.client_credentials(request, form, entry, send)
             return
         chunks: list[bytes] = []
 
@@ -263,6 +273,31 @@ class OAuthFront:
             await send(message)
 
         await self.app(scope, replaying_receive(body, receive), send_wrapper)
+
+    async def client_credentials(
+        self, request: Request, form: dict[str, str], entry: dict[str, Any], send: Send
+    ) -> None:
+        """The client credentials grant, which the SDK's token handler does not have; the
+        client is authenticated by the SDK's own authenticator."""
+        payload: dict[str, Any]
+        try:
+            client = await ClientAuthenticator(self.provider).authenticate_request(request)
+        except AuthenticationError as exc:
+            status, payload = 401, {"error": "invalid_client", "error_description": exc.message}
+        else:
+            try:
+                token = self.provider.client_credentials(
+                    client, form.get("scope", "").split() or None, form.get("resource")
+                )
+            except TokenError as exc:
+                status = 400
+                payload = {"error": exc.error, "error_description": exc.error_description}
+            else:
+                status, payload = 200, token.model_dump(mode="json", exclude_none=True)
+        body = json.dumps(payload).encode()
+        entry["status"] = status
+        self._note_token_answer(entry, body)
+        await send_json(send, status, payload, NO_STORE)
 
     def _note_token_answer(self, entry: dict[str, Any], body: bytes) -> None:
         try:

@@ -44,7 +44,13 @@ from mcp.server.auth.provider import (
     construct_redirect_uri,
 )
 from mcp.server.auth.routes import build_metadata, cors_middleware
-from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata, OAuthToken
+from mcp.shared.auth import (
+    InvalidRedirectUriError,
+    OAuthClientInformationFull,
+    OAuthMetadata,
+    OAuthToken,
+)
+from pydantic import AnyUrl
 from starlette.routing import Route
 
 AUTH_CODE_TTL = 300.0
@@ -56,6 +62,8 @@ APPROVING_SUBJECT: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 )
 
 TokenKind = Literal["access", "refresh"]
+LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "[::1]", "::1"}
+CLIENT_CREDENTIALS = "client_credentials"
 
 
 @dataclass
@@ -95,6 +103,16 @@ class IssuedToken:
 
     def public(self) -> dict[str, Any]:
         return {**asdict(self), "status": self.status()}
+
+
+class PreregisteredClient(OAuthClientInformationFull):
+    """A client an operator registered by hand: any loopback redirect URI is its own (the app
+    under test listens on a port chosen at run time)."""
+
+    def validate_redirect_uri(self, redirect_uri: AnyUrl | None) -> AnyUrl:
+        if redirect_uri is None or redirect_uri.host not in LOOPBACK_HOSTS:
+            raise InvalidRedirectUriError(f"Redirect URI '{redirect_uri}' not registered")
+        return redirect_uri
 
 
 class PeerOAuthProvider(InMemoryOAuthProvider):
@@ -152,6 +170,11 @@ class PeerOAuthProvider(InMemoryOAuthProvider):
         ]
         if self.cimd:
             metadata.client_id_metadata_document_supported = True
+        if any(isinstance(c, PreregisteredClient) for c in self.clients.values()):
+            metadata.grant_types_supported = [
+                *(metadata.grant_types_supported or []),
+                CLIENT_CREDENTIALS,
+            ]
         return metadata
 
     def get_routes(self, mcp_path: str | None = None) -> list[Route]:
@@ -163,6 +186,50 @@ class PeerOAuthProvider(InMemoryOAuthProvider):
             else route
             for route in routes
         ]
+
+    # -- pre-registered clients ---------------------------------------------------------------
+
+    def preregister(self, client_id: str, secret: str, auth_method: str) -> None:
+        """A confidential client entered by hand; it may also use client credentials."""
+        self.clients[client_id] = PreregisteredClient(
+            client_id=client_id,
+            client_secret=secret,
+            token_endpoint_auth_method=auth_method,
+            grant_types=["authorization_code", "refresh_token", CLIENT_CREDENTIALS],
+            response_types=["code"],
+            scope=" ".join(self.scopes),
+            client_name=f"pre-registered {client_id}",
+        )
+
+    def client_credentials(
+        self, client: OAuthClientInformationFull, scopes: list[str] | None, resource: str | None
+    ) -> OAuthToken:
+        """RFC 6749 §4.4 (the SDK's token handler has no such grant): the client is the
+        subject, a grant per request, and no refresh token."""
+        if CLIENT_CREDENTIALS not in client.grant_types:
+            raise TokenError("unauthorized_client", "client_credentials is not allowed")
+        allowed = (client.scope or "").split()
+        granted = scopes if scopes else allowed
+        if not set(granted) <= set(allowed):
+            raise TokenError("invalid_scope", "Requested scopes exceed the client's.")
+        assert client.client_id is not None
+        serial = len(self.grants) + 1
+        self.grants[serial] = Grant(
+            serial=serial,
+            subject=f"client:{client.client_id}",
+            client_id=client.client_id,
+            scopes=granted,
+            resource=resource,
+            redirect_uri="",
+        )
+        token = self._mint(serial, granted)
+        # Client credentials get no refresh token (RFC 6749 §4.4.3).
+        assert token.refresh_token is not None
+        self.refresh_tokens.pop(token.refresh_token, None)
+        self._refresh_to_access_map.pop(token.refresh_token, None)
+        self._access_to_refresh_map.pop(token.access_token, None)
+        del self.issued[token.refresh_token]
+        return token.model_copy(update={"refresh_token": None})
 
     # -- subjects -----------------------------------------------------------------------------
 

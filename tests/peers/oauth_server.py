@@ -1,7 +1,8 @@
 """A real fastmcp 4.1 server behind a real OAuth 2.1 authorization server, on loopback.
 
 Run: ``python -m tests.peers.oauth_server --port P [--access-ttl 5] [--refresh-ttl S]
-[--scopes "mcp:tools"] [--no-dcr] [--cimd] [--state-ttl S] [--state-key K] [--json-response]``.
+[--scopes "mcp:tools"] [--no-dcr] [--cimd] [--client ID:SECRET[:METHOD]] [--state-ttl S]
+[--state-key K] [--json-response]``.
 
 One process is both the protected resource (``http://127.0.0.1:P/mcp``, MCP 2026-07-28)
 and its authorization server (issuer ``http://127.0.0.1:P/``): fastmcp's
@@ -116,6 +117,13 @@ def main() -> None:
     parser.add_argument("--no-dcr", action="store_true", help="no dynamic client registration")
     parser.add_argument("--cimd", action="store_true", help="accept client ID metadata documents")
     parser.add_argument("--json-response", action="store_true", help="never answer with SSE")
+    parser.add_argument(
+        "--client",
+        action="append",
+        default=[],
+        metavar="ID:SECRET[:METHOD]",
+        help="a pre-registered client (client_secret_basic unless METHOD says otherwise)",
+    )
     args = parser.parse_args()
     base_url = f"http://{args.host}:{args.port}"
     provider = PeerOAuthProvider(
@@ -127,6 +135,9 @@ def main() -> None:
         dcr=not args.no_dcr,
         cimd=args.cimd,
     )
+    for spec in args.client:
+        client_id, secret, method = [*spec.split(":", 2), "client_secret_basic"][:3]
+        provider.preregister(client_id, secret, method)
     mcp = build_server(provider, args.state_ttl, args.state_key, args.page_size)
     app = mcp.http_app(path=MCP_PATH, json_response=args.json_response or None)
     serve(OAuthFront(app, PeerHarness(app), provider), args.host, args.port)

@@ -571,3 +571,52 @@ def test_client_id_metadata_documents(
 
 def test_controls_answer_unknown_paths_with_404(oauth_peer: Peer) -> None:
     assert httpx.get(f"{oauth_peer.base_url}/_test/nothing").status_code == 404
+
+
+# --------------------------------------------------------------------------- pre-registered
+
+
+def test_preregistered_client_and_client_credentials(peer_factory: Factory) -> None:
+    peer = peer_factory(
+        "oauth_server", "--client", "ops:s3cret", "--client", "poster:p0st:client_secret_post"
+    )
+    control = OAuthControl.of(peer)
+    meta = httpx.get(f"{peer.base_url}/.well-known/oauth-authorization-server").json()
+    assert "client_credentials" in meta["grant_types_supported"]
+    # The code flow, with any loopback redirect URI (the app's port is chosen at run time).
+    ops = Registered("ops", "s3cret", "client_secret_basic")
+    token = connect(peer, ops, subject="operator")
+    assert call_tool(peer.url, "whoami", headers=bearer(token)).status == 200
+    elsewhere = httpx.get(
+        f"{peer.base_url}/authorize",
+        params={
+            "response_type": "code",
+            "client_id": "ops",
+            "redirect_uri": "http://example.com/callback",
+            "code_challenge": create_s256_code_challenge(generate_token(48)),
+        },
+    )
+    assert elsewhere.status_code == 400
+    # Client credentials: the client itself is the subject; no refresh token.
+    for client in (ops, Registered("poster", "p0st", "client_secret_post")):
+        with oauth_client(peer, client) as oauth:
+            machine = oauth.fetch_token(grant_type="client_credentials", resource=peer.url)
+        assert "refresh_token" not in machine
+        me = call_tool(peer.url, "whoami", headers=bearer(machine)).result["structuredContent"]
+        assert me["subject"] == f"client:{client.client_id}"
+        assert me["scopes"] == ["mcp:tools"]
+    wrong = Registered("ops", "wrong", "client_secret_basic")
+    with oauth_client(peer, wrong) as oauth, pytest.raises(AuthlibOAuthError) as refused:
+        oauth.fetch_token(grant_type="client_credentials")
+    assert refused.value.error == "invalid_client"
+    # A dynamically registered client may not use client credentials.
+    dynamic = register(peer, token_endpoint_auth_method="client_secret_basic")
+    with oauth_client(peer, dynamic) as oauth, pytest.raises(AuthlibOAuthError) as refused:
+        oauth.fetch_token(grant_type="client_credentials")
+    assert refused.value.error == "unauthorized_client"
+    assert [e["auth_method"] for e in control.log("token")][-4:] == [
+        "client_secret_basic",
+        "client_secret_post",
+        "client_secret_basic",
+        "client_secret_basic",
+    ]
