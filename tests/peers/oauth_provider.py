@@ -17,6 +17,8 @@ and revocation. This subclass adds what a test of a *client* needs from its peer
 - client ID metadata documents (``client_id`` is an URL the AS fetches, draft-ietf-oauth-
   client-id-metadata-document) when ``cimd`` is on; fastmcp has them only in its OAuthProxy,
   whose SSRF guard refuses loopback, so they are fetched here with plain httpx;
+- every code, token and client secret it issues carries ``SECRET_MARK`` ("sekret"), which
+  the suite's guard looks for in every page and log record;
 - a history of every token issued (kept after rotation, revocation and expiry) so the peer's
   call log can say which grant each bearer token belonged to, and test controls that revoke
   every refresh token or expire every access token at once.
@@ -54,6 +56,9 @@ from pydantic import AnyUrl
 from starlette.routing import Route
 
 AUTH_CODE_TTL = 300.0
+# Every secret this AS issues carries the suite's mark (tests/support/secret_guard.py), so a
+# page or log record that shows one fails the test that made it.
+SECRET_MARK = "sekret"
 
 # Who is approving the authorization request being handled: set by the peer's /authorize
 # front (login_hint, the forced subject, or the browser's session cookie at the AS).
@@ -187,6 +192,12 @@ class PeerOAuthProvider(InMemoryOAuthProvider):
             for route in routes
         ]
 
+    async def register_client(self, client_info: OAuthClientInformationFull) -> None:
+        if client_info.client_secret is not None:
+            # The SDK's handler answers with this same object: the client gets the marked one.
+            client_info.client_secret = f"cs_{SECRET_MARK}_{secrets.token_hex(24)}"
+        await super().register_client(client_info)
+
     # -- pre-registered clients ---------------------------------------------------------------
 
     def preregister(self, client_id: str, secret: str, auth_method: str) -> None:
@@ -309,7 +320,7 @@ class PeerOAuthProvider(InMemoryOAuthProvider):
             resource=params.resource,
             redirect_uri=str(params.redirect_uri),
         )
-        code = f"code_{secrets.token_urlsafe(24)}"
+        code = f"code_{SECRET_MARK}_{secrets.token_urlsafe(24)}"
         self.auth_codes[code] = AuthorizationCode(
             code=code,
             client_id=client.client_id,
@@ -359,8 +370,8 @@ class PeerOAuthProvider(InMemoryOAuthProvider):
     def _mint(self, serial: int, scopes: list[str]) -> OAuthToken:
         grant = self.grants[serial]
         now = time.time()
-        access = f"at_{serial}_{secrets.token_urlsafe(24)}"
-        refresh = f"rt_{serial}_{secrets.token_urlsafe(24)}"
+        access = f"at_{serial}_{SECRET_MARK}_{secrets.token_urlsafe(24)}"
+        refresh = f"rt_{serial}_{SECRET_MARK}_{secrets.token_urlsafe(24)}"
         access_expires = now + self.access_ttl
         refresh_expires = None if self.refresh_ttl is None else now + self.refresh_ttl
         common = {"client_id": grant.client_id, "scopes": scopes, "subject": grant.subject}
