@@ -18,7 +18,7 @@ the round through all of it.
   nothing is retried blindly. The round goes back to ``submitted`` with its answers (a first
   request is unsent again), the call is marked as waiting, and the caller is emailed; the
   account connected (``authorizations.signals.connected``) sends it, once (engine.resuming).
-
+"""
 
 from __future__ import annotations
 
@@ -253,9 +253,7 @@ def outcome_unknown(call: Call, round: Round | None, exc: MCPError) -> None:
             )
 
 
-def wait_for_authorization(
-    call: Call, round: Round | None, reason: str, exc: NotDelivered
-) -> None:
+def wait_for_authorization(call: Call, round: Round | None, reason: str, exc: NotDelivered) -> None:
     """Nothing ran, and a person must connect an account first: park the request, answers
     kept, until :func:`..resuming.resume_authorized` sends it (``reason`` names who)."""
     _, http_status = _describe(exc)
