@@ -196,7 +196,9 @@ class DatabaseAuthenticator:
                 )
             scopes = previous or tuple(connection.oauth_scopes.split())
             if not scopes:
-                scopes = oauth.choose_scopes(discovery, challenge, ())
+                # No refresh token comes with client credentials: offline_access is moot.
+                chosen = oauth.choose_scopes(discovery, challenge, ())
+                scopes = tuple(scope for scope in chosen if scope != "offline_access")
             private_key = connection.oauth_private_key or None
             tokens = refresh.with_http(
                 connection,

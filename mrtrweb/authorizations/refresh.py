@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import logging
 import ssl
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -48,6 +49,9 @@ T = TypeVar("T")
 
 # Token endpoint errors after which only a new authorization helps (RFC 6749 §5.2).
 DEAD_GRANT_ERRORS = frozenset({"invalid_grant", "invalid_client", "unauthorized_client"})
+# Without row locks: how long a refused refresh waits for a concurrent winner's tokens to be
+# stored before it concludes that the grant is dead (a token request takes well under this).
+RACE_WAIT = 5.0
 
 
 @dataclass(frozen=True)
@@ -123,11 +127,27 @@ def refresh(
             now = store.held_by_pk(row.pk)
             if now is None or now.version != before.version:
                 return Renewed(now)  # refreshed (or marked) by another process meanwhile
-            return _refresh(connection, now, scopes)
-    return _refresh(connection, before, scopes)
+            return _refresh(connection, now, scopes, locked=True)
+    return _refresh(connection, before, scopes, locked=False)
 
 
-def _refresh(connection: Connection, before: Held, scopes: tuple[str, ...]) -> Renewed:
+def _moved_on(before: Held, *, wait: float) -> Held | None:
+    """The authorization if another process changed it since ``before`` (within ``wait``
+    seconds), else None. Without row locks a refresh refused as a reuse may have lost to one
+    whose answer is still on its way to the database: it is given a moment to land."""
+    deadline = time.monotonic() + wait
+    while True:
+        now = store.held_by_pk(before.pk)
+        if now is None or now.version != before.version:
+            return now
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.1)
+
+
+def _refresh(
+    connection: Connection, before: Held, scopes: tuple[str, ...], *, locked: bool
+) -> Renewed:
     if not before.active:
         return Renewed(before)
     if not before.refresh_token:
@@ -153,10 +173,11 @@ def _refresh(connection: Connection, before: Held, scopes: tuple[str, ...]) -> R
     except oauth.TokenError as exc:
         if exc.error not in DEAD_GRANT_ERRORS:
             raise
-        now = store.held_by_pk(before.pk)
-        if now is not None and now.version != before.version:
-            # Another process refreshed first and spent the same refresh token: its tokens
-            # are the good ones (this is the compare-and-swap path, without row locks).
+        # Another process may have refreshed first with the same refresh token: its tokens
+        # are the good ones (the compare-and-swap path, without row locks; with them, nobody
+        # else can have).
+        now = _moved_on(before, wait=0.0 if locked else RACE_WAIT)
+        if now is not None:
             return Renewed(now)
         store.mark_reconnect(
             before, _dead("The authorization server refused to renew the token", exc)
