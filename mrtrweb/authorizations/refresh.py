@@ -178,7 +178,7 @@ def _refresh(
         # else can have).
         now = _moved_on(before, wait=0.0 if locked else RACE_WAIT)
         if now is not None:
-            return Renewed(now)
+            return Renewed(now, asked=True)
         store.mark_reconnect(
             before, _dead("The authorization server refused to renew the token", exc)
         )

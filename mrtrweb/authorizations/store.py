@@ -203,15 +203,18 @@ def saved_discovery(connection: Connection) -> oauth.Discovery | None:
 
 
 def save_discovery(connection: Connection, discovery: oauth.Discovery) -> None:
-    Discovery.objects.update_or_create(
-        connection=connection,
-        defaults={
-            "resource": discovery.resource,
-            "issuer": discovery.issuer,
-            "document": discovery.to_json(),
-            "discovered_at": timezone.now(),
-        },
-    )
+    fields = {
+        "resource": discovery.resource,
+        "issuer": discovery.issuer,
+        "document": discovery.to_json(),
+        "discovered_at": timezone.now(),
+    }
+    try:
+        with transaction.atomic():
+            Discovery.objects.update_or_create(connection=connection, defaults=fields)
+    except IntegrityError:
+        # Another process discovered the same server at the same moment: either one serves.
+        Discovery.objects.filter(connection=connection).update(**fields)
 
 
 def client_identity(

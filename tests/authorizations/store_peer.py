@@ -66,6 +66,7 @@ class Authority:
     """The authorization server's memory, shared by every request (and read by the tests)."""
 
     access_ttl: float = 3600.0
+    # Seconds a successful refresh's answer is held back (after the rotation took effect).
     refresh_delay: float = 0.0
     # Tool name -> the scope it needs beyond mcp:tools (for 403 insufficient_scope).
     tool_scopes: dict[str, str] = field(default_factory=dict)
@@ -203,9 +204,11 @@ def build_app(authority: Authority, base_url: str) -> Starlette:
     async def token(request: Request) -> Response:
         form = {k: v[0] for k, v in parse_qs((await request.body()).decode()).items()}
         if form.get("grant_type") == "refresh_token":
-            if authority.refresh_delay:
-                await asyncio.sleep(authority.refresh_delay)
             status, body = authority.refresh(form.get("refresh_token", ""))
+            if status == 200 and authority.refresh_delay:
+                # Rotated at once, answered late: a concurrent reuse is refused before the
+                # winner even has its new tokens (the hardest order for the client).
+                await asyncio.sleep(authority.refresh_delay)
             return JSONResponse(body, status_code=status)
         if form.get("grant_type") == "client_credentials":
             client_id, secret = form.get("client_id"), form.get("client_secret")
