@@ -8,6 +8,7 @@ app_name = "authorizations"
 # sites keep (the redirect URI, the client ID): they never change.
 urlpatterns = [
     path("callback/", views.callback, name="callback"),
+    path("not-connected/", views.failed, name="failed"),
     path("client-metadata.json", views.client_metadata, name="client-metadata"),
     path("accounts/", views.accounts, name="accounts"),
     path("connect/<slug:connection>/", views.connect, name="connect"),

@@ -135,7 +135,10 @@ def callback(request: HttpRequest) -> HttpResponse:
         done = flow.complete(request, request.GET)
     except flow.FlowError as exc:
         logger.info("oauth callback refused for %s: %s", request.user.get_username(), exc)
-        return render(request, "authorizations/failed.html", {"error": str(exc)}, status=400)
+        # Shown at an address of its own: the callback's query (a code, a state) must stay
+        # out of the page, the browser's history and what the page links to.
+        request.session[FAILURE_KEY] = str(exc)
+        return SeeOther(reverse("authorizations:failed"))
     authorization = done.authorization
     connection = authorization.connection
     logger.info(
@@ -155,6 +158,18 @@ def callback(request: HttpRequest) -> HttpResponse:
     else:
         messages.success(request, f"The shared account of {connection} is connected.")
     return SeeOther(after)
+
+
+FAILURE_KEY = "oauth_failure"
+
+
+@login_required
+@require_safe
+def failed(request: HttpRequest) -> HttpResponse:
+    error = request.session.pop(FAILURE_KEY, None)
+    if error is None:
+        return SeeOther(reverse("authorizations:accounts"))
+    return render(request, "authorizations/failed.html", {"error": error}, status=400)
 
 
 # -- disconnect ----------------------------------------------------------------------------

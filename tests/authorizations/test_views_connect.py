@@ -46,6 +46,17 @@ def approve(browser: Client, peer: OAuthPeer, connection: Connection, **kwargs: 
     return browser.get(local(back))
 
 
+def refused(browser: Client, url: str) -> Any:
+    """Open the callback ``url``, expecting a refusal: the page that says why (its own
+    address, so the code and state are in no page)."""
+    response = browser.get(url)
+    assert response.status_code == 303, response.status_code
+    assert response["Location"] == "/oauth/not-connected/"
+    page = browser.get(response["Location"])
+    assert page.status_code == 400
+    return page
+
+
 def raw_columns(authorization: Authorization) -> tuple[str, str]:
     with db.cursor() as cursor:
         cursor.execute(
@@ -205,7 +216,7 @@ def test_state_from_another_session_is_refused(
 ) -> None:
     back = peer.browse(go_to_server(signed_in(ada), connection))
     other_session = signed_in(ada)  # the same person, another browser
-    response = other_session.get(local(back))
+    response = refused(other_session, local(back))
     assert response.status_code == 400
     assert "another browser session" in response.content.decode()
     assert not Authorization.objects.exists()
@@ -216,7 +227,7 @@ def test_state_of_another_person_is_refused(
     ada: Any, bob: Any, connection: Connection, peer: OAuthPeer
 ) -> None:
     back = peer.browse(go_to_server(signed_in(ada), connection))
-    response = signed_in(bob).get(local(back))
+    response = refused(signed_in(bob), local(back))
     assert response.status_code == 400
     assert "started by someone else" in response.content.decode()
     assert not Authorization.objects.exists()
@@ -227,7 +238,7 @@ def test_replayed_state_is_refused(ada: Any, connection: Connection, peer: OAuth
     back = peer.browse(go_to_server(browser, connection))
     assert browser.get(local(back)).status_code == 303
     version = Authorization.objects.get().version
-    replay = browser.get(local(back))
+    replay = refused(browser, local(back))
     assert replay.status_code == 400
     assert "used already" in replay.content.decode()
     assert Authorization.objects.get().version == version
@@ -235,8 +246,8 @@ def test_replayed_state_is_refused(ada: Any, connection: Connection, peer: OAuth
 
 def test_unknown_or_missing_state_is_refused(ada: Any, connection: Connection) -> None:
     browser = signed_in(ada)
-    assert browser.get("/oauth/callback/?code=x&state=forged").status_code == 400
-    assert browser.get("/oauth/callback/?code=x").status_code == 400
+    refused(browser, "/oauth/callback/?code=x&state=forged")
+    refused(browser, "/oauth/callback/?code=x")
     assert not Authorization.objects.exists()
 
 
@@ -246,7 +257,7 @@ def test_expired_pending_request_is_refused(
     browser = signed_in(ada)
     back = peer.browse(go_to_server(browser, connection))
     PendingAuthorization.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
-    response = browser.get(local(back))
+    response = refused(browser, local(back))
     assert response.status_code == 400
     assert "expired" in response.content.decode()
     assert not Authorization.objects.exists()
@@ -260,7 +271,7 @@ def test_wrong_iss_is_refused(ada: Any, connection: Connection, peer: OAuthPeer)
         urlencode({"iss": peer.issuer}), urlencode({"iss": "https://evil.example"})
     )
     assert forged != back
-    response = browser.get(local(forged))
+    response = refused(browser, local(forged))
     assert response.status_code == 400
     assert "mix-up" in response.content.decode()
     assert not Authorization.objects.exists()
@@ -272,8 +283,7 @@ def test_access_denied_is_shown_and_nothing_saved(
 ) -> None:
     peer.deny = True
     browser = signed_in(ada)
-    response = approve(browser, peer, connection)
-    assert response.status_code == 400
+    response = refused(browser, local(peer.browse(go_to_server(browser, connection))))
     assert "was not granted" in response.content.decode()
     assert not Authorization.objects.exists()
     assert not PendingAuthorization.objects.exists()
