@@ -48,10 +48,13 @@ __all__ = [
     "callback_url",
     "client_for",
     "complete",
+    "connect_url",
     "discovery_for",
+    "has_active",
     "hold_draft",
     "metadata_document",
     "metadata_document_url",
+    "must_connect",
     "revoke",
     "safe_return_to",
     "take_draft",
@@ -508,6 +511,29 @@ def save_tokens(
             lambda: connected.send(sender=Authorization, connection=connection, user=user)
         )
     return authorization
+
+
+def has_active(connection: Connection, user: Any) -> bool:
+    """Whether ``user`` holds a working authorization of their own on ``connection``."""
+    return Authorization.objects.filter(
+        connection=connection, user=user, status=Authorization.Status.ACTIVE
+    ).exists()
+
+
+def must_connect(connection: Connection, user: Any, *, refused: bool = False) -> bool:
+    """Whether ``user`` must connect their account before using ``connection``: it is OAuth
+    per person, they hold no working authorization, and the server is known to want one
+    (it was discovered, or it just ``refused`` them)."""
+    if connection.auth != Connection.Auth.OAUTH_PERSON or has_active(connection, user):
+        return False
+    return refused or Discovery.objects.filter(connection=connection).exists()
+
+
+def connect_url(connection: Connection, *, next_: str, held: str | None = None) -> str:
+    """The "Connect your account" page, coming back to ``next_`` afterwards."""
+    query = {"next": next_, **({"held": held} if held else {})}
+    path = reverse("authorizations:connect", kwargs={"connection": connection.name})
+    return f"{path}?{urlencode(query)}"
 
 
 # -- what a person typed, kept while they connect ----------------------------------------

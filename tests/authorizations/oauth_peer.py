@@ -15,6 +15,7 @@ secret it issues holds ``sekret``, which the suite's guard looks for in pages an
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import secrets
@@ -70,6 +71,10 @@ class OAuthPeer:
     revoked: list[str] = field(default_factory=list)
     token_requests: list[dict[str, str]] = field(default_factory=list)
     authorize_requests: list[dict[str, str]] = field(default_factory=list)
+    # The bearer token of every request to /mcp ("" without one), in order.
+    mcp_bearers: list[str] = field(default_factory=list)
+    # With ``oauth_peer(mcp=True)``: the fastmcp peer that answers /mcp once a token is valid.
+    backend: Any = None
 
     @property
     def base_url(self) -> str:
@@ -251,6 +256,7 @@ class OAuthPeer:
     async def mcp(self, request: Request) -> Response:
         header = request.headers.get("authorization", "")
         token = header[7:] if header.startswith("Bearer ") else ""
+        self.mcp_bearers.append(token)
         if token not in self.access_tokens:
             metadata = f"{self.base_url}/.well-known/oauth-protected-resource/mcp"
             challenge = f'Bearer resource_metadata="{metadata}", scope="{" ".join(self.scopes)}"'
@@ -259,6 +265,8 @@ class OAuthPeer:
                 status_code=401,
                 headers={"WWW-Authenticate": challenge},
             )
+        if self.backend is not None:
+            return await self.backend.forward(request)
         body = await request.json()
         return JSONResponse({"jsonrpc": "2.0", "id": body.get("id"), "result": {}})
 
@@ -295,16 +303,57 @@ class OAuthPeer:
         return response.headers["location"]
 
 
+class FastMCPBackend:
+    """The repository's fastmcp peer (tests/peers/fastmcp_server.py) behind the token check:
+    its app runs with its lifespan on a loop of its own (tests/peers/inprocess.py)."""
+
+    def __init__(self, base_url: str) -> None:
+        from tests.peers import fastmcp_server
+        from tests.peers.inprocess import _AppThread
+
+        fastmcp_server.BASE_URL["value"] = base_url
+        app = fastmcp_server.build_server(page_size=50, state_ttl=600.0, state_key=None).http_app(path="/mcp")
+        self._thread = _AppThread(app)
+        self._asgi = httpx.ASGITransport(app=app, client=(HOST, 50000))
+
+    async def forward(self, request: Request) -> Response:
+        outgoing = httpx.Request(
+            request.method,
+            str(request.url),
+            headers=[(k, v) for k, v in request.headers.items() if k != "authorization"],
+            content=await request.body(),
+        )
+        answer = await asyncio.wrap_future(
+            asyncio.run_coroutine_threadsafe(
+                self._asgi.handle_async_request(outgoing), self._thread.loop
+            )
+        )
+        content = await answer.aread()
+        headers = {
+            k: v
+            for k, v in answer.headers.items()
+            if k not in ("content-length", "transfer-encoding")
+        }
+        return Response(content, status_code=answer.status_code, headers=headers)
+
+    def close(self) -> None:
+        self._thread.close()
+
+
 @contextmanager
-def oauth_peer(**options: Any) -> Iterator[OAuthPeer]:
+def oauth_peer(*, mcp: bool = False, **options: Any) -> Iterator[OAuthPeer]:
     """An :class:`OAuthPeer` on a port of its own (held, never listening), mounted for
-    mrtrweb's HTTP clients until the block ends."""
+    mrtrweb's HTTP clients until the block ends; with ``mcp``, a real MCP server behind it."""
     reserved = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     reserved.bind((HOST, 0))
     peer = OAuthPeer(port=int(reserved.getsockname()[1]), **options)
+    if mcp:
+        peer.backend = FastMCPBackend(peer.base_url)
     io_loop.serve_in_process(peer.base_url, httpx.ASGITransport(app=peer.app()))
     try:
         yield peer
     finally:
         io_loop.serve_in_process(peer.base_url, None)
+        if peer.backend is not None:
+            peer.backend.close()
         reserved.close()
