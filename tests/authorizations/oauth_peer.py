@@ -312,7 +312,9 @@ class FastMCPBackend:
         from tests.peers.inprocess import _AppThread
 
         fastmcp_server.BASE_URL["value"] = base_url
-        app = fastmcp_server.build_server(page_size=50, state_ttl=600.0, state_key=None).http_app(path="/mcp")
+        app = fastmcp_server.build_server(page_size=50, state_ttl=600.0, state_key=None).http_app(
+            path="/mcp"
+        )
         self._thread = _AppThread(app)
         self._asgi = httpx.ASGITransport(app=app, client=(HOST, 50000))
 
