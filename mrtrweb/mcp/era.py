@@ -9,7 +9,7 @@ failures are raised, never taken as a verdict.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
 import mcp_types
@@ -72,7 +72,10 @@ async def probe(discover: Callable[[], Awaitable[Any]]) -> Era:
 
 
 async def describe_legacy(
-    transport: HTTPTransport, settings: ConnectionSettings, request_id: str
+    transport: HTTPTransport,
+    settings: ConnectionSettings,
+    request_id: str,
+    credentials: Mapping[str, str] | None = None,
 ) -> str:
     """Ask the legacy handshake who the server is, for a message a person can act on."""
     body = {
@@ -87,7 +90,10 @@ async def describe_legacy(
     }
     try:
         response = await transport.post(
-            json.dumps(body).encode(), request_id, credential_headers(settings), None
+            json.dumps(body).encode(),
+            request_id,
+            {**credential_headers(settings), **(credentials or {})},
+            None,
         )
         result = mcp_types.InitializeResult.model_validate(response.message.get("result"))
     except (MCPError, ValidationError):
