@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -101,6 +102,11 @@ def _connect_page(
 ) -> HttpResponse:
     owner = request.user if kind == Authorization.Kind.PERSON else None
     discovery = _discovery_of(conn)
+    if discovery is None and not error:
+        try:
+            discovery = flow.discovery_for(conn)
+        except flow.FlowError:
+            discovery = None  # the connect button's answer says what went wrong
     context = {
         "connection": conn,
         "kind": kind,
@@ -112,7 +118,21 @@ def _connect_page(
         "scopes": oauth.choose_scopes(discovery, None) if discovery else (),
         "authorization": Authorization.objects.filter(connection=conn, user=owner).first(),
     }
-    return render(request, "authorizations/connect.html", context, status=status)
+    response = render(request, "authorizations/connect.html", context, status=status)
+    _allow_form_to_authorization_server(response, discovery)
+    return response
+
+
+def _allow_form_to_authorization_server(
+    response: HttpResponse, discovery: oauth.Discovery | None
+) -> None:
+    """The connect form is answered with a redirect to the authorization server, and browsers
+    hold a form's redirects to the page's CSP ``form-action`` too (CSP 3): without that
+    server's origin there, Chromium blocks the person at the button."""
+    endpoint = discovery.authorization_endpoint if discovery is not None else None
+    parts = urlsplit(endpoint or "")
+    if parts.scheme in ("http", "https") and parts.netloc:
+        response._csp_update = {"form-action": [f"{parts.scheme}://{parts.netloc}"]}  # type: ignore[attr-defined]
 
 
 def _discovery_of(conn: Connection) -> oauth.Discovery | None:
