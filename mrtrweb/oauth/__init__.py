@@ -20,6 +20,7 @@ from .errors import (
     Unreachable,
 )
 from .identity import ClientIdentity, client_metadata_document, identify
+from .renewal import Renewal, on_unauthorized, step_up_scopes
 from .scopes import choose_scopes
 from .tokens import TokenSet, client_credentials, refresh
 
@@ -32,6 +33,7 @@ __all__ = [
     "DiscoveryError",
     "IssuerMismatch",
     "OAuthError",
+    "Renewal",
     "ResourceMismatch",
     "StateMismatch",
     "TokenError",
@@ -45,5 +47,7 @@ __all__ = [
     "discover",
     "exchange_code",
     "identify",
+    "on_unauthorized",
     "refresh",
+    "step_up_scopes",
 ]
