@@ -263,6 +263,8 @@ async def test_a_callback_for_another_request_is_refused(
     first = authorization_request(discovery, identity, redirect_uri=REDIRECT_URI, scopes=())
     second = authorization_request(discovery, identity, redirect_uri=REDIRECT_URI, scopes=())
     assert first.state != second.state and first.code_verifier != second.code_verifier
+    assert first.state not in repr(first) and first.code_verifier not in repr(first)
+    assert AuthorizationRequest.from_json(first.to_json()) == first
     with pytest.raises(StateMismatch):
         await exchange_code(http, discovery, identity, second, await approve(http, first))
 

@@ -104,6 +104,12 @@ def test_token_sets_round_trip_and_know_when_they_expire() -> None:
     assert tokens.scope == ("a", "b") and tokens.refresh_token == "r"
     assert tokens.expires_within(61, now=now) and not tokens.expires_within(59, now=now)
     assert TokenSet.from_json(tokens.to_json()) == tokens
+    # A token set (or a client identity) in a log line or an error shows no secret.
+    assert "'x'" not in repr(tokens) and "'r'" not in repr(tokens)
+    identity = ClientIdentity("https://as.example", "client", "s3cret", "none", "dynamic")
+    assert "s3cret" not in repr(identity)
+    assert ClientIdentity.from_json(identity.to_json(), client_secret="s3cret") == identity
+    assert "s3cret" not in str(identity.to_json())
     with pytest.raises(TokenError, match="DPoP"):
         TokenSet.from_response({"access_token": "x", "token_type": "DPoP"})
 
