@@ -36,6 +36,17 @@ def _test_settings(settings):
     settings.MRTRWEB_DELIVER_ON_ANSWER = False
 
 
+@pytest.fixture(autouse=True)
+def _secrets_never_shown(settings):
+    """No OAuth secret a test server issued is shown or logged (tests/support/secret_guard.py)."""
+    from tests.support import secret_guard
+
+    guard = secret_guard.install(settings)
+    yield
+    secret_guard.uninstall(guard)
+    assert not guard.hits, "an issued secret was logged:\n" + "\n".join(guard.hits)
+
+
 @pytest.fixture
 def user(db: Any) -> Any:
     """Ada, a person with no role (tests/support/factories.py)."""

@@ -57,6 +57,16 @@ class Connection(RoutingTarget):
     encrypted and only ever leave the database towards the server itself.
     """
 
+    class Auth(models.TextChoices):
+        # How calls authenticate (docs/operator-guide.md, "Authentication"). OAuth per person
+        # is the default: a server that never answers 401 needs nothing, and one that does
+        # asks each person to connect their own account the first time they need it.
+        NONE = "none", "none"
+        HEADER = "header", "a static header or bearer token"
+        OAUTH_PERSON = "oauth-person", "OAuth, per person"
+        OAUTH_SHARED = "oauth-shared", "OAuth, shared (an operator connects once)"
+        CLIENT_CREDENTIALS = "client-credentials", "OAuth client credentials (no person)"
+
     class Era(models.TextChoices):
         UNKNOWN = "", "not yet probed"
         MODERN = "modern", "2026-07-28"
@@ -66,8 +76,19 @@ class Connection(RoutingTarget):
     title = models.CharField(max_length=200, blank=True)
     url = models.URLField(max_length=2000)
     enabled = models.BooleanField(default=True)
+    auth = models.CharField(max_length=32, choices=Auth.choices, default=Auth.OAUTH_PERSON)
+    # A static bearer token (`auth` HEADER); with OAuth, the authorization's token replaces it.
     bearer_token = EncryptedTextField(blank=True, default="")
+    # Custom headers go with every request, whatever `auth` is.
     headers = EncryptedJSONField(blank=True, null=True)
+    # OAuth: credentials an operator registered with the authorization server beforehand
+    # (pre-registration), or the client-credentials identity; empty means "register".
+    oauth_client_id = models.CharField(max_length=2000, blank=True, default="")
+    oauth_client_secret = EncryptedTextField(blank=True, default="")
+    # A PEM private key for private_key_jwt client authentication (client credentials).
+    oauth_private_key = EncryptedTextField(blank=True, default="")
+    # Space-separated scopes to ask for when the server names none (client credentials).
+    oauth_scopes = models.CharField(max_length=2000, blank=True, default="")
     connect_timeout = models.FloatField(default=10.0, validators=[MinValueValidator(0.1)])
     read_timeout = models.FloatField(default=60.0, validators=[MinValueValidator(0.1)])
     max_response_bytes = models.PositiveIntegerField(default=10_000_000)
@@ -120,8 +141,20 @@ class Connection(RoutingTarget):
             )
 
     def credentials(self) -> dict[str, Any]:
-        """The secrets a call starts with; its later rounds are sent with the same ones."""
+        """The secrets a call starts with; its later rounds are sent with the same ones.
+
+        OAuth tokens are not among them: they are the caller's (or the connection's), kept
+        in ``mrtrweb.authorizations`` and refreshed there, so they are read at each send.
+        """
         return {"bearer_token": self.bearer_token or "", "headers": dict(self.headers or {})}
+
+    @property
+    def uses_oauth(self) -> bool:
+        return self.auth in (
+            self.Auth.OAUTH_PERSON,
+            self.Auth.OAUTH_SHARED,
+            self.Auth.CLIENT_CREDENTIALS,
+        )
 
     def client_settings(self, credentials: dict[str, Any] | None = None) -> ConnectionSettings:
         """How to reach the server, with ``credentials`` (a call's snapshot) if given."""

@@ -86,6 +86,65 @@ def test_defaults_when_options_are_left_out() -> None:
     assert (conn.bearer_token, conn.headers, conn.title) == ("", None, "")
     assert conn.state_lifetime == timedelta(minutes=10)
     assert conn.max_rounds == 10
+    # A server that never answers 401 needs nothing; one that does asks each person.
+    assert conn.auth == Connection.Auth.OAUTH_PERSON
+
+
+def test_a_bearer_token_means_header_auth_unless_told_otherwise() -> None:
+    run("add", "--name", "tok", "--url", "http://127.0.0.1:9/mcp", "--bearer-token", TOKEN)
+    assert Connection.objects.get(name="tok").auth == Connection.Auth.HEADER
+
+
+def test_oauth_client_settings_are_stored_and_never_printed(tmp_path) -> None:
+    key = tmp_path / "key.pem"
+    key.write_text("-----BEGIN PRIVATE KEY-----\nMIIkey-sekretless\n-----END PRIVATE KEY-----\n")
+    out = run(
+        "add",
+        "--name",
+        "machine",
+        "--url",
+        "http://127.0.0.1:9/mcp",
+        "--auth",
+        "client-credentials",
+        "--oauth-client-id",
+        "mrtrweb-ci",
+        "--oauth-client-secret",
+        "client-pass-1",
+        "--oauth-private-key-file",
+        str(key),
+        "--oauth-scopes",
+        "mcp:read mcp:write",
+    )
+    conn = Connection.objects.get(name="machine")
+    assert conn.auth == Connection.Auth.CLIENT_CREDENTIALS
+    assert (conn.oauth_client_id, conn.oauth_client_secret) == ("mrtrweb-ci", "client-pass-1")
+    assert conn.oauth_private_key.startswith("-----BEGIN PRIVATE KEY-----")
+    assert conn.oauth_scopes == "mcp:read mcp:write"
+    listing = run("list")
+    assert "client-pass-1" not in out + listing and "MIIkey" not in out + listing
+    with db_connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT oauth_client_secret, oauth_private_key FROM servers_connection"
+            " WHERE name = 'machine'"
+        )
+        secret, private_key = cursor.fetchone()
+    assert "client-pass-1" not in secret and "MIIkey" not in private_key
+
+
+def test_a_key_file_without_a_private_key_is_refused(tmp_path) -> None:
+    key = tmp_path / "cert.pem"
+    key.write_text("-----BEGIN CERTIFICATE-----\n")
+    with pytest.raises(CommandError, match="holds no PEM private key"):
+        run(
+            "add",
+            "--name",
+            "k",
+            "--url",
+            "http://127.0.0.1:9/mcp",
+            "--oauth-private-key-file",
+            str(key),
+        )
+    assert not Connection.objects.filter(name="k").exists()
 
 
 def test_add_refuses_an_existing_name_unless_update() -> None:
@@ -163,17 +222,36 @@ def test_list_shows_connections_but_never_their_secrets() -> None:
     run("add", "--name", "beta", "--url", "http://127.0.0.1:2/mcp")
     Connection.objects.filter(name="beta").update(enabled=False)
     lines = run("list").splitlines()
-    assert lines[0].split() == ["NAME", "URL", "ENABLED", "ERA", "TOOLS", "TOKEN", "HEADERS"]
+    assert lines[0].split() == [
+        "NAME",
+        "URL",
+        "ENABLED",
+        "ERA",
+        "TOOLS",
+        "AUTH",
+        "TOKEN",
+        "HEADERS",
+    ]
     assert lines[1].split() == [
         "alpha",
         "http://127.0.0.1:1/mcp",
         "yes",
         "unknown",
         "-",
+        "header",
         "set",
         "set",
     ]
-    assert lines[2].split() == ["beta", "http://127.0.0.1:2/mcp", "no", "unknown", "-", "-", "-"]
+    assert lines[2].split() == [
+        "beta",
+        "http://127.0.0.1:2/mcp",
+        "no",
+        "unknown",
+        "-",
+        "oauth-person",
+        "-",
+        "-",
+    ]
     assert TOKEN not in "\n".join(lines) and HEADER_VALUE not in "\n".join(lines)
 
 

@@ -106,7 +106,21 @@ RULES = [
         third_party=only("fastmcp", "mcp", "mcp_types", "pydantic", "starlette"),
     ),
     # -- the apps -----------------------------------------------------------------------------
-    Rule("mrtrweb.servers", ("mrtrweb.calls", "mrtrweb.live", "mrtrweb.elicitation", *ENDS)),
+    Rule(
+        "mrtrweb.servers",
+        (
+            "mrtrweb.authorizations",
+            "mrtrweb.calls",
+            "mrtrweb.live",
+            "mrtrweb.elicitation",
+            *ENDS,
+        ),
+    ),
+    # Above servers, below calls: the engine asks it for the caller's credentials.
+    Rule(
+        "mrtrweb.authorizations",
+        ("mrtrweb.calls", "mrtrweb.live", "mrtrweb.elicitation", VIEWS, *ENDS),
+    ),
     Rule("mrtrweb.calls", (VIEWS, *ENDS)),
     Rule("mrtrweb.calls", ("mrtrweb.live",), except_in=("mrtrweb.calls.views",)),
     Rule(

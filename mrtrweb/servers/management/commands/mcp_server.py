@@ -1,12 +1,13 @@
 """``manage.py mcp_server add|list|test``: MCP server connections for operators and scripts.
 
-Secrets (the bearer token, custom headers) go into the database encrypted and are never
-printed back: ``list`` only says whether they are set.
+Secrets (the bearer token, custom headers, OAuth client secrets and keys) go into the database
+encrypted and are never printed back: ``list`` only says whether they are set.
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
@@ -45,6 +46,25 @@ class Command(BaseCommand):
             "--bearer-token",
             help="sent as 'Authorization: Bearer ...'; stored encrypted; '' removes it",
         )
+        add.add_argument(
+            "--auth",
+            choices=[choice.value for choice in Connection.Auth],
+            help="how calls authenticate (default: oauth-person, or header with --bearer-token)",
+        )
+        add.add_argument(
+            "--oauth-client-id",
+            help="a client registered with the authorization server beforehand ('' removes it)",
+        )
+        add.add_argument(
+            "--oauth-client-secret", help="its secret, stored encrypted ('' removes it)"
+        )
+        add.add_argument(
+            "--oauth-private-key-file",
+            type=Path,
+            metavar="PEM",
+            help="a private key for private_key_jwt client authentication (client credentials)",
+        )
+        add.add_argument("--oauth-scopes", help="space-separated scopes to ask for")
         add.add_argument(
             "--header",
             action="append",
@@ -107,6 +127,15 @@ class Command(BaseCommand):
                 connection.title = options["title"]
             if options["bearer_token"] is not None:
                 connection.bearer_token = options["bearer_token"]
+                if options["bearer_token"] and options["auth"] is None:
+                    connection.auth = Connection.Auth.HEADER
+            if options["auth"] is not None:
+                connection.auth = options["auth"]
+            for option in ("oauth_client_id", "oauth_client_secret", "oauth_scopes"):
+                if options[option] is not None:
+                    setattr(connection, option, options[option])
+            if options["oauth_private_key_file"] is not None:
+                connection.oauth_private_key = _read_key(options["oauth_private_key_file"])
             if headers is not None:
                 connection.headers = headers or None
             if options["state_lifetime"] is not None:
@@ -130,7 +159,7 @@ class Command(BaseCommand):
                 "No connections yet. Add one: manage.py mcp_server add --name NAME --url URL"
             )
             return
-        rows = [("NAME", "URL", "ENABLED", "ERA", "TOOLS", "TOKEN", "HEADERS")]
+        rows = [("NAME", "URL", "ENABLED", "ERA", "TOOLS", "AUTH", "TOKEN", "HEADERS")]
         for c in connections:
             rows.append(
                 (
@@ -139,6 +168,7 @@ class Command(BaseCommand):
                     "yes" if c.enabled else "no",
                     c.era or "unknown",
                     str(len(c.catalog.get("tools", []))) if c.catalog_fetched_at else "-",
+                    c.auth,
                     "set" if c.bearer_token else "-",
                     "set" if c.headers else "-",
                 )
@@ -194,3 +224,15 @@ def _describe(exc: ValidationError) -> str:
             for field, messages in exc.message_dict.items()
         )
     return " ".join(exc.messages)
+
+
+def _read_key(path: Path) -> str:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise CommandError(
+            f"--oauth-private-key-file: cannot read {path}: {exc.strerror}"
+        ) from None
+    if "PRIVATE KEY-----" not in text:
+        raise CommandError(f"--oauth-private-key-file: {path} holds no PEM private key")
+    return text
