@@ -94,21 +94,24 @@ def test_an_auth_scenario_authorizes_headless() -> None:
         assert peer.requests_to("/register")[0]["json"]["application_type"] == "native"
         assert peer.requests_to("/authorize")[0]["query"]["scope"] == "read"
         calls = [e for e in peer.requests_to("/mcp") if e["json"]["method"] == "tools/call"]
-        assert calls and calls[0]["headers"]["authorization"].startswith("Bearer at-")
+        assert calls and calls[0]["headers"]["authorization"].startswith("Bearer at-sekret")
+    # Nothing it prints carries an issued secret (codes, tokens, the client secret).
+    assert "sekret" not in run.stdout + run.stderr
 
 
 def test_pre_registered_credentials_come_from_the_context() -> None:
     with running(Behaviour(registration=False, auth_methods=["client_secret_basic"])) as peer:
-        peer.clients["pre-registered-client"] = {"secret": "pre-registered-secret"}
+        peer.clients["pre-registered-client"] = {"secret": "pre-registered-sekret"}
         context = {
             "client_id": "pre-registered-client",
-            "client_secret": "pre-registered-secret",
+            "client_secret": "pre-registered-sekret",
             "issuer": peer.issuer(),
         }
         run = run_command(peer.url, "auth/pre-registration", context)
         assert run.returncode == 0, run.stderr
         (token,) = peer.requests_to("/token")
         assert token["client_auth"] == "client_secret_basic"
+    assert "sekret" not in run.stdout + run.stderr
 
 
 @pytest.mark.parametrize(
