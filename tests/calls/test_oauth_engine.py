@@ -179,7 +179,9 @@ def test_a_shared_account_resumes_every_call_waiting_on_it(
         call.refresh_from_db()
         assert call.waiting_for_authorization_since is not None
     assert mail.outbox == []  # no caller can fix a shared account: operators see it
-    connect(conn, None, oauth_peer, signal=True)
+    connect(conn, None, oauth_peer)
+    # Whoever connected it (here: ada, as an operator would), every call waiting goes on.
+    connected.send(sender=Authorization, connection=conn, user=ada)
     for call in calls:
         call.refresh_from_db()
         assert call.status == Call.Status.COMPLETED, call.error
