@@ -70,6 +70,8 @@ class Authority:
     refresh_delay: float = 0.0
     # Tool name -> the scope it needs beyond mcp:tools (for 403 insufficient_scope).
     tool_scopes: dict[str, str] = field(default_factory=dict)
+    # Subjects whose tokens the resource refuses however fresh (an account suspended there).
+    refused_subjects: set[str] = field(default_factory=set)
     grants: dict[str, Grant] = field(default_factory=dict)
     access: dict[str, tuple[str, float, tuple[str, ...]]] = field(default_factory=dict)
     spent: set[str] = field(default_factory=set)
@@ -156,7 +158,7 @@ class Authority:
             if found is None or found[1] < time.time():
                 return None
             grant = self.grants[found[0]]
-            if grant.revoked:
+            if grant.revoked or grant.subject in self.refused_subjects:
                 return None
             return grant.subject, found[2]
 

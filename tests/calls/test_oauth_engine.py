@@ -18,7 +18,7 @@ from mrtrweb.authorizations.signals import connected
 from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Event, Round
 from mrtrweb.servers.models import Connection
-from tests.authorizations.store_peer import OAuthPeer
+from tests.authorizations.store_peer import CLIENT_ID, CLIENT_SECRET, OAuthPeer
 from tests.authorizations.store_support import connect, oauth_connection, serve_peer
 from tests.support.factories import make_user
 
@@ -246,3 +246,54 @@ def test_the_pages_say_who_must_reconnect(oauth_peer: OAuthPeer, ada: Any, bob: 
             text = theirs.content.decode()
             assert headline in text
             assert "Reconnect your account" not in text
+
+
+def test_a_token_refused_even_after_renewal_asks_to_reconnect(
+    oauth_peer: OAuthPeer, ada: Any
+) -> None:
+    conn = oauth_connection(oauth_peer)
+    connect(conn, ada, oauth_peer)
+    oauth_peer.authority.refused_subjects.add("ada")
+    call = start(conn, ada, "echo")
+    call.refresh_from_db()
+    # Refused, renewed once, refused again: no loop, and only a new connection can help.
+    assert tool_calls(oauth_peer) == [None, None]
+    assert oauth_peer.authority.refreshes() == ["refresh"]
+    assert call.waiting_for_authorization_since is not None
+    assert "the server refused the token" in call.waiting_for_authorization_reason
+    assert Authorization.objects.get(user=ada).status == Authorization.Status.RECONNECT
+    oauth_peer.authority.refused_subjects.clear()
+    connect(conn, ada, oauth_peer, signal=True)
+    call.refresh_from_db()
+    assert call.status == Call.Status.COMPLETED, call.error
+
+
+def test_client_credentials_calls_need_nobody(oauth_peer: OAuthPeer, ada: Any, bob: Any) -> None:
+    conn = oauth_connection(
+        oauth_peer,
+        Connection.Auth.CLIENT_CREDENTIALS,
+        oauth_client_id=CLIENT_ID,
+        oauth_client_secret=CLIENT_SECRET,
+    )
+    call = start(conn, ada)
+    answer(call.rounds.get(), bob)
+    call.refresh_from_db()
+    assert call.status == Call.Status.COMPLETED, call.error
+    assert tool_calls(oauth_peer) == ["machine", "machine"]
+    assert oauth_peer.authority.refreshes() == ["client_credentials"]
+
+
+def test_refused_client_credentials_fail_instead_of_waiting(
+    oauth_peer: OAuthPeer, ada: Any
+) -> None:
+    conn = oauth_connection(
+        oauth_peer,
+        Connection.Auth.CLIENT_CREDENTIALS,
+        oauth_client_id=CLIENT_ID,
+        oauth_client_secret="cs-sekret-wrong",
+    )
+    call = start(conn, ada, "echo")
+    assert call.status == Call.Status.FAILED
+    assert "invalid_client" in call.error and "sekret" not in call.error
+    assert call.waiting_for_authorization_since is None
+    assert mail.outbox == []

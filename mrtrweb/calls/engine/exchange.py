@@ -137,7 +137,9 @@ def _exchange(call: Call, *, round: Round | None, responses: Any, state: str | N
     connection = call.connection
     # Every request of the call goes with the caller's account (or the connection's), never
     # with that of whoever answered a round: servers bind a round's state to the caller.
-    authenticator = authenticator_for(connection, call.started_by)
+    authenticator = (
+        authenticator_for(connection, call.started_by) if connection.uses_oauth else None
+    )
     waits = state_only_backoff()
     while True:
         _release_pooled_connection()
