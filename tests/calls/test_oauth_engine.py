@@ -13,6 +13,7 @@ from django.core import mail
 from django.test import Client
 from django.utils import timezone
 
+from mrtrweb.authorizations.credentials import DatabaseAuthenticator
 from mrtrweb.authorizations.models import Authorization
 from mrtrweb.authorizations.signals import connected
 from mrtrweb.calls import engine
@@ -297,3 +298,30 @@ def test_refused_client_credentials_fail_instead_of_waiting(
     assert "invalid_client" in call.error and "sekret" not in call.error
     assert call.waiting_for_authorization_since is None
     assert mail.outbox == []
+
+
+def test_a_reconnect_during_the_refusal_is_not_missed(
+    oauth_peer: OAuthPeer, ada: Any, bob: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The account is connected again (and ``connected`` sent, finding nothing waiting) after
+    the server refused the request but before the wait was recorded: the round still goes."""
+    conn = oauth_connection(oauth_peer)
+    connect(conn, ada, oauth_peer)
+    call = start(conn, ada)
+    oauth_peer.authority.revoke("ada")
+    oauth_peer.authority.expire_access_tokens()
+    refused = DatabaseAuthenticator.refused
+
+    def refused_then_reconnected(self: DatabaseAuthenticator, exc: Any) -> str:
+        reason = refused(self, exc)
+        connect(conn, ada, oauth_peer, signal=True)
+        return reason
+
+    monkeypatch.setattr(DatabaseAuthenticator, "refused", refused_then_reconnected)
+    round = answer(call.rounds.get(), bob)
+    round.refresh_from_db()
+    call.refresh_from_db()
+    assert round.status == Round.Status.DELIVERED
+    assert call.status == Call.Status.COMPLETED, call.error
+    assert call.waiting_for_authorization_since is None
+    assert tool_calls(oauth_peer) == ["ada", None, "ada"]
