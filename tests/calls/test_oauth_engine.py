@@ -235,6 +235,7 @@ def test_the_pages_say_who_must_reconnect(oauth_peer: OAuthPeer, ada: Any, bob: 
     as_ada, as_bob = Client(), Client()
     as_ada.force_login(ada)
     as_bob.force_login(bob)
+    assert "waiting for a reconnect" in as_ada.get("/calls/").content.decode()
     for url in (call.get_absolute_url(), round.get_absolute_url()):
         mine = as_ada.get(url).content.decode()
         assert headline in mine
