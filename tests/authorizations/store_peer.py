@@ -70,6 +70,8 @@ class Authority:
     refresh_delay: float = 0.0
     # Tool name -> the scope it needs beyond mcp:tools (for 403 insufficient_scope).
     tool_scopes: dict[str, str] = field(default_factory=dict)
+    # The token endpoint answers 503 temporarily_unavailable while this is set.
+    token_endpoint_down: bool = False
     # Subjects whose tokens the resource refuses however fresh (an account suspended there).
     refused_subjects: set[str] = field(default_factory=set)
     grants: dict[str, Grant] = field(default_factory=dict)
@@ -205,6 +207,9 @@ def build_app(authority: Authority, base_url: str) -> Starlette:
 
     async def token(request: Request) -> Response:
         form = {k: v[0] for k, v in parse_qs((await request.body()).decode()).items()}
+        if authority.token_endpoint_down:
+            authority.token_requests.append(("?", "down"))
+            return JSONResponse({"error": "temporarily_unavailable"}, status_code=503)
         if form.get("grant_type") == "refresh_token":
             status, body = authority.refresh(form.get("refresh_token", ""))
             if status == 200 and authority.refresh_delay:

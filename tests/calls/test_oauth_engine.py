@@ -326,3 +326,35 @@ def test_a_reconnect_during_the_refusal_is_not_missed(
     assert call.status == Call.Status.COMPLETED, call.error
     assert call.waiting_for_authorization_since is None
     assert tool_calls(oauth_peer) == ["ada", None, "ada"]
+
+
+def test_an_unreachable_token_endpoint_is_a_delivery_to_retry_not_a_reconnect(
+    oauth_peer: OAuthPeer, ada: Any, bob: Any, settings: Any
+) -> None:
+    # Retries wait in the database queue for their time (not run at once, inline).
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    conn = oauth_connection(oauth_peer)
+    connect(conn, ada, oauth_peer)
+    call = start(conn, ada)
+    oauth_peer.authority.expire_access_tokens()
+    oauth_peer.authority.token_endpoint_down = True
+    round = answer(call.rounds.get(), bob)
+    engine.resubmit(round.pk)  # what the queued task does
+    round.refresh_from_db()
+    call.refresh_from_db()
+    # Nothing the person can do: the answers wait for an automatic retry.
+    assert round.status == Round.Status.SUBMITTED
+    assert round.next_attempt_at is not None and round.attempts == 1
+    assert "could not be renewed" in round.delivery_error
+    assert call.waiting_for_authorization_since is None
+    assert Authorization.objects.get(user=ada).status == Authorization.Status.ACTIVE
+    assert oauth_peer.authority.refreshes() == ["down"]
+    assert not [m for m in mail.outbox if "Reconnect" in m.subject]
+    # Back up: the retry refreshes and delivers.
+    oauth_peer.authority.token_endpoint_down = False
+    engine.resubmit(round.pk)
+    round.refresh_from_db()
+    call.refresh_from_db()
+    assert round.status == Round.Status.DELIVERED
+    assert call.status == Call.Status.COMPLETED, call.error
+    assert tool_calls(oauth_peer) == ["ada", None, None, "ada"]
