@@ -18,7 +18,7 @@ import hmac
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any, TypeVar
 from urllib.parse import urlencode
 
@@ -33,9 +33,9 @@ from django.utils.http import url_has_allowed_host_and_scheme
 
 from mrtrweb import oauth
 from mrtrweb.mcp import io_loop
-from mrtrweb.oauth.identity import choose_auth_method
 from mrtrweb.servers.models import Connection
 
+from . import store
 from .models import Authorization, ClientRegistration, Discovery, PendingAuthorization
 from .signals import connected
 
@@ -199,15 +199,7 @@ def discovery_for(
         ) from exc
     except oauth.OAuthError as exc:
         raise FlowError(f"{connection}: OAuth discovery failed. {exc}") from exc
-    Discovery.objects.update_or_create(
-        connection=connection,
-        defaults={
-            "resource": found.resource,
-            "issuer": found.issuer,
-            "document": found.to_json(),
-            "discovered_at": timezone.now(),
-        },
-    )
+    store.save_discovery(connection, found)
     return found
 
 
@@ -471,12 +463,6 @@ def complete(request: HttpRequest, params: Mapping[str, str]) -> Completed:
     return Completed(authorization, pending.return_to, pending.draft)
 
 
-def _expiry(tokens: oauth.TokenSet) -> datetime | None:
-    if tokens.expires_at is None:
-        return None
-    return datetime.fromtimestamp(tokens.expires_at, tz=UTC)
-
-
 def save_tokens(
     connection: Connection,
     user: Any,
@@ -484,33 +470,28 @@ def save_tokens(
     registration: ClientRegistration | None,
     issuer: str,
     tokens: oauth.TokenSet,
+    *,
+    scopes: tuple[str, ...] = (),
 ) -> Authorization:
-    """Store freshly granted tokens (a new version), and say so once committed."""
-    now = timezone.now()
+    """Store freshly granted tokens (``store.save_new``: a new version, active, no reason),
+    and say so (``signals.connected``) once committed, for what waited on them."""
     with transaction.atomic():
-        authorization = (
-            Authorization.objects.select_for_update().filter(connection=connection, user=user)
-        ).first() or Authorization(connection=connection, user=user, version=0)
-        authorization.kind = kind
-        authorization.client = registration
-        authorization.issuer = issuer
-        authorization.scopes = " ".join(tokens.scope)
-        authorization.token_type = tokens.token_type
-        authorization.access_token = tokens.access_token
-        authorization.refresh_token = tokens.refresh_token or ""
-        authorization.expires_at = _expiry(tokens)
-        authorization.status = Authorization.Status.ACTIVE
-        authorization.reason = ""
-        authorization.version += 1
-        authorization.connected_at = now
-        authorization.last_refresh_at = None
-        if hasattr(authorization, "wanted_scopes"):
-            authorization.wanted_scopes = ""
-        authorization.save()
+        held = store.save_new(
+            connection,
+            user.pk if user is not None else None,
+            kind,
+            issuer,
+            tokens,
+            scopes=scopes,
+            client=registration,
+        )
         transaction.on_commit(
             lambda: connected.send(sender=Authorization, connection=connection, user=user)
         )
-    return authorization
+    return Authorization.objects.get(pk=held.pk)
+
+
+# -- whether a person must connect -----------------------------------------------------------
 
 
 def has_active(connection: Connection, user: Any) -> bool:
@@ -593,22 +574,13 @@ def client_credentials_now(connection: Connection) -> Authorization:
         raise FlowError(f"{connection} has no client ID for the client credentials grant.")
     discovery = discovery_for(connection)
     key = connection.oauth_private_key or None
-    try:
-        method = choose_auth_method(
-            discovery.auth_methods,
-            has_secret=bool(connection.oauth_client_secret),
-            wanted="private_key_jwt" if key else None,
-        )
-    except oauth.OAuthError as exc:
-        raise FlowError(f"{connection}: no token. {exc}") from exc
-    identity = oauth.ClientIdentity(
-        issuer=discovery.issuer,
-        client_id=connection.oauth_client_id,
-        client_secret=connection.oauth_client_secret or None,
-        token_endpoint_auth_method=method,
-        registered_via="client-credentials",
+    identity = store.client_identity(connection, discovery)
+    if identity is None:
+        raise FlowError(f"{connection} has no client ID for the client credentials grant.")
+    # No refresh token comes with client credentials: offline_access is moot.
+    scopes = tuple(connection.oauth_scopes.split()) or tuple(
+        scope for scope in oauth.choose_scopes(discovery, None) if scope != "offline_access"
     )
-    scopes = tuple(connection.oauth_scopes.split()) or oauth.choose_scopes(discovery, None)
 
     async def job(http: httpx.AsyncClient) -> oauth.TokenSet:
         return await oauth.client_credentials(
@@ -619,14 +591,14 @@ def client_credentials_now(connection: Connection) -> Authorization:
         tokens = _run(connection, job)
     except oauth.OAuthError as exc:
         raise FlowError(f"{connection}: the authorization server gave no token. {exc}") from exc
-    registration = _save_identity(connection, identity)
     return save_tokens(
         connection,
         None,
         Authorization.Kind.CLIENT_CREDENTIALS,
-        registration,
+        None,
         discovery.issuer,
         tokens,
+        scopes=scopes,
     )
 
 
