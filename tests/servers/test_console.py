@@ -510,6 +510,13 @@ def test_a_legacy_server_gets_the_handshake_era_message(web: Client, fault_peer:
 def test_authentication_without_and_with_the_token(web: Client, fault_peer: Any) -> None:
     peer = fault_peer("auth")
     conn = make(peer)
+    # OAuth per person (the default) reads a 401 as "connect your account", and says what
+    # else it may mean.
+    text = text_of(web.post(url("test", conn)))
+    assert "An account is needed" in text
+    assert "If the server expects a static token instead" in text
+
+    Connection.objects.filter(pk=conn.pk).update(auth="header")
     text = text_of(web.post(url("test", conn)))
     assert "Authentication failed" in text
     assert "The server rejected the credentials (401)" in text
