@@ -331,8 +331,7 @@ def _scopes_before(connection: Connection, user: Any) -> tuple[str, ...]:
     existing = Authorization.objects.filter(connection=connection, user=user).first()
     if existing is None:
         return ()
-    wanted = getattr(existing, "wanted_scopes", "") or ""
-    return tuple(existing.scope_list) + tuple(wanted.split())
+    return tuple(existing.scope_list) + tuple(existing.wanted_scopes.split())
 
 
 def begin(

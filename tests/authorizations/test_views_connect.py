@@ -342,3 +342,19 @@ def test_connect_needs_csrf(ada: Any, connection: Connection) -> None:
     browser.force_login(ada)
     assert browser.post(connect_url(connection), {"next": START}).status_code == 403
     assert not PendingAuthorization.objects.exists()
+
+
+def test_reconnecting_asks_for_the_scopes_a_server_wanted(
+    ada: Any, connection: Connection, peer: OAuthPeer
+) -> None:
+    """A step-up only the person can grant (403 insufficient_scope, marked by the engine's
+    authenticator as ``wanted_scopes``) is asked for on the next connect, with the old ones."""
+    browser = signed_in(ada)
+    approve(browser, peer, connection)
+    Authorization.objects.update(status="reconnect", wanted_scopes="files:admin")
+    approve(browser, peer, connection)
+    asked = peer.authorize_requests[-1]["scope"].split()
+    assert asked == ["files:read", "files:write", "files:admin"]
+    again = Authorization.objects.get()
+    assert again.scope_list == asked
+    assert again.wanted_scopes == ""
