@@ -364,6 +364,7 @@ def begin(
         raise FlowError(f"{connection} cannot be connected. {exc}") from exc
     if held:
         draft = take_draft(request, connection, held)
+    _forget_expired()
     PendingAuthorization.objects.create(
         state_digest=_digest(auth_request.state),
         session_digest=_session_digest(request),
@@ -376,6 +377,11 @@ def begin(
         expires_at=timezone.now() + PENDING_LIFETIME,
     )
     return auth_request.url
+
+
+def _forget_expired() -> None:
+    """Requests nobody came back from, and drafts nobody took back, go (a bounded table)."""
+    PendingAuthorization.objects.filter(expires_at__lt=timezone.now()).delete()
 
 
 @dataclass(frozen=True)
@@ -523,6 +529,7 @@ def hold_draft(request: HttpRequest, connection: Connection, return_to: str, dra
     """Keep ``draft`` (encrypted, bound to this person and session, ten minutes) and give
     the key that :func:`begin` (``held=``) or :func:`take_draft` gets it back with."""
     key = secrets.token_urlsafe(24)
+    _forget_expired()
     PendingAuthorization.objects.create(
         state_digest=_digest(f"{HELD}:{key}"),
         session_digest=_session_digest(request),

@@ -358,3 +358,11 @@ def test_reconnecting_asks_for_the_scopes_a_server_wanted(
     again = Authorization.objects.get()
     assert again.scope_list == asked
     assert again.wanted_scopes == ""
+
+
+def test_expired_requests_are_forgotten(ada: Any, connection: Connection, peer: OAuthPeer) -> None:
+    browser = signed_in(ada)
+    go_to_server(browser, connection)
+    PendingAuthorization.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
+    go_to_server(browser, connection)
+    assert PendingAuthorization.objects.count() == 1
