@@ -73,8 +73,8 @@ GENERIC_FAILURE = ("protocol", "The server answered something mrtrweb cannot use
 OAUTH_FAILURES = {
     Connection.Auth.OAUTH_PERSON: "The server asks who is calling: each person connects their "
     "own account the first time they use it. To list the catalog now, connect your own "
-    "account, then test again. If the server expects a static token instead, choose “a "
-    "static header or bearer token” in the settings and enter it.",
+    "account, then test again. If the server expects a static token instead, choose “A "
+    "static token or headers” in the settings and enter it.",
     Connection.Auth.OAUTH_SHARED: "The server asks who is calling: connect the shared "
     "account (an operator signs in once for everyone), then test again.",
     Connection.Auth.CLIENT_CREDENTIALS: "The authorization server gave no usable token for "
