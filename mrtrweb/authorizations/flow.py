@@ -23,7 +23,6 @@ from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 import httpx
-from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.db import transaction
 from django.http import HttpRequest
@@ -37,6 +36,7 @@ from mrtrweb.servers.models import Connection
 
 from . import store
 from .models import Authorization, ClientRegistration, Discovery, PendingAuthorization
+from .refresh import with_http
 from .signals import connected
 
 __all__ = [
@@ -57,6 +57,7 @@ __all__ = [
     "must_connect",
     "revoke",
     "safe_return_to",
+    "scopes_to_ask",
     "take_draft",
 ]
 
@@ -120,25 +121,11 @@ def safe_return_to(request: HttpRequest, wanted: str | None, default: str = "/")
 # -- running the protocol from a plain (sync) view ----------------------------------------
 
 
-def _tls() -> Any:
-    return httpx.create_ssl_context()
-
-
 def _run(connection: Connection, job: Callable[[httpx.AsyncClient], Awaitable[T]]) -> T:
-    """Run ``job(http)`` on the shared loop with a client made where every MCP client is
-    (``io_loop.new_http``: tests mount their in-process peers there)."""
-
-    async def run() -> T:
-        http = io_loop.new_http(
-            connect_timeout=connection.connect_timeout,
-            read_timeout=connection.read_timeout,
-            verify=_tls(),
-        )
-        async with http:
-            return await job(http)
-
+    """Run ``job(http)`` on the process's shared loop, with a client made where every MCP
+    client is (``refresh.with_http``: tests mount their in-process peers there)."""
     with io_loop.attached():
-        return async_to_sync(run)()
+        return with_http(connection, job)
 
 
 # -- discovery -------------------------------------------------------------------------
@@ -326,6 +313,12 @@ def _owner_of(request: HttpRequest, kind: str) -> Any:
     return request.user if kind == Authorization.Kind.PERSON else None
 
 
+def scopes_to_ask(connection: Connection, user: Any, discovery: oauth.Discovery) -> tuple[str, ...]:
+    """The scopes a connect asks for: the server's, with what ``user`` (None: the
+    connection's own) was granted and wanted before."""
+    return oauth.choose_scopes(discovery, None, _scopes_before(connection, user))
+
+
 def _scopes_before(connection: Connection, user: Any) -> tuple[str, ...]:
     """What was granted (and wanted) before: a reconnect keeps asking for it."""
     existing = Authorization.objects.filter(connection=connection, user=user).first()
@@ -353,9 +346,7 @@ def begin(
         raise ValueError(f"no browser flow for {kind!r}")
     discovery = discovery_for(connection)
     _registration, identity = client_for(connection, discovery)
-    scopes = oauth.choose_scopes(
-        discovery, None, _scopes_before(connection, _owner_of(request, kind))
-    )
+    scopes = scopes_to_ask(connection, _owner_of(request, kind), discovery)
     try:
         auth_request = oauth.authorization_request(
             discovery, identity, redirect_uri=callback_url(), scopes=scopes

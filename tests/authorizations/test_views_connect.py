@@ -366,3 +366,17 @@ def test_expired_requests_are_forgotten(ada: Any, connection: Connection, peer: 
     PendingAuthorization.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
     go_to_server(browser, connection)
     assert PendingAuthorization.objects.count() == 1
+
+
+def test_signed_out_at_the_callback_gets_no_sign_in_form_holding_the_code(
+    ada: Any, connection: Connection, peer: OAuthPeer
+) -> None:
+    back = peer.browse(go_to_server(signed_in(ada), connection))
+    response = Client().get(local(back))
+    body = response.content.decode()
+    assert response.status_code == 400
+    assert "signed out while connecting" in body
+    code = parse_qs(urlsplit(back).query)["code"][0]
+    assert code not in body and "sekret" not in body
+    assert 'href="/accounts/login/?next=/calls/start/"' in body
+    assert not Authorization.objects.exists()
