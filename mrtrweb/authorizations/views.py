@@ -101,6 +101,12 @@ def _connect_page(
 ) -> HttpResponse:
     owner = request.user if kind == Authorization.Kind.PERSON else None
     discovery = _discovery_of(conn)
+    if not error:
+        # Which authorization server, and the scopes: said before the person goes there.
+        try:
+            discovery = flow.discovery_for(conn)
+        except flow.FlowError as exc:
+            error, status = str(exc), 502
     context = {
         "connection": conn,
         "kind": kind,

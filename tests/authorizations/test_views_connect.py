@@ -66,7 +66,7 @@ def raw_columns(authorization: Authorization) -> tuple[str, str]:
         return cursor.fetchone()
 
 
-def test_connect_page_explains_and_posts(ada: Any, connection: Connection) -> None:
+def test_connect_page_explains_and_posts(ada: Any, connection: Connection, peer: OAuthPeer) -> None:
     browser = signed_in(ada)
     page = browser.get(connect_url(connection) + "?" + urlencode({"next": START}))
     body = page.content.decode()
@@ -75,6 +75,18 @@ def test_connect_page_explains_and_posts(ada: Any, connection: Connection) -> No
     assert connection.url in body
     assert 'name="csrfmiddlewaretoken"' in body
     assert f'value="{START.replace("&", "&amp;")}"' in body
+    # Which authorization server, and what it will be asked for.
+    assert f"at <strong>{peer.issuer}</strong>" in body
+    assert "It asks for: <code>files:read</code>, <code>files:write</code>." in body
+
+
+def test_connect_page_says_when_the_server_cannot_be_connected(
+    ada: Any, connection: Connection, peer: OAuthPeer
+) -> None:
+    peer.resource = "https://elsewhere.example/mcp"
+    page = signed_in(ada).get(connect_url(connection))
+    assert page.status_code == 502
+    assert "metadata names another server" in page.content.decode()
 
 
 def test_connect_and_callback_save_the_tokens_encrypted(
