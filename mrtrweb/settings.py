@@ -319,11 +319,14 @@ LOGGING = {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
         "json": {"()": "mrtrweb.core.logging_json.JsonFormatter"},
     },
+    "filters": {"client_errors_in_one_line": {"()": "mrtrweb.core.log_filters.ClientErrorsInOneLine"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
     # Without this, errors inside requests reach no handler when DEBUG is off.
     "root": {"handlers": ["console"], "level": ENV.get("DJANGO_LOG_LEVEL", "INFO").upper()},
     "loggers": {
         "mrtrweb.events": {"level": ENV.get("MRTRWEB_EVENT_LOG_LEVEL", "INFO").upper()},
+        # A 403 is one warning line with its reason, not a traceback (mrtrweb/core/log_filters.py).
+        "django.request": {"filters": ["client_errors_in_one_line"]},
         # uvicorn installs its own plain handlers before the app loads; in JSON mode its
         # access and error lines go through ours, so a collector gets one format.
         **(

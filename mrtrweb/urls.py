@@ -1,6 +1,8 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from mrtrweb.core import errors
+
 urlpatterns = [
     path("", include("mrtrweb.core.urls")),
     path("", include("mrtrweb.starting.urls")),
@@ -17,3 +19,8 @@ urlpatterns = [
     path("oidc/", include("mrtrweb.accounts.oidc_urls")),
     path("admin/", admin.site.urls),
 ]
+
+# The site's own error pages (mrtrweb/core/errors.py): its header, the reason, a way back.
+handler403 = errors.permission_denied
+handler404 = errors.page_not_found
+handler500 = errors.server_error
