@@ -10,6 +10,7 @@ urlpatterns = [
     path("dashboard/", include("mrtrweb.dashboard.urls")),
     path("inbox/", include("mrtrweb.inbox.urls")),
     path("live/", include("mrtrweb.live.urls")),
+    path("accounts/", include("mrtrweb.accounts.signin_urls")),
     path("accounts/", include("django.contrib.auth.urls")),
     path("operators/", include("mrtrweb.servers.urls")),
     path("oauth/", include("mrtrweb.authorizations.urls")),
