@@ -319,7 +319,9 @@ LOGGING = {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
         "json": {"()": "mrtrweb.core.logging_json.JsonFormatter"},
     },
-    "filters": {"client_errors_in_one_line": {"()": "mrtrweb.core.log_filters.ClientErrorsInOneLine"}},
+    "filters": {
+        "client_errors_in_one_line": {"()": "mrtrweb.core.log_filters.ClientErrorsInOneLine"}
+    },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
     # Without this, errors inside requests reach no handler when DEBUG is off.
     "root": {"handlers": ["console"], "level": ENV.get("DJANGO_LOG_LEVEL", "INFO").upper()},
