@@ -31,8 +31,7 @@ class SignInForm(AuthenticationForm):
     error_messages = {
         **AuthenticationForm.error_messages,
         "invalid_login": (
-            "That username and password do not match an account here. "
-            "Both are case-sensitive."
+            "That username and password do not match an account here. Both are case-sensitive."
         ),
         "inactive": "This account is switched off. An administrator of this site can switch it on.",
     }
