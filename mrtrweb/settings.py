@@ -212,8 +212,9 @@ AXES_VERBOSE = False
 AXES_LOCKOUT_CALLABLE = "mrtrweb.core.signin_limits.locked_out"
 AXES_SENSITIVE_PARAMETERS = ["username", "ip_address", "csrfmiddlewaretoken"]
 
-# Links in emails point here (the public address of the site).
-MRTRWEB_BASE_URL = ENV.get("MRTRWEB_BASE_URL", "http://127.0.0.1:8000")
+# Links in emails point here (the public address of the site); unset, where `make run` serves
+# (HOST and PORT, as the Makefile passes them).
+MRTRWEB_BASE_URL = env.base_url(ENV)
 # Console in development; SMTP when EMAIL_HOST is set.
 EMAIL_BACKEND = ENV.get(
     "DJANGO_EMAIL_BACKEND",

@@ -135,3 +135,23 @@ def test_the_lockout_page_offers_the_reset(settings: Any) -> None:
     page = response.content.decode()
     assert "Signing in is paused" in page
     assert f'href="{reverse("password_reset")}"' in page
+
+
+def test_changing_the_password_on_the_sites_own_page() -> None:
+    user = ada()
+    client = Client()
+    client.force_login(user)
+
+    page = client.get(reverse("password_change")).content.decode()
+    assert 'aria-label="Main"' in page and "Change your password" in page
+    response = client.post(
+        reverse("password_change"),
+        {
+            "old_password": "pw-ada-old-123",
+            "new_password1": "another-long-password-7",
+            "new_password2": "another-long-password-7",
+        },
+    )
+    assert response["Location"] == reverse("password_change_done")
+    user.refresh_from_db()
+    assert user.check_password("another-long-password-7")
