@@ -102,11 +102,12 @@ def _connect_page(
 ) -> HttpResponse:
     owner = request.user if kind == Authorization.Kind.PERSON else None
     discovery = _discovery_of(conn)
-    if discovery is None and not error:
+    if not error:
+        # Which authorization server, and the scopes: said before the person goes there.
         try:
             discovery = flow.discovery_for(conn)
-        except flow.FlowError:
-            discovery = None  # the connect button's answer says what went wrong
+        except flow.FlowError as exc:
+            error, status = str(exc), 502
     context = {
         "connection": conn,
         "kind": kind,
@@ -115,7 +116,7 @@ def _connect_page(
         "held": held,
         "error": error,
         "discovery": discovery,
-        "scopes": oauth.choose_scopes(discovery, None) if discovery else (),
+        "scopes": flow.scopes_to_ask(conn, owner, discovery) if discovery else (),
         "authorization": Authorization.objects.filter(connection=conn, user=owner).first(),
     }
     response = render(request, "authorizations/connect.html", context, status=status)
@@ -148,9 +149,13 @@ def _discovery_of(conn: Connection) -> oauth.Discovery | None:
 # -- the callback ------------------------------------------------------------------------
 
 
-@login_required
 @require_safe
 def callback(request: HttpRequest) -> HttpResponse:
+    if not request.user.is_authenticated:
+        # Not the sign-in page with this address as ``next``: the code would sit in its form.
+        # Signing in starts a new session, which the request was not bound to anyway.
+        error = "You were signed out while connecting. Sign in, then connect again."
+        return render(request, "authorizations/failed.html", {"error": error}, status=400)
     try:
         done = flow.complete(request, request.GET)
     except flow.FlowError as exc:

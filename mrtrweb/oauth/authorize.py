@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -26,9 +26,9 @@ class AuthorizationRequest:
     """One authorization request: ``url`` is where the person goes; the rest (``state`` and
     ``code_verifier`` are secrets) stays with their session until the callback."""
 
-    url: str
-    state: str
-    code_verifier: str
+    url: str = field(repr=False)  # it carries the state
+    state: str = field(repr=False)
+    code_verifier: str = field(repr=False)
     redirect_uri: str
     scopes: tuple[str, ...]
     issuer: str

@@ -22,6 +22,7 @@ from .challenge import Challenge
 from .discovery import Discovery, discover
 from .errors import AuthorizationDenied, OAuthError, TokenError
 from .identity import ClientIdentity, identify
+from .renewal import on_unauthorized, step_up_scopes
 from .scopes import choose_scopes
 from .tokens import TokenSet, client_credentials, refresh
 
@@ -71,6 +72,8 @@ class HeadlessAuthenticator:
         # How many times the authorization server was asked (for limits and tests).
         self.authorizations = 0
         self.refreshes = 0
+        # The current access token came from a refresh made after a 401.
+        self._refreshed_after_401 = False
 
     # -- the Authenticator protocol ---------------------------------------------------------
 
@@ -104,29 +107,35 @@ class HeadlessAuthenticator:
     # -- the decisions ----------------------------------------------------------------------
 
     async def _unauthorized(self, challenge: Challenge) -> bool:
-        if self.tokens is not None and self.tokens.refresh_token and self.discovery is not None:
+        # Discover again: the server may have moved to another authorization server.
+        now = await discover(self.http, self.server_url, challenge)
+        decision = on_unauthorized(
+            self.tokens, self.discovery, now, refreshed_after_401=self._refreshed_after_401
+        )
+        self.discovery = now
+        if decision == "refresh":
             try:
                 await self._refresh()
+                self._refreshed_after_401 = True
                 return True
             except TokenError as exc:
                 logger.info("refresh after a 401 failed, authorizing again: %s", exc)
-        # Discover again: the server may have moved to another authorization server.
-        self.discovery = await discover(self.http, self.server_url, challenge)
         self.tokens = None
+        # The scopes asked for before (step-ups included) are asked for again.
+        scopes = choose_scopes(now, challenge, previous=self.scopes)
         if self.use_client_credentials:
-            await self._client_credentials(choose_scopes(self.discovery, challenge))
+            await self._client_credentials(scopes)
         else:
-            await self._authorize(choose_scopes(self.discovery, challenge))
+            await self._authorize(scopes)
         return True
 
     async def _step_up(self, challenge: Challenge) -> bool:
-        granted = self.tokens.scope if self.tokens is not None else ()
-        if challenge.scope and set(challenge.scope) <= set(granted):
-            # The token already holds every scope asked for: asking again cannot help.
-            return False
-        if self.discovery is None or challenge.resource_metadata:
+        if self.discovery is None:
             self.discovery = await discover(self.http, self.server_url, challenge)
-        scopes = choose_scopes(self.discovery, challenge, previous=self.scopes)
+        granted = self.tokens.scope if self.tokens is not None else ()
+        scopes = step_up_scopes(self.discovery, challenge, granted=granted, previous=self.scopes)
+        if scopes is None:
+            return False
         if self.use_client_credentials:
             await self._client_credentials(scopes)
         else:
@@ -159,6 +168,7 @@ class HeadlessAuthenticator:
         self.scopes = scopes
         params = await self._follow(request.url)
         self.tokens = await exchange_code(self.http, discovery, identity, request, params)
+        self._refreshed_after_401 = False
 
     async def _follow(self, url: str) -> dict[str, str]:
         """GET the authorization URL and read the code from the redirect it answers with."""
@@ -191,6 +201,7 @@ class HeadlessAuthenticator:
         self.tokens = await refresh(
             self.http, self.discovery, self.identity, self.tokens.refresh_token
         )
+        self._refreshed_after_401 = False  # the caller says when it was after a 401
 
     async def _client_credentials(self, scopes: tuple[str, ...]) -> None:
         assert self.discovery is not None
@@ -222,3 +233,4 @@ class HeadlessAuthenticator:
             scopes=scopes,
             private_key_pem=self.private_key_pem,
         )
+        self._refreshed_after_401 = False

@@ -11,7 +11,7 @@ gets a new registration, never the old server's client ID or secret.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import httpx
@@ -42,7 +42,7 @@ _WITH_SECRET = ("client_secret_basic", "client_secret_post")
 class ClientIdentity:
     issuer: str
     client_id: str
-    client_secret: str | None
+    client_secret: str | None = field(repr=False)  # never in a log line or an error
     token_endpoint_auth_method: str
     registered_via: str
 

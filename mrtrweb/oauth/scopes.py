@@ -35,7 +35,8 @@ def choose_scopes(
         wanted = challenge.scope
     else:
         wanted = discovery.scopes_supported
-    chosen = union(previous, wanted)
+    # offline_access is this authorization server's to offer: asked again only if it does.
+    chosen = union((s for s in previous if s != OFFLINE_ACCESS), wanted)
     if OFFLINE_ACCESS in discovery.server_scopes and chosen and OFFLINE_ACCESS not in chosen:
         chosen = (*chosen, OFFLINE_ACCESS)
     return chosen

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -31,9 +31,10 @@ __all__ = ["TokenSet", "client_credentials", "refresh", "request_token"]
 
 @dataclass(frozen=True)
 class TokenSet:
-    access_token: str
+    # The tokens stay out of repr(): a TokenSet in a log line or an error shows no secret.
+    access_token: str = field(repr=False)
     token_type: str
-    refresh_token: str | None
+    refresh_token: str | None = field(repr=False)
     expires_at: float | None  # seconds since the epoch
     scope: tuple[str, ...]
 

@@ -60,6 +60,8 @@ class OAuthPeer:
     cimd: bool = False
     registration: bool = True
     deny: bool = False
+    deny_error: str = "access_denied"
+    deny_description: str = "The person said no"
     scopes: tuple[str, ...] = ("files:read", "files:write")
     access_ttl: int = 3600
     resource: str | None = None  # what the resource metadata says (default: ``mcp_url``)
@@ -179,7 +181,7 @@ class OAuthPeer:
         if params.get("resource") != self.mcp_url:
             return back(error="invalid_target")
         if self.deny:
-            return back(error="access_denied", error_description="The person said no")
+            return back(error=self.deny_error, error_description=self.deny_description)
         code = _secret("code")
         self.codes[code] = Grant(
             client_id=params["client_id"],

@@ -12,9 +12,15 @@ from django.urls import reverse
 
 from mrtrweb.authorizations.models import Authorization, ClientRegistration, PendingAuthorization
 from mrtrweb.servers.models import Connection
-from tests.authorizations.conftest import signed_in
+from tests.authorizations.conftest import local, signed_in
 from tests.authorizations.oauth_peer import OAuthPeer
-from tests.authorizations.test_views_connect import START, approve, connect_url, refused
+from tests.authorizations.test_views_connect import (
+    START,
+    approve,
+    connect_url,
+    go_to_server,
+    refused,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -233,3 +239,21 @@ def test_pages_in_progress_show_no_verifier_or_state(
     assert_no_secret(page, peer)
     # The refusal is said once; the page's address then leads on.
     assert browser.get("/oauth/not-connected/")["Location"] == ACCOUNTS
+
+
+def test_what_a_server_sends_is_escaped(
+    ada: Any, olga: Any, connection: Connection, peer: OAuthPeer
+) -> None:
+    hostile = '<script>alert("x")</script>'
+    peer.scopes = (hostile, "files:read")
+    approve(signed_in(ada), peer, connection)
+    for browser, page in ((signed_in(olga), panel_url(connection)), (signed_in(ada), ACCOUNTS)):
+        body = browser.get(page).content.decode()
+        assert hostile not in body
+        assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in body
+    denied = signed_in(ada)
+    peer.deny, peer.deny_error, peer.deny_description = True, "server_error", "<b>down</b>"
+    page = refused(denied, local(peer.browse(go_to_server(denied, connection))))
+    body = page.content.decode()
+    assert "<b>down</b>" not in body
+    assert "server_error: &lt;b&gt;down&lt;/b&gt;" in body

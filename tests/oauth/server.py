@@ -11,7 +11,8 @@ refresh with rotation, client credentials; client authentication basic, post, no
 
 A test picks the misbehaviour it needs through :class:`Behaviour` (a wrong ``iss``, a foreign
 ``resource``, a metadata ``issuer`` that lies...) and reads what the client sent from
-:attr:`OAuthPeer.log`. Tokens can be expired or revoked from the test.
+:attr:`OAuthPeer.log`. Tokens can be expired or revoked from the test. Every secret it
+issues carries ``MARK``.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 PROTOCOL_VERSION = "2026-07-28"
+# Every code, token and client secret issued here carries the suite's secret mark, so the
+# guard of tests/support/secret_guard.py catches any that is logged or rendered.
+MARK = "sekret"
 
 
 @dataclass
@@ -199,7 +203,7 @@ class OAuthPeer:
         body = entry.get("json") or {}
         client_id = f"client-{secrets.token_hex(4)}"
         method = body.get("token_endpoint_auth_method") or "client_secret_basic"
-        secret = None if method == "none" else secrets.token_hex(8)
+        secret = None if method == "none" else f"cs-{MARK}-{secrets.token_hex(8)}"
         self.clients[client_id] = {"secret": secret, "method": method, "metadata": body}
         answer = {"client_id": client_id, "token_endpoint_auth_method": method, **body}
         if secret:
@@ -213,7 +217,7 @@ class OAuthPeer:
             return Response("<h1>Sign in</h1>", media_type="text/html")
         if query.get("code_challenge_method") != "S256" or not query.get("code_challenge"):
             return JSONResponse({"error": "invalid_request"}, status_code=400)
-        code = secrets.token_urlsafe(16)
+        code = f"code-{MARK}-{secrets.token_urlsafe(12)}"
         self.codes[code] = {
             **query,
             "issuer": self.issuer(issuer_path),
@@ -307,7 +311,7 @@ class OAuthPeer:
         return JSONResponse({"error": "unsupported_grant_type"}, 400)
 
     def issue(self, grant: Grant, with_refresh: bool) -> Response:
-        access = f"at-{secrets.token_urlsafe(12)}"
+        access = f"at-{MARK}-{secrets.token_urlsafe(12)}"
         self.access[access] = (grant, time.time() + self.behaviour.access_ttl)
         answer: dict[str, Any] = {
             "access_token": access,
@@ -317,7 +321,7 @@ class OAuthPeer:
         if grant.scopes:
             answer["scope"] = " ".join(grant.scopes)
         if with_refresh:
-            refresh = f"rt-{secrets.token_urlsafe(12)}"
+            refresh = f"rt-{MARK}-{secrets.token_urlsafe(12)}"
             self.refresh[refresh] = grant
             answer["refresh_token"] = refresh
         return JSONResponse(answer)

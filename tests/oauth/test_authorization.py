@@ -127,7 +127,7 @@ async def test_pre_registered_credentials_come_before_registration(
 ) -> None:
     peer = oauth_peer(registration=False, auth_methods=["client_secret_post"])
     discovery, _ = await discovered(peer, http)
-    mine = ClientIdentity(discovery.issuer, "pre", "s3cret", "", "pre-registered")
+    mine = ClientIdentity(discovery.issuer, "pre", "s3-sekret", "", "pre-registered")
     identity = await identify(
         http, discovery, redirect_uri=REDIRECT_URI, client_name="t", preregistered=mine
     )
@@ -136,7 +136,7 @@ async def test_pre_registered_credentials_come_before_registration(
         "client_secret_post",
     )
     # Credentials registered with another issuer are not offered to this one.
-    theirs = ClientIdentity("https://other.example", "pre", "s3cret", "", "pre-registered")
+    theirs = ClientIdentity("https://other.example", "pre", "s3-sekret", "", "pre-registered")
     with pytest.raises(DiscoveryError, match="no registration endpoint"):
         await identify(
             http, discovery, redirect_uri=REDIRECT_URI, client_name="t", preregistered=theirs
@@ -263,6 +263,8 @@ async def test_a_callback_for_another_request_is_refused(
     first = authorization_request(discovery, identity, redirect_uri=REDIRECT_URI, scopes=())
     second = authorization_request(discovery, identity, redirect_uri=REDIRECT_URI, scopes=())
     assert first.state != second.state and first.code_verifier != second.code_verifier
+    assert first.state not in repr(first) and first.code_verifier not in repr(first)
+    assert AuthorizationRequest.from_json(first.to_json()) == first
     with pytest.raises(StateMismatch):
         await exchange_code(http, discovery, identity, second, await approve(http, first))
 

@@ -164,6 +164,26 @@ async def test_a_moved_authorization_server_gets_a_new_registration(
     assert at_as2["query"]["client_id"] == auth.identity.client_id
 
 
+async def test_a_move_is_noticed_even_when_the_old_server_would_refresh(
+    oauth_peer: Callable[..., OAuthPeer], http: httpx.AsyncClient
+) -> None:
+    # The old authorization server still refreshes, but its tokens no longer open the MCP
+    # server: the 401's fresh discovery shows the move, so the client registers with the new
+    # one at once instead of refreshing in circles.
+    peer = oauth_peer(issuer_path="/as1", prm_scopes=["read"])
+    auth = headless(http, peer)
+    async with mcp_client(peer, auth) as client:
+        await client.list_tools()
+        peer.active_issuer_path = "/as2"
+        peer.expire_access_tokens()
+        await client.list_tools(use_cache=False)
+    assert auth.refreshes == 0 and auth.identity.issuer == f"{peer.base}/as2"
+    assert [e["form"]["grant_type"] for e in peer.requests_to("/as2/token")] == [
+        "authorization_code"
+    ]
+    assert peer.requests_to("/as2/authorize")[0]["query"]["scope"] == "read"
+
+
 class CountingAuthenticator:
     """A fixed token that is never renewed: ``challenged`` answers ``renew``."""
 

@@ -104,6 +104,12 @@ def test_token_sets_round_trip_and_know_when_they_expire() -> None:
     assert tokens.scope == ("a", "b") and tokens.refresh_token == "r"
     assert tokens.expires_within(61, now=now) and not tokens.expires_within(59, now=now)
     assert TokenSet.from_json(tokens.to_json()) == tokens
+    # A token set (or a client identity) in a log line or an error shows no secret.
+    assert "'x'" not in repr(tokens) and "'r'" not in repr(tokens)
+    identity = ClientIdentity("https://as.example", "client", "s3-sekret", "none", "dynamic")
+    assert "s3-sekret" not in repr(identity)
+    assert ClientIdentity.from_json(identity.to_json(), client_secret="s3-sekret") == identity
+    assert "s3-sekret" not in str(identity.to_json())
     with pytest.raises(TokenError, match="DPoP"):
         TokenSet.from_response({"access_token": "x", "token_type": "DPoP"})
 
@@ -112,10 +118,10 @@ async def test_client_credentials_with_a_secret(
     oauth_peer: Callable[..., OAuthPeer], http: httpx.AsyncClient
 ) -> None:
     peer = oauth_peer(auth_methods=["client_secret_basic"])
-    peer.clients["machine"] = {"secret": "s3cret", "method": "client_secret_basic"}
+    peer.clients["machine"] = {"secret": "s3-sekret", "method": "client_secret_basic"}
     discovery = await discover(http, peer.url)
     identity = ClientIdentity(
-        discovery.issuer, "machine", "s3cret", "client_secret_basic", "client-credentials"
+        discovery.issuer, "machine", "s3-sekret", "client_secret_basic", "client-credentials"
     )
     tokens = await client_credentials(http, discovery, identity, scopes=("jobs",))
     assert tokens.scope == ("jobs",) and tokens.refresh_token is None
