@@ -128,7 +128,7 @@ def _operator_adds_the_connection(page: Page, peer: Peer) -> None:
     page.get_by_label("Name", exact=True).fill(CONNECTION)
     page.get_by_label("Title").fill(TITLE)
     page.get_by_label("URL", exact=True).fill(peer.url)
-    page.get_by_label("OAuth, per person").check()
+    page.get_by_label("OAuth: each person connects their own account").check()
     assert_accessible(page)
     shoot(page, "oauth-connection-auth", at=page.get_by_text("How mrtrweb authenticates"))
     _press(page, "Add the connection")
