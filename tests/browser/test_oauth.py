@@ -17,6 +17,10 @@ person; access tokens live 5 s), and its log names the grant behind every token 
 6. Eve's connected accounts list the connection. No page, redirect, socket message or server
    log of the whole story carries a token (every one the peer issued is searched for).
 
+A second test connects through a peer that takes client ID metadata documents and offers no
+registration: it fetches mrtrweb's document from the running app, and the call's token is
+issued to that client.
+
 With ``MRTRWEB_SCREENSHOTS=docs/images`` the screens are saved for docs/operator-guide.md and
 docs/user-guide.md (``oauth-*``).
 """
@@ -339,3 +343,40 @@ def test_oauth_per_person_story(
         where.startswith("redirect") and text.startswith(f"{peer.base_url}/authorize?")
         for where, text in seen.texts
     )
+
+
+# -- mrtrweb's client ID metadata document --------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cimd_peer() -> Iterator[Peer]:
+    """The peer taking client ID metadata documents, and no dynamic registration."""
+    with running_peer("oauth_server", "--cimd", "--no-dcr") as peer:
+        yield peer
+
+
+def test_the_authorization_server_reads_mrtrweb_client_id_metadata_document(
+    page_as: Callable[[str], Page], live_app: LiveApp, cimd_peer: Peer
+) -> None:
+    """Where the authorization server takes them, mrtrweb's client ID is the address of its
+    own metadata document, which the server fetches from the running app."""
+    control = OAuthControl.of(cimd_peer)
+    live_app.manage("mcp_server", "add", "--name", "cimd", "--url", cimd_peer.url)
+    operator = page_as("operator")
+    operator.goto("/calls/start/cimd/")
+    operator.get_by_role("link", name="Connect your account").click()
+    _press(operator, "Connect your account")
+    expect(operator).to_have_url(re.compile(r"/calls/start/cimd/"))
+    client_id = f"{live_app.base_url}/oauth/client-metadata.json"
+    [fetch] = control.cimd_fetches()
+    assert fetch["url"] == client_id and fetch.get("accepted") is True, fetch
+    [client] = control.clients()
+    assert client["client_id"] == client_id
+    assert client["token_endpoint_auth_method"] == "none"
+    assert client["redirect_uris"] == [f"{live_app.base_url}/oauth/callback/"]
+    # The call goes out with a token issued to that client.
+    operator.get_by_role("link", name="Whoami", exact=True).click()
+    _press(operator, "Call the tool")
+    expect(operator.locator("section.result")).to_contain_text(client_id)
+    assert [c["client_id"] for c in control.calls("whoami")] == [client_id]
+    assert not control.log("register")  # it never registered itself
