@@ -13,3 +13,8 @@ class AuthorizationsConfig(AppConfig):
         from .credentials import authenticator_for
 
         provide_authenticators(authenticator_for)
+
+        from . import access_log
+
+        # The callback's code and state stay out of uvicorn's access log.
+        access_log.install()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -118,7 +119,21 @@ def _connect_page(
         "scopes": flow.scopes_to_ask(conn, owner, discovery) if discovery else (),
         "authorization": Authorization.objects.filter(connection=conn, user=owner).first(),
     }
-    return render(request, "authorizations/connect.html", context, status=status)
+    response = render(request, "authorizations/connect.html", context, status=status)
+    _allow_form_to_authorization_server(response, discovery)
+    return response
+
+
+def _allow_form_to_authorization_server(
+    response: HttpResponse, discovery: oauth.Discovery | None
+) -> None:
+    """The connect form is answered with a redirect to the authorization server, and browsers
+    hold a form's redirects to the page's CSP ``form-action`` too (CSP 3): without that
+    server's origin there, Chromium blocks the person at the button."""
+    endpoint = discovery.authorization_endpoint if discovery is not None else None
+    parts = urlsplit(endpoint or "")
+    if parts.scheme in ("http", "https") and parts.netloc:
+        response._csp_update = {"form-action": [f"{parts.scheme}://{parts.netloc}"]}  # type: ignore[attr-defined]
 
 
 def _discovery_of(conn: Connection) -> oauth.Discovery | None:
