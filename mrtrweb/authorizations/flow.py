@@ -13,6 +13,7 @@ secret (server text may appear; templates escape it).
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import secrets
@@ -20,7 +21,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
-from urllib.parse import urlencode
+from urllib.parse import quote_plus, urlencode
 
 import httpx
 from django.conf import settings
@@ -602,12 +603,19 @@ def client_credentials_now(connection: Connection) -> Authorization:
 # -- disconnecting -----------------------------------------------------------------------
 
 
-def revoke(authorization: Authorization) -> bool:
+NOT_OFFERED = "publishes no way to revoke tokens; mrtrweb forgot them"
+NOT_CONFIRMED = "did not confirm that it revoked them; mrtrweb forgot them"
+
+
+def revoke(authorization: Authorization) -> str:
     """Forget an authorization's tokens here, and ask its authorization server to revoke
-    them when it publishes a revocation endpoint (RFC 7009). Whether the server agreed."""
+    them when it publishes a revocation endpoint (RFC 7009). ``""`` when the server
+    revoked them, else what the authorization server did, in words.
+
+    The tokens are deleted first: whatever the server answers, mrtrweb no longer holds them.
+    """
     connection = authorization.connection
     _, discovery = _stored_discovery(connection)
-    registration = authorization.client
     tokens = [
         (token, hint)
         for token, hint in (
@@ -616,30 +624,39 @@ def revoke(authorization: Authorization) -> bool:
         )
         if token
     ]
+    client_pk = authorization.client_id
     authorization.delete()
-    if discovery is None or registration is None or not tokens:
-        return False
-    endpoint = discovery.server_metadata.get("revocation_endpoint")
+    if not tokens:
+        return ""
+    endpoint = discovery.server_metadata.get("revocation_endpoint") if discovery else None
     if not isinstance(endpoint, str) or not endpoint.startswith(("https://", "http://")):
-        return False
+        return NOT_OFFERED
+    # The client the tokens were issued to (for client credentials: the operator's).
+    identity = store.client_identity(connection, discovery, client_id=client_pk)
+    if identity is None:
+        return NOT_CONFIRMED
 
     async def job(http: httpx.AsyncClient) -> bool:
         ok = True
         for token, hint in tokens:
             data = {"token": token, "token_type_hint": hint}
-            auth: tuple[str, str] | None = None
-            if registration.token_endpoint_auth_method == "client_secret_basic":
-                auth = (registration.client_id, registration.client_secret)
+            headers = {}
+            if identity.token_endpoint_auth_method == "client_secret_basic":
+                # RFC 6749 section 2.3.1: each part form-encoded before the Basic encoding.
+                pair = (
+                    f"{quote_plus(identity.client_id)}:{quote_plus(identity.client_secret or '')}"
+                )
+                headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
             else:
-                data["client_id"] = registration.client_id
-                if registration.token_endpoint_auth_method == "client_secret_post":
-                    data["client_secret"] = registration.client_secret
+                data["client_id"] = identity.client_id
+                if identity.token_endpoint_auth_method == "client_secret_post":
+                    data["client_secret"] = identity.client_secret or ""
             try:
-                response = await http.post(endpoint, data=data, auth=auth)
+                response = await http.post(endpoint, data=data, headers=headers)
             except httpx.HTTPError:
                 ok = False
                 continue
             ok = ok and response.status_code == 200
         return ok
 
-    return _run(connection, job)
+    return "" if _run(connection, job) else NOT_CONFIRMED

@@ -210,18 +210,18 @@ def disconnect(request: HttpRequest, pk: int) -> HttpResponse:
         raise Http404("No such authorization.")
     connection = authorization.connection
     whose = "your account" if own else _whose(authorization)
-    revoked = flow.revoke(authorization)
+    unrevoked = flow.revoke(authorization)
     logger.info(
         "%s disconnected %s on %s (revoked at the server: %s)",
         request.user.get_username(),
         whose,
         connection.name,
-        revoked,
+        "no" if unrevoked else "yes",
     )
     messages.success(
         request,
         f"Disconnected {whose} on {connection}."
-        + ("" if revoked else " (The authorization server was not asked to revoke it.)"),
+        + (f" (The authorization server {unrevoked}.)" if unrevoked else ""),
     )
     default = reverse("authorizations:accounts")
     return SeeOther(flow.safe_return_to(request, request.POST.get("next"), default))

@@ -257,3 +257,34 @@ def test_what_a_server_sends_is_escaped(
     body = page.content.decode()
     assert "<b>down</b>" not in body
     assert "server_error: &lt;b&gt;down&lt;/b&gt;" in body
+
+
+def test_disconnecting_client_credentials_revokes_with_the_operators_client(
+    olga: Any, connection: Connection, peer: OAuthPeer
+) -> None:
+    peer.add_client("machine-1", "machine-sekret-secret", "client_secret_basic")
+    connection.auth = Connection.Auth.CLIENT_CREDENTIALS
+    connection.oauth_client_id = "machine-1"
+    connection.oauth_client_secret = "machine-sekret-secret"
+    connection.save()
+    operator = signed_in(olga)
+    operator.post(reverse("authorizations:client-token", kwargs={"name": "files"}))
+    authorization = Authorization.objects.get()
+    token = authorization.access_token
+    response = operator.post(disconnect_url(authorization), {"next": panel_url(connection)})
+    assert response["Location"] == panel_url(connection)
+    assert peer.revoked == [token]
+    assert not Authorization.objects.exists()
+
+
+def test_a_refused_revocation_still_forgets_the_tokens(
+    ada: Any, connection: Connection, peer: OAuthPeer
+) -> None:
+    browser = signed_in(ada)
+    approve(browser, peer, connection)
+    peer.clients.clear()  # the server forgot mrtrweb's client: it refuses to revoke
+    browser.post(disconnect_url(Authorization.objects.get()))
+    assert not Authorization.objects.exists()
+    assert peer.revoked == []
+    page = unescape(browser.get(ACCOUNTS).content.decode())
+    assert "(The authorization server did not confirm that it revoked them" in page
