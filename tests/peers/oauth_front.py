@@ -28,7 +28,7 @@ import time
 from collections import deque
 from http.cookies import SimpleCookie
 from typing import Any
-from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qs, parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from mcp.server.auth.middleware.client_auth import AuthenticationError, ClientAuthenticator
 from mcp.server.auth.provider import TokenError
@@ -64,7 +64,8 @@ def _basic_client_id(headers: dict[str, str]) -> str | None:
     except (binascii.Error, UnicodeDecodeError):
         return None
     client_id, sep, _ = decoded.partition(":")
-    return client_id if sep else None
+    # Form-encoded first (RFC 6749 §2.3.1); decoded as the SDK's authenticator does.
+    return unquote(client_id) if sep else None
 
 
 def _bearer(headers: dict[str, str]) -> str | None:

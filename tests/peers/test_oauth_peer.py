@@ -8,6 +8,7 @@ documents, and the log that names the grant behind every call's token.
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 import time
@@ -15,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 import httpx
 import pytest
@@ -628,3 +629,21 @@ def test_preregistered_client_and_client_credentials(peer_factory: Factory) -> N
         "client_secret_basic",
         "client_secret_basic",
     ]
+
+
+def test_basic_credentials_may_be_form_encoded(peer_factory: Factory) -> None:
+    """RFC 6749 §2.3.1: the client ID and secret are form-encoded before HTTP Basic."""
+    peer = peer_factory("oauth_server", "--client", "ops team/1:p@ss word-sekret")
+    for client_id, secret in [
+        (quote("ops team/1", safe=""), quote("p@ss word-sekret", safe="")),
+        ("ops team/1", "p@ss word-sekret"),  # nothing to decode: the same
+    ]:
+        basic = base64.b64encode(f"{client_id}:{secret}".encode()).decode()
+        response = httpx.post(
+            f"{peer.base_url}/token",
+            data={"grant_type": "client_credentials"},
+            headers={"Authorization": f"Basic {basic}"},
+        )
+        assert response.status_code == 200, response.text
+        me = call_tool(peer.url, "whoami", headers=bearer(response.json()))
+        assert me.result["structuredContent"]["subject"] == "client:ops team/1"
