@@ -20,11 +20,14 @@ left to hang the call.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import itertools
 import json
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import aclosing
 from typing import Any, TypeVar
 
 import httpx
@@ -32,6 +35,7 @@ import mcp_types
 from pydantic import BaseModel, ValidationError
 
 from . import io_loop
+from .body import sse_events
 from .client import _tls_context
 from .config import ConnectionSettings
 from .envelope import arguments_text, credential_headers, dump, request_body
@@ -43,6 +47,7 @@ from .errors import (
     ProtocolError,
     error_from_jsonrpc,
 )
+from .jsonparse import loads
 from .listing import Listing, list_all
 from .results import complete
 from .transport import HTTPTransport, Resumption
@@ -111,6 +116,7 @@ class HandshakeClient:
         self._ids = itertools.count(1)
         self._id_prefix = uuid.uuid4().hex[:12]
         self.session_id: str | None = None
+        self._listener: asyncio.Task[None] | None = None
         self.initialized: mcp_types.InitializeResult | None = None
         # Sessions this client opened and closed, for callers that account for them.
         self.sessions_opened = 0
@@ -183,11 +189,54 @@ class HandshakeClient:
             raise UnsupportedHandshakeVersion(initialized.protocol_version)
         self.initialized = initialized
         await self._post_message({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        if self.session_id:
+            await self._start_listening()
         return initialized
+
+    async def _start_listening(self) -> None:
+        """Open the session's standalone stream (a GET on the endpoint) and read it in the
+        background while the session lasts. Servers send requests that belong to no request
+        of ours there (the TypeScript SDK sends ``elicitation/create`` there when a tool does
+        not name its request). Its headers are awaited here, so that it is open before any
+        request that may need it is sent. A server without one (405) is fine."""
+        headers = {"Accept": "text/event-stream", **self._session_headers()}
+        request = self._http.build_request("GET", self.settings.url, headers=headers)
+        try:
+            async with asyncio.timeout(self.settings.connect_timeout):
+                response = await self._http.send(request, stream=True)
+        except (httpx.HTTPError, TimeoutError) as exc:
+            logger.debug("no standalone stream from %s: %r", self.settings.url, exc)
+            return
+        content_type = response.headers.get("content-type", "").split(";")[0].strip()
+        if response.status_code != 200 or content_type.lower() != "text/event-stream":
+            await response.aclose()
+            return
+        self._listener = asyncio.create_task(self._listen(response))
+
+    async def _listen(self, response: httpx.Response) -> None:
+        """Answer the server's requests on the standalone stream. Never raises: a broken
+        listener must not break a call."""
+        try:
+            async with aclosing(sse_events(response, self.settings.max_response_bytes)) as events:
+                async for event in events:
+                    if not event.is_message:
+                        continue
+                    try:
+                        message = loads(event.data, max_depth=self.settings.max_json_depth)
+                    except ValueError:
+                        logger.warning("invalid JSON on the standalone stream; ignored")
+                        continue
+                    if isinstance(message, dict) and "method" in message and "id" in message:
+                        await self._answer_server_request(message)
+        except (MCPError, httpx.HTTPError) as exc:
+            logger.info("the standalone stream from %s ended: %r", self.settings.url, exc)
+        finally:
+            await response.aclose()
 
     async def close_session(self) -> None:
         """``DELETE`` the session, if the server gave one. Never raises: a call's outcome must
         not hinge on it, and a server that refuses (405) keeps it until it expires."""
+        await self._stop_listening()
         session_id, self.session_id = self.session_id, None
         version = self.protocol_version
         self.initialized = None
@@ -256,11 +305,22 @@ class HandshakeClient:
                 if attempt == 0 and self._session_gone(exc):
                     # The server lost the session (restart, expiry): the request never ran.
                     logger.info("%s forgot MCP session; opening a new one", self.settings.url)
-                    self.session_id = None
-                    self.initialized = None
+                    await self._forget_session()
                     continue
                 raise
         raise AssertionError("unreachable")
+
+    async def _forget_session(self) -> None:
+        await self._stop_listening()
+        self.session_id = None
+        self.initialized = None
+
+    async def _stop_listening(self) -> None:
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await listener
 
     def _session_gone(self, exc: MCPError) -> bool:
         status = getattr(exc, "http_status", None)

@@ -116,6 +116,13 @@ SCENARIOS: dict[str, tuple[Step, ...]] = {
         ListTools(),
         EchoSchema("json_schema_2020_12_tool", via="json_schema_echo", argument="schema"),
     ),
+    # Handshake-era scenarios (spec 2025-11-25): run by _handshake_conformance.
+    "initialize": (ListTools(),),
+    "elicitation-sep1034-client-defaults": (
+        ListTools(),
+        CallTool("test_client_elicitation_defaults", {}),
+    ),
+    "sse-retry": (ListTools(), CallTool("test_reconnection", {})),
 }
 GENERIC: tuple[Step, ...] = (ListTools(), CallFirstTool())
 
@@ -367,6 +374,11 @@ async def run_scenario(
 ) -> list[str]:
     """Run the scenario's steps against ``url``; return the errors (empty on success)."""
     version = os.environ.get(VERSION_ENV)
+    from ._handshake_conformance import is_handshake_version, run_handshake_scenario
+
+    if is_handshake_version(version):
+        assert version is not None
+        return await run_handshake_scenario(url, steps_for(scenario), log, version=version)
     settings = ConnectionSettings(
         url=url,
         connect_timeout=5.0,

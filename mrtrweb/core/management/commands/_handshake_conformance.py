@@ -1,0 +1,96 @@
+"""The conformance command's handshake-era flow (scenarios run at spec 2025-11-25 or older).
+
+Kept beside ``mcp_conformance_client`` rather than in it: the same steps, performed with
+:class:`mrtrweb.mcp.handshake.HandshakeClient` (``initialize``, a session, questions on the
+stream). A question is answered headlessly the way a person accepting a pre-filled form would:
+with the schema's defaults (SEP-1034), a typed value where there is none; a URL-mode question
+is declined, since nobody is there to visit the page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import mcp_types
+
+from mrtrweb.mcp import ConnectionSettings, MCPError
+from mrtrweb.mcp.handshake import HANDSHAKE_VERSIONS, HandshakeClient
+
+from . import mcp_conformance_client as flows
+
+__all__ = ["is_handshake_version", "run_handshake_scenario"]
+
+
+def is_handshake_version(version: str | None) -> bool:
+    return version in HANDSHAKE_VERSIONS
+
+
+async def answer_elicitation(request: mcp_types.ElicitRequest) -> mcp_types.ElicitResult:
+    params = request.params
+    if isinstance(params, mcp_types.ElicitRequestFormParams):
+        schema = params.requested_schema
+        raw = schema if isinstance(schema, dict) else schema.model_dump(by_alias=True)
+        return mcp_types.ElicitResult(action="accept", content=flows.form_content(raw))
+    return mcp_types.ElicitResult(action="decline")
+
+
+async def run_handshake_scenario(
+    url: str,
+    steps: tuple[Any, ...],
+    log: Callable[[str], None],
+    *,
+    version: str,
+) -> list[str]:
+    """Run ``steps`` in one handshake-era session (closed at the end); return the errors."""
+    settings = ConnectionSettings(
+        url=url, connect_timeout=5.0, read_timeout=20.0, capabilities=flows.CAPABILITIES
+    )
+    versions = (version, *[v for v in HANDSHAKE_VERSIONS if v != version])
+    errors: list[str] = []
+    tools: dict[str, mcp_types.Tool] = {}
+    async with HandshakeClient(settings, on_elicit=answer_elicitation, versions=versions) as client:
+        try:
+            found = await client.open()
+            log(f"initialize: {found.server_info.name} speaks {found.protocol_version}")
+        except MCPError as exc:
+            errors.append(f"initialize: {type(exc).__name__}: {exc}")
+            return errors
+        for step in steps:
+            try:
+                match step:
+                    case flows.ListTools():
+                        tools = {t.name: t for t in (await client.list_tools()).items}
+                        log(f"tools/list: {list(tools)}")
+                    case flows.CallTool(name, arguments, _):
+                        await _call(client, tools, name, arguments, log)
+                    case flows.CallFirstTool():
+                        if not tools:
+                            raise MCPError("the server lists no tools")
+                        await _call(client, tools, next(iter(tools)), None, log)
+                    case flows.CallEachTool():
+                        for name in list(tools):
+                            await _call(client, tools, name, None, log)
+                    case _:
+                        raise MCPError(f"{step} is not part of the handshake-era flow")
+            except MCPError as exc:
+                errors.append(f"{step}: {type(exc).__name__}: {exc}")
+                log(f"ERROR {step}: {type(exc).__name__}: {exc}")
+    return errors
+
+
+async def _call(
+    client: HandshakeClient,
+    tools: dict[str, mcp_types.Tool],
+    name: str,
+    arguments: Any,
+    log: Callable[[str], None],
+) -> None:
+    tool = tools.get(name)
+    if arguments is None:
+        arguments = flows.tool_arguments(tool.input_schema) if tool else {}
+    result = await client.call_tool(name, dict(arguments))
+    text = " ".join(b.text for b in result.content if isinstance(b, mcp_types.TextContent))
+    if result.is_error:
+        raise MCPError(f"tools/call {name}: the tool failed: {text}")
+    log(f"tools/call {name}: {text}")
