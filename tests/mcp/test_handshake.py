@@ -185,7 +185,9 @@ async def test_a_forgotten_session_is_replaced_and_the_request_sent_again(
         first = client.session_id
         assert first
         # The server ends the session behind the client's back (as an idle timeout would).
-        httpx.delete(mcp1_peer.url, headers={"mcp-session-id": first}).raise_for_status()
+        async with httpx.AsyncClient() as http:
+            gone = await http.delete(mcp1_peer.url, headers={"mcp-session-id": first})
+        gone.raise_for_status()
         assert text(await client.call_tool("echo", {"text": "again"})) == "echo: again"
         assert client.session_id not in (None, first)
     closed_all(mcp1_peer, before, 2)
@@ -208,7 +210,7 @@ async def test_a_stateless_server_has_no_session_to_close(mcp1_stateless_peer: M
     async with HandshakeClient(settings(mcp1_stateless_peer)) as client:
         assert text(await client.call_tool("echo", {"text": "hi"})) == "echo: hi"
         assert client.session_id is None
-        assert [t.name for t in (await client.list_tools()).items][0] == "echo"
+        assert "echo" in [t.name for t in (await client.list_tools()).items]
     requests = mcp1_stateless_peer.requests()[seen:]
     assert "DELETE" not in [r["http"] for r in requests]
     assert mcp1_stateless_peer.sessions()["opened"] == 0
