@@ -245,19 +245,11 @@ class HandshakeClient:
         headers = {**credential_headers(self.settings), SESSION_HEADER: session_id}
         if version:
             headers[VERSION_HEADER] = version
-        try:
-            response = await self._http.request("DELETE", self.settings.url, headers=headers)
-        except httpx.HTTPError as exc:
-            logger.warning("could not end MCP session at %s: %s", self.settings.url, exc)
-            return
-        if response.status_code < 300 or response.status_code == 404:
+        status = await self._transport.end_session(headers)
+        if status is not None and (status < 300 or status == 404):
             self.sessions_closed += 1  # 404: already gone
-        else:
-            logger.info(
-                "%s kept MCP session open (HTTP %s to DELETE)",
-                self.settings.url,
-                response.status_code,
-            )
+        elif status is not None:
+            logger.info("%s kept MCP session open (HTTP %s to DELETE)", self.settings.url, status)
 
     def _session_headers(self) -> dict[str, str]:
         headers = credential_headers(self.settings)

@@ -346,6 +346,16 @@ class HTTPTransport:
         options.streams.append(stream)
         return stream
 
+    async def end_session(self, headers: Mapping[str, str]) -> int | None:
+        """DELETE a handshake-era session (``headers`` name it); the status, None if no answer
+        came. Never raises: ending a session is tidying up, not part of any outcome."""
+        try:
+            response = await self._http.request("DELETE", self.url, headers=dict(headers))
+        except httpx.HTTPError as exc:
+            logger.warning("could not end the MCP session at %s: %s", self.url, exc)
+            return None
+        return response.status_code
+
     def _maybe_handled(self, status: int, body: bytes) -> OutcomeUnknown:
         excerpt = body[:200].decode("utf-8", errors="replace")
         return OutcomeUnknown(

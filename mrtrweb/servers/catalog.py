@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from mrtrweb.mcp import LegacyServer, MCPClient, MCPError
 
+from .handshake_catalog import probe_handshake
 from .models import Connection
 
 
@@ -32,7 +33,8 @@ def _dump(model: Any) -> Any:
 
 async def _probe(connection: Connection) -> tuple[str, dict[str, Any], int]:
     async with MCPClient(connection.client_settings()) as client:
-        await client.ensure_modern()
+        if await client.detect_era() == "legacy":
+            return await probe_handshake(connection.client_settings())
         discovered = await client.discover()
         tools = await client.list_tools(use_cache=False)
         catalog: dict[str, Any] = {

@@ -20,7 +20,7 @@ Tools (``ctx.elicit`` is the SDK's server-to-client ``elicitation/create`` on th
 - Prompt ``greet(name)``; resource ``peer://readme``.
 
 Sessions are counted on loopback: ``GET /_test/sessions`` is ``{"opened", "closed", "active",
-"open_ids"}``: opened = session ids issued, closed = DELETEs answered 2xx. ``GET
+"open_ids"}``: opened = session ids issued with a 2xx answer, closed = DELETEs answered 2xx. ``GET
 /_test/requests``: ``[{"http", "rpc", "session", "version", "last_event_id"}]`` for every
 request to ``/mcp``.
 """
@@ -189,7 +189,9 @@ class Counting:
                 issued = {
                     k.decode().lower(): v.decode() for k, v in message.get("headers", [])
                 }.get("mcp-session-id")
-                if issued and session is None and issued not in self.opened:
+                # A refused opening request carries an id too, but the SDK discards that
+                # session at once: only an answered initialize opens one.
+                if issued and session is None and status < 300 and issued not in self.opened:
                     self.opened.append(issued)
                 if scope["method"] == "DELETE" and status < 300 and session:
                     self.closed.append(session)

@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from mrtrweb.mcp import (
     InvalidRequestState,
+    LegacyServer,
     MCPClient,
     MCPError,
     NotDelivered,
@@ -31,8 +32,10 @@ from mrtrweb.mcp import (
     UnsupportedInputRequest,
 )
 from mrtrweb.mcp.rounds import state_only_backoff
+from mrtrweb.servers.models import Connection
 
 from ..models import Call, Round, state_sha256
+from .handshake_calls import HandshakeQuestionsNotSupported, send_handshake
 from .outcomes import (
     complete,
     delivered,
@@ -77,6 +80,20 @@ async def _send(
 ) -> Any:
     """The server's answer and the HTTP status it came with (for the audit trail)."""
     progress = on_progress(call.pk, round)
+    if round is None and call.connection.era == Connection.Era.LEGACY:
+        return await send_handshake(call, progress)
+    try:
+        return await _send_modern(call, responses, state, progress)
+    except LegacyServer:
+        # Refused as a 2026-07-28 request, so nothing ran: speak the handshake era instead.
+        if round is not None:
+            raise
+        return await send_handshake(call, progress)
+
+
+async def _send_modern(
+    call: Call, responses: Mapping[str, Any] | None, state: str | None, progress: Any
+) -> Any:
     async with MCPClient(call.connection.client_settings(call.credentials)) as client:
         if call.method == Call.Method.TOOL:
             tool = mcp_types.Tool.model_validate(call.tool) if call.tool else None
@@ -134,6 +151,9 @@ def _exchange(call: Call, *, round: Round | None, responses: Any, state: str | N
             result, http_status = async_to_sync(_send)(call, responses, state, round)
         except InvalidRequestState as exc:
             state_rejected(call, round, exc)
+            return
+        except HandshakeQuestionsNotSupported as exc:
+            fail_call(call, str(exc), reason="handshake-era question", asked=exc.asked)
             return
         except UnsupportedInputRequest as exc:
             if round is None or delivered(round):
