@@ -22,6 +22,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mrtrweb.mcp import ConnectionSettings, MCPClient, MCPError, drive_rounds
 
+from ._handshake_conformance import Values, is_handshake_version, run_handshake_scenario
+
 SCENARIO_ENV = "MCP_CONFORMANCE_SCENARIO"
 CONTEXT_ENV = "MCP_CONFORMANCE_CONTEXT"
 VERSION_ENV = "MCP_CONFORMANCE_PROTOCOL_VERSION"
@@ -369,16 +371,34 @@ class Runner:
         return await drive_rounds(send, answer)
 
 
+def handshake_step(step: Step) -> tuple[Any, ...]:
+    """A step as the handshake-era flow (_handshake_conformance) takes it."""
+    match step:
+        case ListTools():
+            return ("list",)
+        case CallTool(name, arguments, _):
+            return ("call", name, arguments)
+        case CallFirstTool():
+            return ("call_first",)
+        case CallEachTool():
+            return ("call_each",)
+    return (str(step),)
+
+
 async def run_scenario(
     url: str, scenario: str | None, context: str | None, log: Callable[[str], None]
 ) -> list[str]:
     """Run the scenario's steps against ``url``; return the errors (empty on success)."""
     version = os.environ.get(VERSION_ENV)
-    from ._handshake_conformance import is_handshake_version, run_handshake_scenario
-
     if is_handshake_version(version):
         assert version is not None
-        return await run_handshake_scenario(url, steps_for(scenario), log, version=version)
+        return await run_handshake_scenario(
+            url,
+            [handshake_step(step) for step in steps_for(scenario)],
+            log,
+            version=version,
+            values=Values(form_content, tool_arguments, CAPABILITIES),
+        )
     settings = ConnectionSettings(
         url=url,
         connect_timeout=5.0,
