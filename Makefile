@@ -24,10 +24,15 @@ NODE_BIN := $(CURDIR)/$(NODE_DIR)/node_modules/node/bin
 MCP1_DIR := var/mcp1
 MCP1_SPEC := mcp>=1.30,<2
 MCP1_STAMP := $(MCP1_DIR)/.installed-$(shell printf '%s' '$(MCP1_SPEC)' | cksum | cut -d' ' -f1)
+# The TypeScript SDK 1.x server for the handshake-era peer tests/peers/ts_server.cjs (run on the
+# Node 22 above), in a prefix of its own so the conformance suite's tree is never touched.
+NODE_SDK_DIR := var/node-sdk
+NODE_SDK_PACKAGES := @modelcontextprotocol/sdk@1.32 express@5 zod@3
+NODE_SDK_STAMP := $(NODE_SDK_DIR)/.installed-$(shell printf '%s' '$(NODE_SDK_PACKAGES)' | cksum | cut -d' ' -f1)
 # Tests find `node` (22, not the system's) and `conformance` on PATH.
 TEST_PATH := $(NODE_BIN):$(CURDIR)/$(NODE_DIR)/node_modules/.bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help run test test-fast setup lint fmt clean bench mcp1
+.PHONY: help run test test-fast setup lint fmt clean bench mcp1 node-sdk
 
 help:
 	@echo "make run    set up (venv, migrations, admin user, static files) and serve on $(HOST):$(PORT)"
@@ -70,6 +75,15 @@ $(MCP1_STAMP):
 
 mcp1: $(MCP1_STAMP)
 
+$(NODE_SDK_STAMP): | $(NODE_STAMP)
+	mkdir -p $(NODE_SDK_DIR)
+	npm install --prefix $(NODE_SDK_DIR) --no-audit --no-fund --loglevel=error $(NODE_SDK_PACKAGES)
+	@test -f $(NODE_SDK_DIR)/node_modules/@modelcontextprotocol/sdk/package.json || { echo "the TypeScript SDK is missing from $(NODE_SDK_DIR)" >&2; exit 1; }
+	rm -f $(NODE_SDK_DIR)/.installed-*
+	touch $@
+
+node-sdk: $(NODE_SDK_STAMP)
+
 setup: $(VENV_STAMP)
 	$(PY) manage.py migrate --noinput -v0
 	$(PY) manage.py ensure_admin
@@ -98,14 +112,14 @@ run: setup
 	fi; \
 	$(VENV)/bin/uvicorn mrtrweb.asgi:application --host $(HOST) --port $(PORT) --lifespan on
 
-test: setup $(NODE_STAMP) $(MCP1_STAMP) lint
+test: setup $(NODE_STAMP) $(MCP1_STAMP) $(NODE_SDK_STAMP) lint
 	PATH="$(TEST_PATH)" $(VENV)/bin/pytest $(PYTEST_ARGS)
 
 # The inner loop: the suites that start browsers, app servers in numbers, the conformance CLI
 # or fault injection, and the fuzzers and benchmarks, are left to `make test` (the whole suite).
 FAST_IGNORE := tests/browser tests/conformance tests/faults tests/scaleout tests/fuzz \
 	tests/bench tests/api/test_schemathesis.py
-test-fast: setup $(NODE_STAMP) $(MCP1_STAMP) lint
+test-fast: setup $(NODE_STAMP) $(MCP1_STAMP) $(NODE_SDK_STAMP) lint
 	PATH="$(TEST_PATH)" $(VENV)/bin/pytest $(addprefix --ignore=,$(FAST_IGNORE)) $(PYTEST_ARGS)
 
 # Benchmarks (bench/, docs/performance.md): SQLite, and PostgreSQL when 127.0.0.1:5432 answers.
@@ -122,5 +136,5 @@ fmt: $(VENV_STAMP)
 	$(VENV)/bin/ruff check --fix .
 
 clean:
-	rm -rf $(VENV) $(NODE_DIR) $(MCP1_DIR) staticfiles *.egg-info .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(NODE_DIR) $(MCP1_DIR) $(NODE_SDK_DIR) staticfiles *.egg-info .pytest_cache .ruff_cache .hypothesis
 	find . -name __pycache__ -type d -not -path './.git/*' -prune -exec rm -rf {} +

@@ -15,7 +15,12 @@ def _importable(module: str) -> bool:
 # runs while they are being written.
 pytest_plugins = [
     name
-    for name in ("tests.peers.fixtures", "tests.peers.inprocess", "tests.peers.mcp1")
+    for name in (
+        "tests.peers.fixtures",
+        "tests.peers.inprocess",
+        "tests.peers.mcp1",
+        "tests.peers.ts",
+    )
     if _importable(name)
 ]
 
