@@ -38,6 +38,7 @@ from . import io_loop
 from .body import sse_events
 from .client import _tls_context
 from .config import ConnectionSettings
+from .deadline import AnswerDeadline
 from .envelope import arguments_text, credential_headers, dump, request_body
 from .errors import (
     HTTPStatusError,
@@ -54,6 +55,7 @@ from .transport import HTTPTransport, Resumption
 from .unfit import unfit
 
 __all__ = [
+    "DEFAULT_QUESTION_DEADLINE",
     "HANDSHAKE_VERSIONS",
     "ElicitHandler",
     "HandshakeClient",
@@ -64,6 +66,8 @@ logger = logging.getLogger(__name__)
 
 # Newest first: offered in this order, and the only ones accepted back.
 HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18")
+# Seconds a question on the stream may wait for its answer (the server holds the call open).
+DEFAULT_QUESTION_DEADLINE = 600.0
 
 ElicitHandler = Callable[[mcp_types.ElicitRequest], Awaitable[mcp_types.ElicitResult]]
 NotificationCallback = Callable[[mcp_types.ServerNotification], Awaitable[None] | None]
@@ -95,6 +99,7 @@ class HandshakeClient:
         http: httpx.AsyncClient | None = None,
         on_elicit: ElicitHandler | None = None,
         versions: tuple[str, ...] = HANDSHAKE_VERSIONS,
+        question_deadline: float | None = DEFAULT_QUESTION_DEADLINE,
     ) -> None:
         self.settings = settings
         self._own_http = http is None
@@ -112,6 +117,10 @@ class HandshakeClient:
             answer_deadline_max=settings.answer_deadline_max,
         )
         self._on_elicit = on_elicit
+        # How long ``on_elicit`` may take (a person answering); then the answer is "cancel".
+        self._question_deadline = question_deadline
+        # The deadlines of the exchanges in flight: a question holds them while it is out.
+        self._deadlines: set[AnswerDeadline] = set()
         self._versions = versions
         self._ids = itertools.count(1)
         self._id_prefix = uuid.uuid4().hex[:12]
@@ -266,17 +275,21 @@ class HandshakeClient:
             "Content-Type": "application/json",
             **self._session_headers(),
         }
+        request = self._http.build_request(
+            "POST", self.settings.url, content=json.dumps(message).encode(), headers=headers
+        )
         try:
-            response = await self._http.post(
-                self.settings.url, content=json.dumps(message).encode(), headers=headers
-            )
+            # Streamed and never read: the answer is 202 with no body, and a server that
+            # sends one anyway is not read into memory.
+            response = await self._http.send(request, stream=True)
+            await response.aclose()
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
             raise NotDelivered(f"Could not reach {self.settings.url}: {exc}") from exc
         except httpx.HTTPError as exc:
             what = message.get("method") or "a response"
             raise ProtocolError(f"Sending {what} failed: {exc}") from exc
         if response.status_code >= 400:
-            raise HTTPStatusError(response.status_code, response.text[:200])
+            raise HTTPStatusError(response.status_code, "")
 
     # -- one request ------------------------------------------------------------------------
 
@@ -340,6 +353,7 @@ class HandshakeClient:
             _notification_handler(on_notification),
             on_request=self._answer_server_request,
             resumption=Resumption(headers) if self.session_id else None,
+            deadlines=self._deadlines,
         )
         self.last_http_status = response.http_status
         return self._result(method, response.message, response.http_status)
@@ -388,7 +402,20 @@ class HandshakeClient:
             )
         except (ValueError, ValidationError):
             return {"error": {"code": mcp_types.INVALID_PARAMS, "message": "Malformed elicitation"}}
-        result = await self._on_elicit(request)
+        # The server waits on a person now: the answer deadlines of the requests in flight
+        # are held (whichever stream the question came on); the question deadline bounds it.
+        held = list(self._deadlines)
+        for deadline in held:
+            deadline.hold()
+        try:
+            async with asyncio.timeout(self._question_deadline):
+                result = await self._on_elicit(request)
+        except TimeoutError:
+            logger.info("no answer within %ss: cancelled", self._question_deadline)
+            result = mcp_types.ElicitResult(action="cancel")
+        finally:
+            for deadline in held:
+                deadline.release()
         return {"result": dump(result)}
 
     # -- operations -------------------------------------------------------------------------

@@ -132,21 +132,30 @@ class HTTPTransport:
         *,
         on_request: RequestHandler | None = None,
         resumption: Resumption | None = None,
+        deadlines: set[AnswerDeadline] | None = None,
     ) -> RawResponse:
         """Send one request and return its response, all within the answer deadline.
 
-        ``on_request`` and ``resumption`` are the handshake era's: server-to-client requests
-        on the stream, and resuming a stream the server closed early.
+        ``on_request``, ``resumption`` and ``deadlines`` are the handshake era's:
+        server-to-client requests on the stream, resuming a stream the server closed early,
+        and the set this exchange's deadline is in while it runs (so a question, wherever it
+        came, can hold it).
         """
         async with AnswerDeadline(self._deadline, self._deadline_max) as deadline:
-            return await self._exchange(
-                body,
-                request_id,
-                headers,
-                on_notification,
-                deadline,
-                _StreamOptions(on_request, resumption),
-            )
+            if deadlines is not None:
+                deadlines.add(deadline)
+            try:
+                return await self._exchange(
+                    body,
+                    request_id,
+                    headers,
+                    on_notification,
+                    deadline,
+                    _StreamOptions(on_request, resumption),
+                )
+            finally:
+                if deadlines is not None:
+                    deadlines.discard(deadline)
 
     async def _exchange(
         self,
@@ -302,8 +311,6 @@ class HTTPTransport:
                 if isinstance(message, dict) and "method" in message:
                     if options.on_request is not None:
                         await options.on_request(message)
-                        # The server waited on us (perhaps on a person): its time starts again.
-                        deadline.progressed()
                         continue
                     # 2026-07-28 has no server-to-client requests on the stream.
                     logger.warning(
@@ -350,7 +357,9 @@ class HTTPTransport:
         """DELETE a handshake-era session (``headers`` name it); the status, None if no answer
         came. Never raises: ending a session is tidying up, not part of any outcome."""
         try:
-            response = await self._http.request("DELETE", self.url, headers=dict(headers))
+            request = self._http.build_request("DELETE", self.url, headers=dict(headers))
+            response = await self._http.send(request, stream=True)
+            await response.aclose()  # the body, if any, is never read
         except httpx.HTTPError as exc:
             logger.warning("could not end the MCP session at %s: %s", self.url, exc)
             return None

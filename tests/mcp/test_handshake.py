@@ -7,6 +7,7 @@ closed.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import httpx
@@ -214,3 +215,34 @@ async def test_a_stateless_server_has_no_session_to_close(mcp1_stateless_peer: M
     requests = mcp1_stateless_peer.requests()[seen:]
     assert "DELETE" not in [r["http"] for r in requests]
     assert mcp1_stateless_peer.sessions()["opened"] == 0
+
+
+class SlowPerson(Person):
+    """Takes ``seconds`` over each answer."""
+
+    def __init__(self, seconds: float, *answers: mcp_types.ElicitResult) -> None:
+        super().__init__(*answers)
+        self.seconds = seconds
+
+    async def __call__(self, request: mcp_types.ElicitRequest) -> mcp_types.ElicitResult:
+        await asyncio.sleep(self.seconds)
+        return await super().__call__(request)
+
+
+async def test_a_person_may_take_longer_than_the_answer_deadline(mcp1_peer: Mcp1Peer) -> None:
+    # The answer deadline (0.5 s, capped at 1 s) is held while a question is out: the server
+    # waits on a person, not the other way round.
+    quick = ConnectionSettings(url=mcp1_peer.url, answer_deadline=0.5, answer_deadline_max=1.0)
+    person = SlowPerson(0.7, accept(name="Bo"), accept(color="red"))
+    async with HandshakeClient(quick, on_elicit=person) as client:
+        assert text(await client.call_tool("ask_twice", {})) == "Bo likes red"
+
+
+async def test_a_question_left_unanswered_past_its_deadline_is_cancelled(
+    mcp1_peer: Mcp1Peer,
+) -> None:
+    person = SlowPerson(5.0, accept(name="never"))
+    async with HandshakeClient(
+        settings(mcp1_peer), on_elicit=person, question_deadline=0.3
+    ) as client:
+        assert text(await client.call_tool("ask_twice", {})) == "stopped at name: cancel"
