@@ -10,6 +10,7 @@ urlpatterns = [
     path("live/", include("mrtrweb.live.urls")),
     path("accounts/", include("django.contrib.auth.urls")),
     path("operators/", include("mrtrweb.servers.urls")),
+    path("oauth/", include("mrtrweb.authorizations.urls")),
     path("api/v1/", include("mrtrweb.api.urls")),
     path("account/tokens/", include("mrtrweb.api.page_urls")),
     path("account/two-step/", include("mrtrweb.accounts.urls")),

@@ -63,6 +63,11 @@ KINDS = {
         "The round asks for something mrtrweb cannot answer; cancel the call instead.",
     ),
     "finished": (409, "The call has already finished."),
+    "authorization-required": (
+        409,
+        "The server wants the caller's own account (OAuth) and they have not connected it: "
+        "the detail and the Link header (rel=authorize) say where, in a browser.",
+    ),
     "not-cancellable": (
         409,
         "Nothing to cancel now: the call is running or its answers are on their way.",

@@ -105,6 +105,12 @@ class RoundOut(_Out):
     delivery_error: str = ""
 
 
+class WaitingForAuthorization(_Out):
+    since: datetime
+    reason: str
+    connect_url: str = Field(description="Where the caller connects their account (a browser)")
+
+
 class CallOut(_Out):
     id: int
     url: str = Field(description="The absolute URL of the call's page")
@@ -121,6 +127,12 @@ class CallOut(_Out):
     rounds: list[RoundOut]
     result: JsonObject | None = Field(default=None, description="The server's result, once done")
     error: str = ""
+    waiting_for_authorization: WaitingForAuthorization | None = Field(
+        default=None,
+        description="Set while the call waits for its caller to connect (or reconnect) their "
+        "account at the server's authorization server; nothing is lost, and it goes on by "
+        "itself once they have",
+    )
 
 
 class Answer(_In):
@@ -179,16 +191,25 @@ class ServerList(_Out):
 
 
 Routing = Literal["caller", "user", "group"]
+Auth = Literal["none", "header", "oauth-person", "oauth-shared", "client-credentials"]
 
 
 class ServerFields(_In):
-    """What an operator may set on a connection. Secrets are write-only: ``bearerToken`` and
-    ``headers`` are never returned; omit them to keep the stored ones, ``null`` removes them."""
+    """What an operator may set on a connection. Secrets are write-only: ``bearerToken``,
+    ``headers``, ``oauthClientSecret`` and ``oauthPrivateKey`` are never returned; omit them to
+    keep the stored ones, ``null`` removes them."""
 
     title: Annotated[str, StringConstraints(max_length=200)] | None = None
     url: Annotated[str, StringConstraints(min_length=1, max_length=2000)] | None = None
+    auth: Auth | None = Field(
+        default=None, description="How calls authenticate; omitted: kept (or header with a token)"
+    )
     bearer_token: Annotated[str, StringConstraints(max_length=4000)] | None = None
     headers: dict[str, str] | None = None
+    oauth_client_id: Annotated[str, StringConstraints(max_length=2000)] | None = None
+    oauth_client_secret: Annotated[str, StringConstraints(max_length=4000)] | None = None
+    oauth_private_key: Annotated[str, StringConstraints(max_length=20000)] | None = None
+    oauth_scopes: Annotated[str, StringConstraints(max_length=2000)] | None = None
     connect_timeout: float | None = None
     read_timeout: float | None = None
     max_response_bytes: int | None = None
@@ -219,8 +240,13 @@ class ServerSettingsOut(_Out):
     title: str
     url: str
     enabled: bool
+    auth: Auth
     token_set: bool
     header_names: list[str]
+    oauth_client_id: str
+    oauth_client_secret_set: bool
+    oauth_private_key_set: bool
+    oauth_scopes: str
     connect_timeout: float
     read_timeout: float
     max_response_bytes: int

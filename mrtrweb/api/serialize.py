@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from django.http import HttpRequest
+from django.urls import reverse
 
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.servers.exposure import sees_whole_catalog, startable_tools
@@ -24,6 +25,7 @@ from .schemas import (
     ServerOut,
     ServerSettingsOut,
     ToolOut,
+    WaitingForAuthorization,
 )
 
 
@@ -79,6 +81,18 @@ def call_out(request: HttpRequest, call: Call) -> CallOut:
         rounds=[round_out(request, r) for r in rounds],
         result=call.result if isinstance(call.result, dict) else None,
         error=call.error,
+        waiting_for_authorization=_waiting(request, call),
+    )
+
+
+def _waiting(request: HttpRequest, call: Call) -> WaitingForAuthorization | None:
+    if call.waiting_for_authorization_since is None:
+        return None
+    connect = reverse("authorizations:connect", kwargs={"connection": call.connection.name})
+    return WaitingForAuthorization(
+        since=call.waiting_for_authorization_since,
+        reason=call.waiting_for_authorization_reason,
+        connect_url=request.build_absolute_uri(connect),
     )
 
 
@@ -132,8 +146,13 @@ def server_settings_out(connection: Connection) -> ServerSettingsOut:
         title=connection.title,
         url=connection.url,
         enabled=connection.enabled,
+        auth=connection.auth,
         token_set=bool(connection.bearer_token),
         header_names=sorted((connection.headers or {}).keys()),
+        oauth_client_id=connection.oauth_client_id,
+        oauth_client_secret_set=bool(connection.oauth_client_secret),
+        oauth_private_key_set=bool(connection.oauth_private_key),
+        oauth_scopes=connection.oauth_scopes,
         connect_timeout=connection.connect_timeout,
         read_timeout=connection.read_timeout,
         max_response_bytes=connection.max_response_bytes,

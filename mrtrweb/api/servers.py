@@ -51,6 +51,13 @@ FORM_TO_BODY = {
     "clear_token": "bearerToken",
     "headers": "headers",
     "clear_headers": "headers",
+    "auth": "auth",
+    "oauth_client_id": "oauthClientId",
+    "oauth_client_secret": "oauthClientSecret",
+    "clear_client_secret": "oauthClientSecret",
+    "oauth_private_key": "oauthPrivateKey",
+    "clear_private_key": "oauthPrivateKey",
+    "oauth_scopes": "oauthScopes",
     "connect_timeout": "connectTimeout",
     "read_timeout": "readTimeout",
     "max_response_bytes": "maxResponseBytes",
@@ -64,12 +71,21 @@ FORM_TO_BODY = {
 }
 
 
+# Write-only secrets of the form: a value replaces the stored one, null removes it.
+SECRET_CLEARS = {
+    "oauth_client_secret": "clear_client_secret",
+    "oauth_private_key": "clear_private_key",
+}
+
+
 def _base_data(connection: Connection) -> dict[str, Any]:
     """What the console's form would post for ``connection`` as it stands (no secrets)."""
     return {
         "name": connection.name,
         "title": connection.title,
         "url": connection.url,
+        "oauth_client_id": connection.oauth_client_id,
+        "oauth_scopes": connection.oauth_scopes,
         "connect_timeout": str(connection.connect_timeout),
         "read_timeout": str(connection.read_timeout),
         "max_response_bytes": str(connection.max_response_bytes),
@@ -93,6 +109,11 @@ def _form_data(body: ServerFields, connection: Connection) -> dict[str, Any]:
                 data["bearer_token"] = value
             else:
                 data["clear_token"] = "on"
+        elif field in SECRET_CLEARS:
+            if value:
+                data[field] = value
+            else:
+                data[SECRET_CLEARS[field]] = "on"
         elif field == "headers":
             if value:
                 for name, header in value.items():
@@ -134,7 +155,8 @@ def _save(form: ConnectionForm) -> Connection:
 
 def _log(user: Any, connection: Connection, form: ConnectionForm, verb: str) -> None:
     # Names of what changed, never values: the values may be secrets.
-    changed = [f for f in form.changed_data if f not in ("bearer_token", "headers")]
+    secret = ("bearer_token", "headers", "oauth_client_secret", "oauth_private_key")
+    changed = [f for f in form.changed_data if f not in secret]
     logger.info(
         "operator %s %s connection %s through the API (fields: %s; secrets: %s)",
         user.get_username(),

@@ -13,6 +13,7 @@ import logging
 from typing import Annotated, Any, Literal
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import IntegrityError, OperationalError
@@ -25,6 +26,7 @@ from mrtrweb import webhooks
 from mrtrweb.calls import engine
 from mrtrweb.calls.access import can_answer, routed_to, visible_calls, visible_rounds
 from mrtrweb.calls.models import Call, Round
+from mrtrweb.authorizations.credentials import authenticator_for
 from mrtrweb.servers.catalog import ensure_catalog
 from mrtrweb.servers.exposure import may_start, sees_whole_catalog, startable_connections
 from mrtrweb.servers.models import Connection
@@ -247,11 +249,23 @@ def _check_startable(user: Any, connection: Connection, method: str, target: str
         raise _field_error("method", "Only operators and admins get prompts or read resources.")
     if method == Call.Method.RESOURCE:
         return  # any URI: resource templates make the list open-ended; the server decides
-    report = ensure_catalog(connection)
+    # Listed with the caller's own account where the server wants one (OAuth per person).
+    report = ensure_catalog(connection, authenticator_for(connection, user))
     catalog = connection.catalog or {}
     listing = "tools" if method == Call.Method.TOOL else "prompts"
     names = {item.get("name") for item in catalog.get(listing) or [] if isinstance(item, dict)}
     if target not in names:
+        if report is not None and report.authorization_required and not catalog:
+            connect = settings.MRTRWEB_BASE_URL.rstrip("/") + reverse(
+                "authorizations:connect", kwargs={"connection": connection.name}
+            )
+            raise ApiError(
+                409,
+                f"The server wants your own account: connect it once in a browser at {connect}, "
+                "then start the call again.",
+                kind="authorization-required",
+                headers={"Link": f'<{connect}>; rel="authorize"'},
+            )
         if report is not None and not report.ok and not catalog:
             raise ApiError(502, "The server's catalog could not be listed.", kind="unreachable")
         raise _field_error("name", f"The server offers no {listing[:-1]} of this name to you.")

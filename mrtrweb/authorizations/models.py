@@ -110,6 +110,9 @@ class Authorization(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
     # Why a reconnect is needed, in words for people (never a token or a server's raw body).
     reason = models.CharField(max_length=500, blank=True, default="")
+    # Scopes a server asked for (403 insufficient_scope) that only the person can grant: the
+    # next connect asks for these as well as ``scopes`` (space-separated).
+    wanted_scopes = models.CharField(max_length=2000, blank=True, default="")
     version = models.PositiveIntegerField(default=0)
     connected_at = models.DateTimeField(default=timezone.now)
     last_refresh_at = models.DateTimeField(null=True, blank=True)

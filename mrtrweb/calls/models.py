@@ -116,6 +116,12 @@ class Call(models.Model):
     # The server's latest progress notification while it works ({progress, total, message,
     # at}), so a page loaded or reloaded meanwhile shows it; cleared when the call moves on.
     progress = models.JSONField(null=True, blank=True)
+    # Set while the call's next request (its first, or a round's answers) waits for the
+    # caller (or an operator, for a shared account) to connect an account on the server again:
+    # nothing was sent, nothing is lost, and ``authorizations.signals.connected`` sends it.
+    waiting_for_authorization_since = models.DateTimeField(null=True, blank=True)
+    # Why, in words for people (who must reconnect, and why); never a token.
+    waiting_for_authorization_reason = models.CharField(max_length=500, blank=True, default="")
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -127,6 +133,12 @@ class Call(models.Model):
             _where_set("route_user", "call_route_user_set"),
             _where_set("route_group", "call_route_group_set"),
             _where_set("restarted_from", "call_restarted_from_set"),
+            # What an account connected resumes: the few calls waiting on one connection.
+            models.Index(
+                fields=["connection", "started_by"],
+                name="call_waiting_authorization",
+                condition=models.Q(waiting_for_authorization_since__isnull=False),
+            ),
         ]
 
     def __str__(self) -> str:

@@ -11,6 +11,7 @@ from django.core.mail import send_mass_mail
 from mrtrweb.mcp.oneline import one_line
 
 from .presenting import present
+from .waiting import headline, reconnect_url
 
 # Subjects are headers: what a server sent (tool names, questions) is put on one line there, or
 # Django refuses the whole email (BadHeaderError) and nobody is told.
@@ -73,3 +74,29 @@ def notify_expired(round: Any) -> None:
         send_mass_mail([(subject, body, None, [address]) for address in to])
     except Exception:  # an unreachable mail server must not stop the sweep
         logger.exception("could not email the expiry of round %s to %s", round.pk, to)
+
+
+def notify_reconnect(call: Any) -> None:
+    """Email the person who must connect an account again for the call to go on: its caller
+    (per-person accounts). Never raises; no token or server answer is in it."""
+    user = call.started_by
+    if call.connection.auth != call.connection.Auth.OAUTH_PERSON or not user.email:
+        return
+    base = settings.MRTRWEB_BASE_URL.rstrip("/")
+    subject = one_line(
+        f"[mrtrweb] Reconnect your account on {call.connection} to continue "
+        f"{call.get_method_display()} {call.target}",
+        SUBJECT_LENGTH,
+    )
+    body = (
+        f"Your call {call.get_method_display()} {call.target} on {call.connection} is waiting: "
+        f"{(call.waiting_for_authorization_reason or headline(call)).rstrip('.')}.\n\n"
+        "Nothing was lost: any answers given are kept, and the call goes on by itself once you "
+        f"reconnect your account here:\n{base}{reconnect_url(call)}\n\n"
+        "If the server stops keeping the call's state before then, the call expires and must "
+        f"be started again from: {base}{call.get_absolute_url()}\n"
+    )
+    try:
+        send_mass_mail([(subject, body, None, [user.email])])
+    except Exception:  # an unreachable mail server must not lose the call
+        logger.exception("could not email call %s's caller to reconnect", call.pk)

@@ -30,6 +30,7 @@ from .access import can_act_on_call, can_answer, next_page, visible_calls, visib
 from .models import Call, Round
 from .presenting import RoundAnswers, round_view
 from .rendering import pretty_json, result_view
+from .waiting import authorization_wait
 
 # Prefixes of URL-mode requests a person agreed to open, per round: {"<round pk>": [prefix]}.
 CONSENT_SESSION_KEY = "calls.url_consent"
@@ -129,6 +130,7 @@ def _render_round(
         "can_claim": _can_claim(request.user, round),
         "can_release": _can_release(request.user, round),
         "claim_problem": claim_problem,
+        "authorization_wait": authorization_wait(call, request.user),
     }
     return render(request, "calls/round.html", context, status=status)
 
@@ -195,7 +197,9 @@ def call_page(request: HttpRequest, pk: int) -> HttpResponse:
             "answered_by", "assigned_user", "assigned_group", "claimed_by"
         ).order_by("index")
     )
-    in_flight = _in_flight(call, rounds)
+    waiting = authorization_wait(call, request.user)
+    # Nothing is on its way while the call waits for an account: the wait says so instead.
+    in_flight = _in_flight(call, rounds) and waiting is None
     pending = [r for r in rounds if r.status == Round.Status.PENDING]
     context = {
         "call": call,
@@ -215,6 +219,7 @@ def call_page(request: HttpRequest, pk: int) -> HttpResponse:
         "server_name": _server_name(call.connection),
         "can_act": can_act_on_call(request.user, call),
         "restarts": list(visible_calls(request.user).filter(restarted_from=call)),
+        "authorization_wait": waiting,
     }
     return render(request, "calls/call.html", context)
 

@@ -1,9 +1,11 @@
 """mrtrweb's MCP 2026-07-28 client: pure Python on httpx and mcp-types, nothing from Django."""
 
+from .auth import Authenticator
 from .client import Era, Listing, MCPClient, NotificationCallback, forget_era
 from .config import DEFAULT_CAPABILITIES, ConnectionSettings, default_client_info
 from .errors import (
     AuthenticationRequired,
+    AuthorizationRequired,
     DeadlineExceeded,
     HeaderMismatch,
     HTTPStatusError,
@@ -33,6 +35,8 @@ __all__ = [
     "DEFAULT_CAPABILITIES",
     "DEFAULT_MAX_ROUNDS",
     "AuthenticationRequired",
+    "Authenticator",
+    "AuthorizationRequired",
     "ConnectionSettings",
     "DeadlineExceeded",
     "Era",

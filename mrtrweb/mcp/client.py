@@ -28,10 +28,12 @@ from pydantic import BaseModel, ValidationError
 
 from . import era as eras
 from . import io_loop
+from .auth import MAX_STEP_UPS, MAX_UNAUTHORIZED_RETRIES, is_scope_challenge
 from .config import ConnectionSettings
 from .envelope import arguments_text, meta, request_body, round_params, standard_headers
 from .era import Era, forget_era
 from .errors import (
+    AuthorizationRequired,
     HeaderMismatch,
     HTTPStatusError,
     JSONRPCError,
@@ -44,7 +46,7 @@ from .errors import (
 from .headers import invalid_x_mcp_header, param_headers, x_mcp_header_map
 from .listing import Listing, ListingCache, list_all
 from .results import complete, outcome
-from .transport import HTTPTransport
+from .transport import HTTPTransport, RawResponse
 from .unfit import unfit
 
 __all__ = ["Era", "Listing", "MCPClient", "NotificationCallback", "forget_era"]
@@ -171,16 +173,23 @@ class MCPClient:
         if on_notification is not None and progress_token is None:
             progress_token = f"progress-{uuid.uuid4().hex[:16]}"
         for attempt in range(2):
-            request_id = self._next_id()
-            body_params = {**params, "_meta": meta(self.settings, self._version, progress_token)}
-            body = request_body(request_id, method, body_params, raw_params or {})
-            headers = {
-                **standard_headers(self.settings, self._version, method, params),
-                **(extra_headers or {}),
-            }
-            response = await self._transport.post(
-                body, request_id, headers, self._notification_handler(on_notification)
-            )
+
+            async def post(request_id: str, credentials: Mapping[str, str]) -> RawResponse:
+                body_params = {
+                    **params,
+                    "_meta": meta(self.settings, self._version, progress_token),
+                }
+                body = request_body(request_id, method, body_params, raw_params or {})
+                headers = {
+                    **standard_headers(self.settings, self._version, method, params),
+                    **credentials,
+                    **(extra_headers or {}),
+                }
+                return await self._transport.post(
+                    body, request_id, headers, self._notification_handler(on_notification)
+                )
+
+            response = await self._authorized(post)
             self.last_http_status = response.http_status
             error = response.message.get("error")
             if error is None:
@@ -202,6 +211,41 @@ class MCPClient:
                 continue
             raise exc
         raise AssertionError("unreachable")
+
+    async def _authorized(
+        self, post: Callable[[str, Mapping[str, str]], Awaitable[RawResponse]]
+    ) -> RawResponse:
+        """``post`` the request with the authenticator's headers, renewing them when refused.
+
+        Each send gets a new JSON-RPC id: the resend is an independent request. At most one
+        resend follows a 401 and at most ``MAX_STEP_UPS`` follow 403 ``insufficient_scope``.
+        """
+        authenticator = self.settings.authenticator
+        unauthorized = step_ups = 0
+        while True:
+            request_id = self._next_id()
+            if authenticator is None:
+                return await post(request_id, {})
+            credentials = await authenticator.headers()
+            try:
+                return await post(request_id, credentials)
+            except AuthorizationRequired as exc:
+                status, challenge = exc.http_status or 401, exc.www_authenticate
+                if status == 401:
+                    unauthorized += 1
+                    why = "" if unauthorized <= MAX_UNAUTHORIZED_RETRIES else "again"
+                elif is_scope_challenge(status, challenge):
+                    step_ups += 1
+                    why = "" if step_ups <= MAX_STEP_UPS else f"after {MAX_STEP_UPS} step-ups"
+                else:
+                    why = "for a reason more scopes cannot cure"  # e.g. a refused Origin
+                if why or not await authenticator.challenged(status, challenge):
+                    raise AuthorizationRequired(
+                        f"{self.settings.url} refused the credentials (HTTP {status}"
+                        + (f", {why})" if why else ") and they could not be renewed"),
+                        http_status=status,
+                        www_authenticate=challenge,
+                    ) from exc
 
     def _adopt_version(self, exc: UnsupportedProtocolVersion) -> bool:
         """Switch to a mutually supported modern version; False when there is none."""
@@ -263,7 +307,11 @@ class MCPClient:
             raise LegacyServer(self.settings.url, await self._describe_legacy()) from exc
 
     async def _describe_legacy(self) -> str:
-        return await eras.describe_legacy(self._transport, self.settings, self._next_id())
+        authenticator = self.settings.authenticator
+        credentials = await authenticator.headers() if authenticator is not None else {}
+        return await eras.describe_legacy(
+            self._transport, self.settings, self._next_id(), credentials
+        )
 
     # -- operations -------------------------------------------------------------------------
 

@@ -10,6 +10,8 @@ from importlib import metadata
 import mcp_types
 from mcp_types.version import LATEST_MODERN_VERSION
 
+from .auth import Authenticator
+
 __all__ = [
     "DEFAULT_CAPABILITIES",
     "ConnectionSettings",
@@ -76,3 +78,6 @@ class ConnectionSettings:
     capabilities: mcp_types.ClientCapabilities = field(default_factory=default_capabilities)
     # Deprecated by the spec (SEP-2577); only sent when set.
     log_level: str | None = None
+    # Supplies (and renews) the credential headers of every request (mcp/auth.py); its headers
+    # are sent after ``headers`` and ``bearer_token`` and win over them.
+    authenticator: Authenticator | None = None

@@ -9,7 +9,7 @@ failures are raised, never taken as a verdict.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
 import mcp_types
@@ -88,7 +88,10 @@ def _modern_discovery(result: Any) -> bool:
 
 
 async def describe_legacy(
-    transport: HTTPTransport, settings: ConnectionSettings, request_id: str
+    transport: HTTPTransport,
+    settings: ConnectionSettings,
+    request_id: str,
+    credentials: Mapping[str, str] | None = None,
 ) -> str:
     """Ask the legacy handshake who the server is, for a message a person can act on."""
     body = {
@@ -103,14 +106,19 @@ async def describe_legacy(
     }
     try:
         response = await transport.post(
-            json.dumps(body).encode(), request_id, credential_headers(settings), None
+            json.dumps(body).encode(),
+            request_id,
+            {**credential_headers(settings), **(credentials or {})},
+            None,
         )
     except MCPError:
         return "it did not answer a 2026-07-28 request as a modern server would"
     # The handshake opened a session: end it, or every such question leaves one behind.
     session_id = response.headers.get("mcp-session-id")
     if session_id:
-        await transport.end_session({**credential_headers(settings), "Mcp-Session-Id": session_id})
+        await transport.end_session(
+            {**credential_headers(settings), **(credentials or {}), "Mcp-Session-Id": session_id}
+        )
     try:
         result = mcp_types.InitializeResult.model_validate(response.message.get("result"))
     except ValidationError:

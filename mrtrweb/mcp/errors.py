@@ -6,7 +6,9 @@ error came from:
 - ``JSONRPCError`` and its subclasses: the server answered with a JSON-RPC
   error. Each subclass names one action (re-list tools, pick another version,
   declare a capability, start the call again, ...).
-- ``AuthenticationRequired``: 401/403; a credentials problem, never an era signal.
+- ``AuthorizationRequired``: 401/403; a credentials problem, never an era signal. Nothing ran,
+  so it is a ``NotDelivered``; ``AuthenticationRequired`` is the one raised when the connection
+  has no authenticator to renew them.
 - ``LegacyServer``: the endpoint speaks only the handshake era (2025-11-25 or older): use
   :class:`mrtrweb.mcp.handshake.HandshakeClient` for it.
 - ``Redirected``: a 3xx; redirects are never followed (they could take the request, and its
@@ -30,6 +32,7 @@ import mcp_types
 
 __all__ = [
     "AuthenticationRequired",
+    "AuthorizationRequired",
     "DeadlineExceeded",
     "HTTPStatusError",
     "HeaderMismatch",
@@ -166,16 +169,6 @@ class ResourceNotFound(JSONRPCError):
     """-32002 from an older server: the resource does not exist."""
 
 
-class AuthenticationRequired(MCPError):
-    """401 or 403: the connection's credentials are missing, invalid or insufficient."""
-
-    def __init__(self, status: int, www_authenticate: str | None) -> None:
-        what = "rejected the credentials (401)" if status == 401 else "refused access (403)"
-        super().__init__(f"The server {what}")
-        self.http_status = status
-        self.www_authenticate = www_authenticate
-
-
 class HTTPStatusError(MCPError):
     """An HTTP error status whose body is not a JSON-RPC error."""
 
@@ -230,6 +223,37 @@ class NotDelivered(TransportError):
     """The request was never handled: refused connection, DNS, connect or pool timeout, or a
     429/503 answer (see :class:`ServerBusy`). Resending is safe.
     """
+
+
+class AuthorizationRequired(NotDelivered):
+    """401, or 403: the server ran nothing, and the credentials must be obtained or renewed.
+
+    Raised when a connection has no authenticator, when its authenticator gave up (it could
+    not renew them without a person, or the server kept refusing within the retry limits), or
+    when the authenticator itself needs a person before the request can be sent.
+    ``www_authenticate`` is the server's challenge, as sent.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        http_status: int | None = None,
+        www_authenticate: str | None = None,
+    ) -> None:
+        super().__init__(message, http_status=http_status)
+        self.www_authenticate = www_authenticate
+
+
+class AuthenticationRequired(AuthorizationRequired):
+    """401 or 403 on a connection without an authenticator (no credentials, or static ones):
+    the credentials are missing, invalid or insufficient, and nothing here can renew them."""
+
+    def __init__(self, status: int, www_authenticate: str | None) -> None:
+        what = "rejected the credentials (401)" if status == 401 else "refused access (403)"
+        super().__init__(
+            f"The server {what}", http_status=status, www_authenticate=www_authenticate
+        )
 
 
 class ServerBusy(NotDelivered):

@@ -41,6 +41,7 @@ from .config import ConnectionSettings
 from .deadline import AnswerDeadline
 from .envelope import arguments_text, credential_headers, dump, request_body
 from .errors import (
+    AuthorizationRequired,
     HTTPStatusError,
     JSONRPCError,
     MCPError,
@@ -125,6 +126,8 @@ class HandshakeClient:
         self._ids = itertools.count(1)
         self._id_prefix = uuid.uuid4().hex[:12]
         self.session_id: str | None = None
+        # The credential headers of every request: static ones, and the authenticator's.
+        self._credentials: dict[str, str] = credential_headers(settings)
         self._listener: asyncio.Task[None] | None = None
         self.initialized: mcp_types.InitializeResult | None = None
         # Sessions this client opened and closed, for callers that account for them.
@@ -166,6 +169,7 @@ class HandshakeClient:
         """``initialize`` (offering the newest version), then ``notifications/initialized``."""
         if self.initialized is not None:
             return self.initialized
+        await self._renew_credentials()
         request_id = self._next_id()
         body = {
             "jsonrpc": "2.0",
@@ -178,7 +182,7 @@ class HandshakeClient:
             },
         }
         response = await self._transport.post(
-            json.dumps(body).encode(), request_id, credential_headers(self.settings)
+            json.dumps(body).encode(), request_id, self._credentials
         )
         self.last_http_status = response.http_status
         result = self._result("initialize", response.message, response.http_status)
@@ -251,7 +255,7 @@ class HandshakeClient:
         self.initialized = None
         if not session_id:
             return
-        headers = {**credential_headers(self.settings), SESSION_HEADER: session_id}
+        headers = {**self._credentials, SESSION_HEADER: session_id}
         if version:
             headers[VERSION_HEADER] = version
         status = await self._transport.end_session(headers)
@@ -260,8 +264,15 @@ class HandshakeClient:
         elif status is not None:
             logger.info("%s kept MCP session open (HTTP %s to DELETE)", self.settings.url, status)
 
-    def _session_headers(self) -> dict[str, str]:
+    async def _renew_credentials(self) -> None:
         headers = credential_headers(self.settings)
+        authenticator = self.settings.authenticator
+        if authenticator is not None:
+            headers |= dict(await authenticator.headers())
+        self._credentials = headers
+
+    def _session_headers(self) -> dict[str, str]:
+        headers = dict(self._credentials)
         if self.session_id:
             headers[SESSION_HEADER] = self.session_id
         if self.initialized is not None:
@@ -301,19 +312,34 @@ class HandshakeClient:
         raw_params: Mapping[str, str] | None = None,
         on_notification: NotificationCallback | None = None,
     ) -> dict[str, Any]:
-        """Send one request in the session (opening it first) and return its ``result``."""
-        for attempt in range(2):
-            await self.open()
+        """Send one request in the session (opening it first) and return its ``result``.
+
+        Sent again (nothing ran) at most once after the server forgot the session (404), and
+        at most once after it refused the credentials, if the authenticator renewed them.
+        """
+        gone = refused = False
+        while True:
             try:
+                await self.open()
                 return await self._send(method, params, raw_params, on_notification)
             except (HTTPStatusError, JSONRPCError) as exc:
-                if attempt == 0 and self._session_gone(exc):
-                    # The server lost the session (restart, expiry): the request never ran.
-                    logger.info("%s forgot MCP session; opening a new one", self.settings.url)
-                    await self._forget_session()
-                    continue
-                raise
-        raise AssertionError("unreachable")
+                if gone or not self._session_gone(exc):
+                    raise
+                gone = True
+                # The server lost the session (restart, expiry): the request never ran.
+                logger.info("%s forgot MCP session; opening a new one", self.settings.url)
+                await self._forget_session()
+            except AuthorizationRequired as exc:
+                authenticator = self.settings.authenticator
+                status = exc.http_status or 401
+                if (
+                    refused
+                    or authenticator is None
+                    or not await authenticator.challenged(status, exc.www_authenticate)
+                ):
+                    raise
+                refused = True
+                await self._renew_credentials()
 
     async def _forget_session(self) -> None:
         await self._stop_listening()

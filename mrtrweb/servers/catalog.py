@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
 from asgiref.sync import async_to_sync
 from django.utils import timezone
 
-from mrtrweb.mcp import LegacyServer, MCPClient, MCPError
+from mrtrweb.mcp import Authenticator, AuthorizationRequired, LegacyServer, MCPClient, MCPError
 
 from .handshake_catalog import probe_handshake
 from .models import Connection
@@ -25,16 +25,21 @@ class ProbeReport:
     error: str = ""
     counts: dict[str, int] = field(default_factory=dict)
     dropped_tools: list[tuple[str, str]] = field(default_factory=list)
+    # The server wants credentials that only a person (or an operator) connecting can give.
+    authorization_required: bool = False
 
 
 def _dump(model: Any) -> Any:
     return model.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
-async def _probe(connection: Connection) -> tuple[str, dict[str, Any], int]:
-    async with MCPClient(connection.client_settings()) as client:
+async def _probe(
+    connection: Connection, authenticator: Authenticator | None
+) -> tuple[str, dict[str, Any], int]:
+    settings = replace(connection.client_settings(), authenticator=authenticator)
+    async with MCPClient(settings) as client:
         if await client.detect_era() == "legacy":
-            return await probe_handshake(connection.client_settings())
+            return await probe_handshake(settings)
         discovered = await client.discover()
         tools = await client.list_tools(use_cache=False)
         catalog: dict[str, Any] = {
@@ -66,15 +71,26 @@ async def _probe(connection: Connection) -> tuple[str, dict[str, Any], int]:
         return "modern", catalog, min(ttls)
 
 
-def refresh_catalog(connection: Connection) -> ProbeReport:
-    """Probe the server and store its catalog; the report says what was found or what failed."""
+def refresh_catalog(
+    connection: Connection, authenticator: Authenticator | None = None
+) -> ProbeReport:
+    """Probe the server and store its catalog; the report says what was found or what failed.
+
+    ``authenticator`` supplies OAuth credentials (someone's account, or the connection's):
+    the catalog is listed with them and kept for everyone who may start calls on it.
+    """
     try:
-        era, catalog, ttl_ms = async_to_sync(_probe)(connection)
+        era, catalog, ttl_ms = async_to_sync(_probe)(connection, authenticator)
     except MCPError as exc:
         era = "legacy" if isinstance(exc, LegacyServer) else connection.era
         Connection.objects.filter(pk=connection.pk).update(era=era)
         connection.era = era
-        return ProbeReport(ok=False, era=era, error=f"{type(exc).__name__}: {exc}")
+        return ProbeReport(
+            ok=False,
+            era=era,
+            error=f"{type(exc).__name__}: {exc}",
+            authorization_required=isinstance(exc, AuthorizationRequired),
+        )
     now = timezone.now()
     connection.era = era
     connection.catalog = catalog
@@ -90,8 +106,10 @@ def refresh_catalog(connection: Connection) -> ProbeReport:
     )
 
 
-def ensure_catalog(connection: Connection) -> ProbeReport | None:
+def ensure_catalog(
+    connection: Connection, authenticator: Authenticator | None = None
+) -> ProbeReport | None:
     """Refresh the catalog when it has expired (per the server's ttlMs); None when fresh."""
     if connection.catalog_is_fresh():
         return None
-    return refresh_catalog(connection)
+    return refresh_catalog(connection, authenticator)

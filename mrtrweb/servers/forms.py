@@ -12,6 +12,8 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 from urllib.parse import urlsplit
 
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives.serialization import load_pem_private_key
 from django import forms
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
@@ -20,6 +22,15 @@ from django.db import models
 
 from .headers import HEADER_VALUE, HeaderError, parse_headers
 from .models import Connection, Routing, ToolExposure
+
+AUTH_HELP = (
+    "None: the server asks for nothing. A static header: the bearer token or custom headers "
+    "below go with every request. OAuth, per person: each person connects their own account "
+    "at the server's authorization server the first time a call needs it (the default; a "
+    "server that never asks needs nothing). OAuth, shared: an operator connects one account "
+    "that every call uses. Client credentials: mrtrweb gets tokens with the client ID below, "
+    "no person involved."
+)
 
 # The longest a server could sensibly keep a round's state: 30 days.
 MAX_STATE_MINUTES = Decimal(30 * 24 * 60)
@@ -107,6 +118,26 @@ class ConnectionForm(forms.ModelForm):
         "leave empty to keep them.",
     )
     clear_headers = forms.BooleanField(label="Remove the stored headers", required=False)
+    oauth_client_secret = forms.CharField(
+        label="Client secret",
+        required=False,
+        strip=True,
+        widget=_secret_input(),
+        help_text="With a pre-registered client or client credentials, if the authorization "
+        "server gave one. Leave empty to keep the stored secret.",
+    )
+    clear_client_secret = forms.BooleanField(
+        label="Remove the stored client secret", required=False
+    )
+    oauth_private_key = forms.CharField(
+        label="Private key (PEM)",
+        required=False,
+        strip=True,
+        widget=SecretTextarea(attrs={"rows": 4, "spellcheck": "false", "autocomplete": "off"}),
+        help_text="Client credentials only: signs a JWT instead of sending a secret "
+        "(private_key_jwt). Leave empty to keep the stored key.",
+    )
+    clear_private_key = forms.BooleanField(label="Remove the stored private key", required=False)
 
     class Meta:
         model = Connection
@@ -123,7 +154,11 @@ class ConnectionForm(forms.ModelForm):
             "answer_deadline_max",
             "routing",
             "route_group",
+            "auth",
+            "oauth_client_id",
+            "oauth_scopes",
         ]
+        widgets = {"auth": forms.RadioSelect}
         labels = {
             "name": "Name",
             "url": "URL",
@@ -135,6 +170,9 @@ class ConnectionForm(forms.ModelForm):
             "answer_deadline_max": "Longest answer with progress (seconds)",
             "routing": "Who answers the rounds",
             "route_group": "Group",
+            "auth": "How mrtrweb authenticates",
+            "oauth_client_id": "Client ID",
+            "oauth_scopes": "Scopes",
         }
         help_texts = {
             "name": "Letters, digits, - and _; part of page addresses, so it cannot change later.",
@@ -146,16 +184,28 @@ class ConnectionForm(forms.ModelForm):
             "answer_deadline_max": "Each progress notification gives the server the answer "
             "deadline again, up to this.",
             "route_group": "With “a group”: its members claim the rounds.",
+            "oauth_client_id": "Registered with the authorization server beforehand. Needed for "
+            "client credentials; with OAuth per person or shared, only if the server offers "
+            "neither client ID metadata documents nor dynamic registration.",
+            "oauth_scopes": "Space-separated, for client credentials when the server names "
+            "none. People are asked for the scopes the server names.",
         }
 
     field_order = [
         "name",
         "title",
         "url",
+        "auth",
         "bearer_token",
         "clear_token",
         "headers",
         "clear_headers",
+        "oauth_client_id",
+        "oauth_client_secret",
+        "clear_client_secret",
+        "oauth_private_key",
+        "clear_private_key",
+        "oauth_scopes",
         "connect_timeout",
         "read_timeout",
         "max_response_bytes",
@@ -187,12 +237,28 @@ class ConnectionForm(forms.ModelForm):
             del self.fields["clear_token"]
         if not (self.editing and instance.headers):
             del self.fields["clear_headers"]
+        if not (self.editing and instance.oauth_client_secret):
+            del self.fields["clear_client_secret"]
+        if not (self.editing and instance.oauth_private_key):
+            del self.fields["clear_private_key"]
+        self.fields["auth"].help_text = AUTH_HELP
+        # The API posts this form without the fields it does not know (see _check_auth).
+        self.fields["auth"].required = False
+        self.fields["oauth_client_id"].max_length = 2000
 
     # -- what the template says about the stored secrets (never their values) ----------
 
     @property
     def token_is_set(self) -> bool:
         return bool(self.editing and self.instance.bearer_token)
+
+    @property
+    def client_secret_is_set(self) -> bool:
+        return bool(self.editing and self.instance.oauth_client_secret)
+
+    @property
+    def private_key_is_set(self) -> bool:
+        return bool(self.editing and self.instance.oauth_private_key)
 
     @property
     def header_names(self) -> list[str]:
@@ -230,6 +296,33 @@ class ConnectionForm(forms.ModelForm):
         except HeaderError as exc:
             raise forms.ValidationError(str(exc), code=exc.code) from None
 
+    def clean_oauth_client_secret(self) -> str:
+        secret: str = self.cleaned_data["oauth_client_secret"]
+        if secret and not HEADER_VALUE.match(secret):
+            raise forms.ValidationError(
+                "The client secret must be printable ASCII on one line.", code="client_secret"
+            )
+        return secret
+
+    def clean_oauth_private_key(self) -> str:
+        pem: str = self.cleaned_data["oauth_private_key"]
+        if not pem:
+            return ""
+        # A textarea posts CRLF line ends; PEM is stored as it is written, LF and a final LF.
+        pem = "\n".join(line.strip() for line in pem.splitlines()) + "\n"
+        try:
+            load_pem_private_key(pem.encode("utf-8"), password=None)
+        except (ValueError, TypeError, UnsupportedAlgorithm):
+            # Says nothing of the text itself: it may be most of a key.
+            raise forms.ValidationError(
+                "This is not an unencrypted PEM private key (RSA, EC or Ed25519).",
+                code="private_key",
+            ) from None
+        return pem
+
+    def clean_oauth_scopes(self) -> str:
+        return " ".join(self.cleaned_data["oauth_scopes"].split())
+
     def clean_state_lifetime(self) -> timedelta:
         minutes: Decimal = self.cleaned_data["state_lifetime"]
         return timedelta(seconds=int((minutes * 60).to_integral_value(ROUND_HALF_UP)))
@@ -240,15 +333,79 @@ class ConnectionForm(forms.ModelForm):
             self.add_error("clear_token", "Either enter a new token or remove it, not both.")
         if cleaned.get("headers") and cleaned.get("clear_headers"):
             self.add_error("clear_headers", "Either enter new headers or remove them, not both.")
+        pairs = [
+            ("oauth_client_secret", "clear_client_secret", "client secret"),
+            ("oauth_private_key", "clear_private_key", "private key"),
+        ]
+        for field, clear, what in pairs:
+            if cleaned.get(field) and cleaned.get(clear):
+                self.add_error(clear, f"Either enter a new {what} or remove it, not both.")
+        self._check_auth(cleaned)
         _apply_routing(self, cleaned)
         if "state_lifetime" in cleaned:
             self.instance.state_lifetime = cleaned["state_lifetime"]
         return cleaned
 
+    def _kept(self, cleaned: dict[str, Any], field: str, clear: str) -> bool:
+        """Whether the connection will hold this secret after saving (typed, or kept)."""
+        if cleaned.get(field):
+            return True
+        stored = bool(self.editing and getattr(self.instance, field))
+        return stored and not cleaned.get(clear)
+
+    def _check_auth(self, cleaned: dict[str, Any]) -> None:
+        """Each way of authenticating with the settings it needs, and none it would ignore.
+
+        A post without ``auth`` (the API, which does not know it yet) keeps the connection's,
+        or takes a static header when it brings a bearer token, and is checked no further.
+        """
+        Auth = Connection.Auth
+        auth = cleaned.get("auth")
+        if not auth:
+            auth = Auth.HEADER if cleaned.get("bearer_token") else self.instance.auth
+            cleaned["auth"] = self.instance.auth = auth
+            return
+        if auth != Auth.HEADER and cleaned.get("bearer_token"):
+            self.add_error(
+                "bearer_token",
+                "A bearer token is only sent with “a static header or bearer token”.",
+            )
+        if auth == Auth.HEADER and not (
+            self._kept(cleaned, "bearer_token", "clear_token")
+            or self._kept(cleaned, "headers", "clear_headers")
+        ):
+            self.add_error("bearer_token", "Enter the token (or a custom header) to send.")
+        client_id = cleaned.get("oauth_client_id") or ""
+        if auth == Auth.CLIENT_CREDENTIALS:
+            if not client_id:
+                self.add_error("oauth_client_id", "Client credentials need the client ID.")
+            elif not (
+                self._kept(cleaned, "oauth_client_secret", "clear_client_secret")
+                or self._kept(cleaned, "oauth_private_key", "clear_private_key")
+            ):
+                self.add_error(
+                    "oauth_client_secret",
+                    "Client credentials need the client secret or a private key.",
+                )
+        elif cleaned.get("oauth_private_key"):
+            self.add_error(
+                "oauth_private_key", "A private key is only used with client credentials."
+            )
+        if auth in (Auth.NONE, Auth.HEADER):
+            if client_id:
+                self.add_error("oauth_client_id", "A client ID is only used with OAuth.")
+            if cleaned.get("oauth_client_secret"):
+                self.add_error("oauth_client_secret", "A client secret is only used with OAuth.")
+        elif cleaned.get("oauth_client_secret") and not client_id:
+            self.add_error("oauth_client_secret", "A client secret goes with its client ID.")
+
     @property
     def secrets_were_typed(self) -> bool:
         """Whether the person typed a secret that an error page will not show back."""
-        return bool(self.data.get("bearer_token") or self.data.get("headers"))
+        return any(
+            self.data.get(name)
+            for name in ("bearer_token", "headers", "oauth_client_secret", "oauth_private_key")
+        )
 
     # -- saving ------------------------------------------------------------------------
 
@@ -263,6 +420,19 @@ class ConnectionForm(forms.ModelForm):
             changes.append("headers replaced" if self.header_names else "headers set")
         elif self.cleaned_data.get("clear_headers"):
             changes.append("headers removed")
+        for field, clear, what, was_set in (
+            (
+                "oauth_client_secret",
+                "clear_client_secret",
+                "client secret",
+                self.client_secret_is_set,
+            ),
+            ("oauth_private_key", "clear_private_key", "private key", self.private_key_is_set),
+        ):
+            if self.cleaned_data.get(field):
+                changes.append(f"{what} replaced" if was_set else f"{what} set")
+            elif self.cleaned_data.get(clear):
+                changes.append(f"{what} removed")
         return changes
 
     def save(self, commit: bool = True) -> Connection:
@@ -275,6 +445,14 @@ class ConnectionForm(forms.ModelForm):
             connection.headers = self.cleaned_data["headers"]
         elif self.cleaned_data.get("clear_headers"):
             connection.headers = None
+        for field, clear in (
+            ("oauth_client_secret", "clear_client_secret"),
+            ("oauth_private_key", "clear_private_key"),
+        ):
+            if self.cleaned_data.get(field):
+                setattr(connection, field, self.cleaned_data[field])
+            elif self.cleaned_data.get(clear):
+                setattr(connection, field, "")
         if commit:
             connection.save()
         return connection

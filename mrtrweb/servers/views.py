@@ -14,6 +14,7 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
@@ -36,6 +37,9 @@ from .probe import failure_kind, probe_summary
 logger = logging.getLogger(__name__)
 
 View = Callable[..., HttpResponse]
+
+# Posted fields whose values never reach a log line or an error report.
+SECRET_FIELDS = ("bearer_token", "headers", "oauth_client_secret", "oauth_private_key")
 
 
 def operator_required(view: View) -> View:
@@ -72,7 +76,7 @@ def connection_list(request: HttpRequest) -> HttpResponse:
     return render(request, "servers/list.html", {"rows": rows})
 
 
-@sensitive_post_parameters("bearer_token", "headers")
+@sensitive_post_parameters(*SECRET_FIELDS)
 @operator_required
 @require_http_methods(["GET", "POST"])
 def connection_create(request: HttpRequest) -> HttpResponse:
@@ -87,7 +91,7 @@ def connection_create(request: HttpRequest) -> HttpResponse:
     return _render_form(request, form)
 
 
-@sensitive_post_parameters("bearer_token", "headers")
+@sensitive_post_parameters(*SECRET_FIELDS)
 @operator_required
 @require_http_methods(["GET", "POST"])
 def connection_edit(request: HttpRequest, name: str) -> HttpResponse:
@@ -109,6 +113,9 @@ def _render_form(request: HttpRequest, form: ConnectionForm, *, status: int = 20
         "connection": form.instance if form.editing else None,
         "retype_secrets": form.is_bound and form.secrets_were_typed,
         "usernames": _usernames(),
+        # mrtrweb's client ID at authorization servers that accept metadata documents.
+        "client_metadata_url": settings.MRTRWEB_BASE_URL.rstrip("/")
+        + reverse("authorizations:client-metadata"),
     }
     return render(request, "servers/form.html", context, status=status)
 
@@ -117,7 +124,7 @@ def _log_saved(
     request: HttpRequest, connection: Connection, form: ConnectionForm, *, created: bool
 ) -> None:
     # Names of what changed, never values: the values may be secrets.
-    changed = [f for f in form.changed_data if f not in ("bearer_token", "headers")]
+    changed = [f for f in form.changed_data if f not in SECRET_FIELDS]
     changed = [f for f in changed if not f.startswith("clear_")]
     logger.info(
         "operator %s %s connection %s (fields: %s; secrets: %s)",

@@ -12,11 +12,13 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_safe
 
+from mrtrweb.authorizations import flow as authorizing
+from mrtrweb.authorizations.credentials import authenticator_for
 from mrtrweb.calls import engine
 from mrtrweb.calls.access import next_page
 from mrtrweb.calls.models import Call
@@ -49,19 +51,26 @@ def start(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def start_on(request: HttpRequest, connection: str) -> HttpResponse:
     conn = get_object_or_404(startable_connections(request.user), name=connection)
+    # Listed with this person's account where the connection uses OAuth per person (the
+    # catalog is kept for everyone, as any listing).
+    authenticator = authenticator_for(conn, request.user)
     report: ProbeReport | None
     if request.method == "POST" and "refresh" in request.POST:
-        report = refresh_catalog(conn)
+        report = refresh_catalog(conn, authenticator)
     elif request.method == "GET":
-        report = ensure_catalog(conn)
+        report = ensure_catalog(conn, authenticator)
     else:
         report = None  # starting: the catalog shown with the form is the one to use
     selection = _allowed_selection(request, conn)
     if selection is None and report is None and request.method == "POST":
         # Posted without having seen a catalog here (a script, or the cache was emptied).
-        report = ensure_catalog(conn)
+        report = ensure_catalog(conn, authenticator)
         selection = _allowed_selection(request, conn)
     context: dict[str, Any] = {"connection": conn, "report": report, "selection": selection}
+    refused = bool(report and report.authorization_required)
+    if authorizing.must_connect(conn, request.user, refused=refused):
+        # Offered on the page; a start is sent to connect first (below).
+        context["connect_url"] = authorizing.connect_url(conn, next_=request.get_full_path())
     if selection is None or "refresh" in request.POST:
         if request.GET.keys() & set(SELECTION_KINDS) and selection is None:
             context["selection_missing"] = True
@@ -69,8 +78,11 @@ def start_on(request: HttpRequest, connection: str) -> HttpResponse:
             request, "starting/connection.html", _catalog_context(request.user, conn, context)
         )
 
-    form, json_mode, not_flat = _start_form(request, selection)
+    restored = _restored(request, conn)
+    form, json_mode, not_flat = _start_form(request, selection, restored)
     if request.method == "POST" and form.is_valid():
+        if "connect_url" in context:
+            return _connect_first(request, conn)
         kind, item = selection
         call = engine.start_call(
             connection=conn,
@@ -83,6 +95,8 @@ def start_on(request: HttpRequest, connection: str) -> HttpResponse:
         return SeeOther(next_page(call))
     context.update(
         form=form,
+        restored=restored is not None,
+        form_action=_without_restore(request),
         json_mode=json_mode,
         not_flat=not_flat,
         kind=selection[0],
@@ -93,6 +107,40 @@ def start_on(request: HttpRequest, connection: str) -> HttpResponse:
     return render(
         request, "starting/connection.html", _catalog_context(request.user, conn, context)
     )
+
+
+def _connect_first(request: HttpRequest, conn: Connection) -> HttpResponse:
+    """Send the person to connect their account, keeping what they typed (encrypted, for
+    them and this session only): the form comes back filled in afterwards."""
+    here = _without_restore(request)
+    typed = {
+        name: request.POST.getlist(name)
+        for name in request.POST
+        if name not in ("csrfmiddlewaretoken", "start")
+    }
+    held = authorizing.hold_draft(request, conn, here, typed)
+    return SeeOther(authorizing.connect_url(conn, next_=here, held=held))
+
+
+def _without_restore(request: HttpRequest) -> str:
+    """This page's address without ``restore`` (a one-time key, spent on arrival)."""
+    query = request.GET.copy()
+    query.pop("restore", None)
+    return request.path + (f"?{query.urlencode()}" if query else "")
+
+
+def _restored(request: HttpRequest, conn: Connection) -> QueryDict | None:
+    """What the person typed before connecting their account (``?restore=``), once."""
+    if request.method != "GET" or not request.GET.get("restore"):
+        return None
+    typed = authorizing.take_draft(request, conn, request.GET["restore"])
+    if not isinstance(typed, dict):
+        return None
+    data = QueryDict(mutable=True)
+    for name, values in typed.items():
+        if isinstance(name, str) and isinstance(values, list):
+            data.setlist(name, [str(v) for v in values])
+    return data
 
 
 _METHODS = {
@@ -146,11 +194,14 @@ def _selection_url(
 
 
 def _start_form(
-    request: HttpRequest, selection: tuple[str, dict[str, Any]]
+    request: HttpRequest, selection: tuple[str, dict[str, Any]], restored: QueryDict | None = None
 ) -> tuple[Any, bool, str]:
-    """The form for the picked item; for tools also whether it is the JSON editor, and why."""
+    """The form for the picked item; for tools also whether it is the JSON editor, and why.
+
+    ``restored``: what the person had typed before they went to connect their account.
+    """
     kind, item = selection
-    data = request.POST if request.method == "POST" else None
+    data = request.POST if request.method == "POST" else restored
     if kind == "prompt":
         return PromptArgumentsForm(prompt_arguments(item), data=data), False, ""
     if kind == "template":

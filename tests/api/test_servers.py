@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 
 from mrtrweb.servers.models import Connection
 from tests.api.support import Api, pointers, problem
@@ -121,3 +123,74 @@ def test_only_operators_manage_servers(peer_conn: Any, ann_api: Api, op_api: Api
     assert Connection.objects.get().title == "peer server"
     assert op_api.get("/servers/nope").status_code == 404
     assert op_api.patch("/servers/nope", {"title": "x"}).status_code == 404
+
+
+def test_an_operator_sets_oauth_client_credentials_and_never_sees_the_secrets(
+    op_api: Api,
+) -> None:
+    pem = (
+        ec.generate_private_key(ec.SECP256R1())
+        .private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+        .decode()
+    )
+    key_body = pem.splitlines()[1]
+    created = op_api.post(
+        "/servers",
+        {
+            "name": "machine",
+            "url": "http://127.0.0.1:9/mcp",
+            "auth": "client-credentials",
+            "oauthClientId": "ci-client",
+            "oauthClientSecret": "client-pass-api",
+            "oauthPrivateKey": pem,
+            "oauthScopes": "mcp:read  mcp:write",
+        },
+    )
+    assert created.status_code == 201, created.content
+    body = created.json()
+    assert body["auth"] == "client-credentials"
+    assert body["oauthClientId"] == "ci-client"
+    assert body["oauthClientSecretSet"] is True and body["oauthPrivateKeySet"] is True
+    assert body["oauthScopes"] == "mcp:read mcp:write"
+    assert "client-pass-api" not in created.content.decode()
+    assert key_body not in created.content.decode()
+    conn = Connection.objects.get(name="machine")
+    assert conn.oauth_client_secret == "client-pass-api"
+    assert conn.oauth_private_key.strip() == pem.strip()
+
+    # null removes a secret; omitted keeps it.
+    changed = op_api.patch("/servers/machine", {"oauthPrivateKey": None})
+    assert changed.status_code == 200, changed.content
+    assert changed.json()["oauthPrivateKeySet"] is False
+    assert changed.json()["oauthClientSecretSet"] is True
+    assert Connection.objects.get(name="machine").oauth_private_key == ""
+
+
+def test_oauth_settings_that_do_not_fit_the_mode_are_a_422_naming_them(op_api: Api) -> None:
+    needs_id = op_api.post(
+        "/servers",
+        {"name": "m1", "url": "http://127.0.0.1:9/mcp", "auth": "client-credentials"},
+    )
+    assert needs_id.status_code == 422
+    assert "/oauthClientId" in pointers(needs_id)
+    token_with_oauth = op_api.post(
+        "/servers",
+        {
+            "name": "m2",
+            "url": "http://127.0.0.1:9/mcp",
+            "auth": "oauth-person",
+            "bearerToken": SECRET,
+        },
+    )
+    assert token_with_oauth.status_code == 422
+    assert "/bearerToken" in pointers(token_with_oauth)
+    assert SECRET not in token_with_oauth.content.decode()
+    unknown = op_api.post(
+        "/servers", {"name": "m3", "url": "http://127.0.0.1:9/mcp", "auth": "magic"}
+    )
+    assert unknown.status_code == 422
+    assert not Connection.objects.filter(name__in=["m1", "m2", "m3"]).exists()

@@ -3,6 +3,11 @@
 Each scenario starts the suite's mock server, runs our command against it and judges what the
 command sent. docs/conformance.md says what every scenario demands. ``make test`` installs
 Node 22 and the suite into var/node; without them these tests fail (they never skip).
+
+The ``auth/*`` scenarios put an OAuth authorization server in front of the mock; the command
+authorizes headless (mrtrweb.oauth). The client-credentials scenarios belong to an extension,
+not to the spec's timeline: the suite runs them only when forced, and then at the 2026-07-28
+wire we ask for. The checks passed are totalled at the end of the session (conftest.py).
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ from typing import Any
 
 import pytest
 
+from tests.conformance.conftest import CHECK_TOTALS
+
 REPO = Path(__file__).resolve().parents[2]
 NODE_DIR = REPO / "var" / "node" / "node_modules"
 NODE_BIN = NODE_DIR / "node" / "bin"
@@ -26,7 +33,7 @@ INSTALL_HINT = (
     "node@22 @modelcontextprotocol/conformance@0.2.0-alpha.12"
 )
 
-SCENARIOS = [
+CORE_SCENARIOS = [
     "tools_call",
     "request-metadata",
     "sep-2322-client-request-state",
@@ -47,9 +54,43 @@ SPEC_VERSIONS = {
     "elicitation-sep1034-client-defaults": "2025-11-25",
     "sse-retry": "2025-11-25",
 }
+# Every auth/* client scenario of the suite for 2026-07-28 (`conformance list --client`).
+AUTH_SCENARIOS = [
+    "auth/metadata-default",
+    "auth/metadata-var1",
+    "auth/metadata-var2",
+    "auth/metadata-var3",
+    "auth/basic-cimd",
+    "auth/scope-from-www-authenticate",
+    "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined",
+    "auth/scope-step-up",
+    "auth/scope-retry-limit",
+    "auth/token-endpoint-auth-basic",
+    "auth/token-endpoint-auth-post",
+    "auth/token-endpoint-auth-none",
+    "auth/pre-registration",
+    "auth/resource-mismatch",
+    "auth/offline-access-scope",
+    "auth/offline-access-not-supported",
+    "auth/authorization-server-migration",
+    "auth/iss-supported",
+    "auth/iss-not-advertised",
+    "auth/iss-supported-missing",
+    "auth/iss-wrong-issuer",
+    "auth/iss-unexpected",
+    "auth/iss-normalized",
+    "auth/metadata-issuer-mismatch",
+]
+# The OAuth client-credentials extension (SEP-1046): run with --force at our wire version.
+EXTENSION_SCENARIOS = [
+    "auth/client-credentials-basic",
+    "auth/client-credentials-jwt",
+]
+SCENARIOS = [*CORE_SCENARIOS, *AUTH_SCENARIOS, *EXTENSION_SCENARIOS]
 
 # Checks that may end other than SUCCESS, keyed by (scenario, check id, check name), each with
-# the statuses allowed and why. Everything else must be SUCCESS.
+# the statuses allowed and why. Everything else must be SUCCESS (or INFO, which judges nothing).
 EXPECTED_NOT_SUCCESS: dict[tuple[str, str, str], frozenset[str]] = {
     # Deprecated capabilities we never declare; the suite only validates them when present.
     (
@@ -97,13 +138,15 @@ def client_command() -> str:
     return " ".join(parts)
 
 
+# Statuses that judge nothing: the auth scenarios log every request and answer as INFO.
+NOT_JUDGED = frozenset({"SUCCESS", "INFO"})
+
+
 def unexpected(scenario: str, checks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [
         check
         for check in checks
-        # INFO records what happened (the handshake scenarios log the server's identity);
-        # it judges nothing.
-        if check.get("status") not in ("SUCCESS", "INFO")
+        if check.get("status") not in NOT_JUDGED
         and check.get("status")
         not in EXPECTED_NOT_SUCCESS.get(
             (scenario, check.get("id", ""), check.get("name", "")), frozenset()
@@ -119,9 +162,16 @@ def describe(check: dict[str, Any]) -> str:
     )
 
 
+def counted(checks: list[dict[str, Any]]) -> tuple[int, int]:
+    """(passed, judged) as the suite prints them: SUCCESS of SUCCESS, FAILURE and WARNING
+    (the suite fails a run on warnings too); INFO and SKIPPED are not judged."""
+    judged = [c for c in checks if c.get("status") in ("SUCCESS", "FAILURE", "WARNING")]
+    return sum(c.get("status") == "SUCCESS" for c in judged), len(judged)
+
+
 @pytest.mark.conformance
 @pytest.mark.parametrize("scenario", SCENARIOS)
-def test_scenario(scenario: str, tmp_path: Path) -> None:
+def test_scenario(scenario: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     require_tools()
     results = tmp_path / "results"
     env = {**os.environ, "PATH": f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
@@ -140,6 +190,7 @@ def test_scenario(scenario: str, tmp_path: Path) -> None:
             # Headroom over the default 30 s for a busy machine; a normal run takes ~3 s.
             "--timeout",
             "60000",
+            *(["--force"] if scenario in EXTENSION_SCENARIOS else []),
         ],
         cwd=tmp_path,
         env=env,
@@ -154,6 +205,8 @@ def test_scenario(scenario: str, tmp_path: Path) -> None:
     assert files, f"the suite wrote no checks.json\n{output}"
     checks = [check for path in files for check in json.loads(path.read_text())]
     assert checks, f"the suite recorded no checks\n{output}"
+    passed, judged = counted(checks)
+    request.config.stash.setdefault(CHECK_TOTALS, {})[scenario] = (passed, judged)
     bad = unexpected(scenario, checks)
     client_log = "\n".join(
         f"--- {path.parent.name}/stderr.txt\n{(path.parent / 'stderr.txt').read_text()[-3000:]}"

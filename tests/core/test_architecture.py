@@ -82,6 +82,14 @@ RULES = [
         third_party=only("httpx", "httpx_sse", "mcp_types", "pydantic", "asgiref"),
     ),
     Rule("mrtrweb.mcp", ("asgiref",), except_in=("mrtrweb.mcp.io_loop",)),
+    # OAuth beside mcp: authlib (and its joserfc, cryptography) on httpx; mcp only for the
+    # Authenticator it implements (headless) and the error that says authorization is needed.
+    Rule(
+        "mrtrweb.oauth",
+        ("mrtrweb",),
+        allow=("mrtrweb.mcp",),
+        third_party=only("httpx", "authlib", "joserfc", "cryptography"),
+    ),
     Rule(
         "mrtrweb.elicitation",
         ("mrtrweb", "django.db", "django.contrib", "django.views", "django.http", "django.urls"),
@@ -258,11 +266,12 @@ def test_every_package_has_a_row() -> None:
     assert not missing, f"add a row to RULES and to docs/architecture.md for: {missing}"
 
 
-def test_importing_every_mcp_module_loads_no_django() -> None:
+@pytest.mark.parametrize("package", ["mrtrweb.mcp", "mrtrweb.oauth"])
+def test_importing_every_protocol_module_loads_no_django(package: str) -> None:
     # The AST check sees our own statements; this catches a dependency that drags Django in.
     script = f"""
 import importlib, json, pkgutil, sys
-import mrtrweb.mcp as pkg
+import {package} as pkg
 for info in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
     importlib.import_module(info.name)
 print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in {sorted(DJANGO_WORLD)!r})))

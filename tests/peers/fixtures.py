@@ -15,6 +15,10 @@ Listed in ``tests/conftest.py`` as ``tests.peers.fixtures``. Fixtures:
   private server that is stopped after the test (restarts, custom flags).
 - ``hostile_peer`` (session): ``tests.peers.hostile``, every attack of the hostile corpus on
   an endpoint of its own (``{base_url}/a/<attack>/mcp``).
+- ``oauth_peer`` (session): ``tests.peers.oauth_server``, a fastmcp server behind its own
+  OAuth 2.1 authorization server (access tokens live an hour; controls in
+  ``tests.peers.oauth_control``). Short lifetimes: ``peer_factory("oauth_server",
+  "--access-ttl", "2")``.
 """
 
 from __future__ import annotations
@@ -244,4 +248,12 @@ def peer_factory() -> Iterator[Callable[..., Peer]]:
 def hostile_peer() -> Iterator[Peer]:
     """``tests.peers.hostile``: one attack per endpoint, ``f"{peer.base_url}/a/<slug>/mcp"``."""
     with running_peer("hostile") as peer:
+        yield peer
+
+
+@pytest.fixture(scope="session")
+def oauth_peer() -> Iterator[Peer]:
+    """``tests.peers.oauth_server``: MCP at ``peer.url``, its authorization server at
+    ``peer.base_url``; ``OAuthControl.of(peer)`` reads its log and revokes tokens."""
+    with running_peer("oauth_server") as peer:
         yield peer

@@ -798,10 +798,16 @@ def test_error_reports_hide_the_secret_fields(web: Client) -> None:
     """Django's error pages and mails must not carry the posted token or headers."""
     from django.views.debug import SafeExceptionReporterFilter
 
-    request = web.post(url("create"), form_data(bearer_token=TOKEN)).wsgi_request
-    assert tuple(request.sensitive_post_parameters) == ("bearer_token", "headers")
+    data = form_data(bearer_token=TOKEN, oauth_client_secret=TOKEN, oauth_private_key=TOKEN)
+    request = web.post(url("create"), data).wsgi_request
+    assert tuple(request.sensitive_post_parameters) == (
+        "bearer_token",
+        "headers",
+        "oauth_client_secret",
+        "oauth_private_key",
+    )
     cleaned = SafeExceptionReporterFilter().get_post_parameters(request)
-    assert cleaned["bearer_token"] != TOKEN
+    assert TOKEN not in str(cleaned)
 
 
 def test_a_server_echoing_a_secret_in_its_error_is_redacted() -> None:

@@ -10,6 +10,8 @@
                  │                  │  └── retry ── failed ◄┤ (budget or lifetime used up, 4xx)
                  │                  └── resend ── unknown ◄─┘ (outcome unknown: an admin decides)
                  └── expired (requestState rejected, or past its lifetime) / cancelled
+   a request refused until the caller reconnects their account: delivering ──► submitted
+   (call.waiting_for_authorization_since set; the account connected sends it, once)
 
 This module is the front door: callers write ``from mrtrweb.calls import engine`` and
 ``engine.answer(...)``. One job a module behind it, each importing only those before it:
@@ -23,6 +25,8 @@ This module is the front door: callers write ``from mrtrweb.calls import engine`
 - ``exchange``: one request sent and its outcome settled (the engine's edge);
 - ``starting``: :func:`create_call`, :func:`start_call`, :func:`send_call`, :func:`restart`;
 - ``resubmitting``: :func:`resubmit`, a round's answers sent back, once;
+- ``resuming``: :func:`resume_authorized`, what waited for an account sent once it is
+  connected;
 - ``answering``: :func:`answer`, a person's answers stored once;
 - ``actions``: claim, release, reassign, cancel, retry, resend, abandon.
 
@@ -46,6 +50,7 @@ from .answering import answer, saved_answers_for
 from .expiry import expire, expire_if_due, expiry_bucket
 from .parking import park
 from .resubmitting import resubmit
+from .resuming import resume_authorized
 from .starting import StartRequest, create_call, restart, run_call, send_call, start_call
 from .sweep import sweep
 from .trail import note
@@ -82,6 +87,7 @@ __all__ = [
     "resend",
     "restart",
     "resubmit",
+    "resume_authorized",
     "retry_delivery",
     "run_call",
     "saved_answers_for",

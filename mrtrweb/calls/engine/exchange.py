@@ -9,6 +9,7 @@ transaction.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Mapping
@@ -20,7 +21,10 @@ from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from mrtrweb.authorizations.credentials import DatabaseAuthenticator, authenticator_for
 from mrtrweb.mcp import (
+    AuthorizationRequired,
+    ConnectionSettings,
     InvalidRequestState,
     LegacyServer,
     MCPClient,
@@ -44,6 +48,7 @@ from .outcomes import (
     not_delivered,
     outcome_unknown,
     state_rejected,
+    wait_for_authorization,
 )
 from .parking import park
 from .progress import on_progress
@@ -77,24 +82,32 @@ async def _send(
     responses: Mapping[str, Any] | None,
     state: str | None,
     round: Round | None = None,
+    authenticator: DatabaseAuthenticator | None = None,
 ) -> Any:
     """The server's answer and the HTTP status it came with (for the audit trail)."""
     progress = on_progress(call.pk, round)
+    settings = call.connection.client_settings(call.credentials)
+    if authenticator is not None:
+        settings = dataclasses.replace(settings, authenticator=authenticator)
     if round is None and call.connection.era == Connection.Era.LEGACY:
-        return await send_handshake(call, progress)
+        return await send_handshake(call, settings, progress)
     try:
-        return await _send_modern(call, responses, state, progress)
+        return await _send_modern(call, settings, responses, state, progress)
     except LegacyServer:
         # Refused as a 2026-07-28 request, so nothing ran: speak the handshake era instead.
         if round is not None:
             raise
-        return await send_handshake(call, progress)
+        return await send_handshake(call, settings, progress)
 
 
 async def _send_modern(
-    call: Call, responses: Mapping[str, Any] | None, state: str | None, progress: Any
+    call: Call,
+    settings: ConnectionSettings,
+    responses: Mapping[str, Any] | None,
+    state: str | None,
+    progress: Any,
 ) -> Any:
-    async with MCPClient(call.connection.client_settings(call.credentials)) as client:
+    async with MCPClient(settings) as client:
         if call.method == Call.Method.TOOL:
             tool = mcp_types.Tool.model_validate(call.tool) if call.tool else None
             result: Any = await client.call_tool(
@@ -144,11 +157,24 @@ def _crashed(call: Call, round: Round | None, exc: Exception) -> None:
 
 def _exchange(call: Call, *, round: Round | None, responses: Any, state: str | None) -> None:
     connection = call.connection
+    # Every request of the call goes with the caller's account (or the connection's), never
+    # with that of whoever answered a round: servers bind a round's state to the caller.
+    authenticator = authenticator_for(connection, call.started_by)
     waits = state_only_backoff()
     while True:
         _release_pooled_connection()
         try:
-            result, http_status = async_to_sync(_send)(call, responses, state, round)
+            result, http_status = async_to_sync(_send)(call, responses, state, round, authenticator)
+        except AuthorizationRequired as exc:
+            # Nothing ran on the server. When a person can cure it by connecting an account,
+            # the request waits for them, answers kept; otherwise (a static header refused,
+            # client credentials refused) it is refused as before.
+            reason = authenticator.refused(exc) if authenticator is not None else ""
+            if reason:
+                wait_for_authorization(call, round, reason, exc)
+            else:
+                delivery_failed(call, round, exc)
+            return
         except InvalidRequestState as exc:
             state_rejected(call, round, exc)
             return

@@ -12,6 +12,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from django_tasks.base import TaskResultStatus
 from django_tasks_db import DatabaseBackend
@@ -26,6 +27,11 @@ from .transitions import AlreadyAnswered, set_call, transition
 __all__ = ["expire", "expire_if_due", "expiry_bucket", "schedule_expiry"]
 
 _OPEN = (Round.Status.PENDING, Round.Status.FAILED)
+# An answered round whose call waits for its caller to reconnect an account is still open to
+# expiry: it is not failed for waiting, but once the server no longer keeps its state, no
+# reconnection can send it any more.
+_WAITING = Q(status=Round.Status.SUBMITTED, call__waiting_for_authorization_since__isnull=False)
+_EXPIRABLE = Q(status__in=_OPEN) | _WAITING
 
 
 def expire(round: Round, actor: Any, *, notify: bool = False) -> None:
@@ -34,14 +40,31 @@ def expire(round: Round, actor: Any, *, notify: bool = False) -> None:
     ``notify`` emails its assignees (the sweep does; an admin expiring it by hand does not).
     """
     with transaction.atomic():
+        waited = False
         if not transition(round, _OPEN, Round.Status.EXPIRED):
-            raise AlreadyAnswered("The round is no longer open.")
+            waited = transition(
+                round,
+                Round.Status.SUBMITTED,
+                Round.Status.EXPIRED,
+                where={"call__waiting_for_authorization_since__isnull": False},
+            )
+            if not waited:
+                raise AlreadyAnswered("The round is no longer open.")
         call = round.call
+        if waited:
+            error = (
+                "The round expired while it waited for an account to be reconnected: the "
+                "server no longer keeps its state. The answers are kept; start the call again."
+            )
+        else:
+            error = "The round expired before it was answered. Start the call again to answer "
+            error += "afresh."
         set_call(
             call,
             status=Call.Status.EXPIRED,
-            error="The round expired before it was answered. Start the call again to answer "
-            "afresh.",
+            error=error,
+            waiting_for_authorization_since=None,
+            waiting_for_authorization_reason="",
         )
         record(
             call,
@@ -50,6 +73,7 @@ def expire(round: Round, actor: Any, *, notify: bool = False) -> None:
             actor=actor,
             expires_at=round.expires_at.isoformat() if round.expires_at else None,
             swept=notify,
+            **({"waiting_for_authorization": True} if waited else {}),
         )
         if notify:
             transaction.on_commit(lambda: notify_expired(round))
@@ -60,7 +84,7 @@ def expire_if_due(round_id: int, *, now: datetime | None = None) -> bool:
     now = now or timezone.now()
     round = (
         Round.objects.select_related("call__connection", "assigned_user", "assigned_group")
-        .filter(pk=round_id, status__in=_OPEN, expires_at__lte=now)
+        .filter(_EXPIRABLE, pk=round_id, expires_at__lte=now)
         .first()
     )
     if round is None:
@@ -74,8 +98,12 @@ def expire_if_due(round_id: int, *, now: datetime | None = None) -> bool:
 
 def expire_due(now: datetime) -> int:
     """Expire every open round whose state lifetime is over by ``now``; how many."""
-    due = Round.objects.filter(status__in=_OPEN, expires_at__lte=now)
-    return sum(expire_if_due(round_id, now=now) for round_id in due.values_list("pk", flat=True))
+    # Two queries, each served by round_status_deadline, rather than one OR across a join.
+    due = [
+        *Round.objects.filter(status__in=_OPEN, expires_at__lte=now).values_list("pk", flat=True),
+        *Round.objects.filter(_WAITING, expires_at__lte=now).values_list("pk", flat=True),
+    ]
+    return sum(expire_if_due(round_id, now=now) for round_id in due)
 
 
 def expiry_bucket(expires_at: datetime) -> datetime:

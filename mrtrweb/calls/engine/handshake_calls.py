@@ -17,7 +17,7 @@ from typing import Any
 
 import mcp_types
 
-from mrtrweb.mcp import MCPError
+from mrtrweb.mcp import ConnectionSettings, MCPError
 from mrtrweb.mcp.handshake import HandshakeClient
 
 from ..models import Call
@@ -35,7 +35,9 @@ class HandshakeQuestionsNotSupported(MCPError):
         self.asked = asked
 
 
-async def send_handshake(call: Call, progress: Any) -> tuple[Any, int | None]:
+async def send_handshake(
+    call: Call, settings: ConnectionSettings, progress: Any
+) -> tuple[Any, int | None]:
     """The call's result from a handshake-era server, and the HTTP status it came with."""
     asked: list[mcp_types.ElicitRequest] = []
 
@@ -43,7 +45,6 @@ async def send_handshake(call: Call, progress: Any) -> tuple[Any, int | None]:
         asked.append(request)
         return mcp_types.ElicitResult(action="cancel")
 
-    settings = call.connection.client_settings(call.credentials)
     async with HandshakeClient(settings, on_elicit=on_elicit) as client:
         if call.method == Call.Method.TOOL:
             result: Any = await client.call_tool(

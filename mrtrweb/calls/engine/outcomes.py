@@ -12,6 +12,12 @@ Delivery failures come in two kinds (see :mod:`mrtrweb.mcp.errors`):
 
 A request of the call itself (no round yet) that fails fails the call. The answers stay on
 the round through all of it.
+
+- *waiting for authorization* (the server refused the OAuth token and only a person can cure
+  it: the caller must connect their account again): nothing ran, so nothing is lost and
+  nothing is retried blindly. The round goes back to ``submitted`` with its answers (a first
+  request is unsent again), the call is marked as waiting, and the caller is emailed; the
+  account connected (``authorizations.signals.connected``) sends it, once (engine.resuming).
 """
 
 from __future__ import annotations
@@ -23,12 +29,14 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from mrtrweb.mcp import InvalidRequestState, MCPError, NotDelivered
 
 from .. import queue
 from ..models import Call, Round
+from ..notify import notify_reconnect
 from .trail import dump, record
 from .transitions import set_call, this_attempt, transition, transition_call
 
@@ -40,6 +48,7 @@ __all__ = [
     "not_delivered",
     "outcome_unknown",
     "state_rejected",
+    "wait_for_authorization",
 ]
 
 logger = logging.getLogger(__name__)
@@ -242,3 +251,53 @@ def outcome_unknown(call: Call, round: Round | None, exc: MCPError) -> None:
                 round.pk,
                 call.pk,
             )
+
+
+def wait_for_authorization(call: Call, round: Round | None, reason: str, exc: NotDelivered) -> None:
+    """Nothing ran, and a person must connect an account first: park the request, answers
+    kept, until :func:`..resuming.resume_authorized` sends it (``reason`` names who)."""
+    _, http_status = _describe(exc)
+    now = timezone.now()
+    with transaction.atomic():
+        if round is None:
+            # The first request goes back to unsent: whatever sends it after the account is
+            # connected claims it again (send_call), so it goes out once.
+            if not transition_call(
+                call,
+                Call.Status.RUNNING,
+                Call.Status.RUNNING,
+                where={"sent_at__isnull": False},
+                sent_at=None,
+            ):
+                return
+        elif not transition(
+            round,
+            Round.Status.DELIVERING,
+            Round.Status.SUBMITTED,
+            where=this_attempt(round),
+            # Waiting for a person is not a failed attempt: the budget stays as it was.
+            attempts=F("attempts") - 1,
+            next_attempt_at=None,
+            delivery_error=reason,
+            last_http_status=http_status,
+        ):
+            return
+        rows = Call.objects.filter(pk=call.pk)
+        newly = rows.filter(waiting_for_authorization_since__isnull=True).update(
+            waiting_for_authorization_since=now, waiting_for_authorization_reason=reason[:500]
+        )
+        if not newly:
+            rows.update(waiting_for_authorization_reason=reason[:500])
+        call.waiting_for_authorization_reason = reason[:500]
+        if newly:
+            call.waiting_for_authorization_since = now
+        record(
+            call,
+            "waiting_for_authorization",
+            round=round,
+            reason=reason,
+            http_status=http_status,
+            attempt=round.attempts if round is not None else None,
+        )
+        if newly:
+            transaction.on_commit(lambda: notify_reconnect(call))

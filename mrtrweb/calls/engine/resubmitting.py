@@ -40,7 +40,11 @@ def resubmit(round_id: int, *, unclaimed_only: bool = False) -> None:
             round_id,
             Round.Status.SUBMITTED,
             Round.Status.DELIVERING,
-            where={"attempts": 0} if unclaimed_only else None,
+            # A call waiting for its caller to reconnect is sent by the resume, not before.
+            where={
+                "call__waiting_for_authorization_since__isnull": True,
+                **({"attempts": 0} if unclaimed_only else {}),
+            },
             attempts=F("attempts") + 1,
             delivering_since=now,
             heard_at=None,

@@ -112,7 +112,8 @@ def send_call(call_id: int) -> None:
         call_id,
         Call.Status.RUNNING,
         Call.Status.RUNNING,
-        where={"sent_at__isnull": True},
+        # Not while it waits for an account: the resume clears that, then sends it.
+        where={"sent_at__isnull": True, "waiting_for_authorization_since__isnull": True},
         sent_at=timezone.now(),
     ):
         return

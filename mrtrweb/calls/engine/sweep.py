@@ -27,7 +27,10 @@ def sweep(*, now: datetime | None = None, only_expire: bool = False) -> dict[str
     if only_expire:
         return counts
     grace = timedelta(seconds=float(settings.MRTRWEB_DELIVERY_GRACE))
-    stranded = Round.objects.filter(status=Round.Status.SUBMITTED).filter(
+    # Rounds waiting for an account to be connected are not stranded: the resume sends them.
+    stranded = Round.objects.filter(
+        status=Round.Status.SUBMITTED, call__waiting_for_authorization_since__isnull=True
+    ).filter(
         Q(next_attempt_at__lte=now - grace)
         | Q(next_attempt_at__isnull=True, answered_at__lte=now - grace)
     )
@@ -42,7 +45,11 @@ def sweep(*, now: datetime | None = None, only_expire: bool = False) -> dict[str
     running = Call.objects.filter(status=Call.Status.RUNNING)
     # Started and never sent (their process died, and their send_call task is gone): sent
     # now. A second task is harmless: only one sender can claim the call.
-    unsent = running.filter(sent_at__isnull=True, created_at__lte=now - grace)
+    unsent = running.filter(
+        sent_at__isnull=True,
+        created_at__lte=now - grace,
+        waiting_for_authorization_since__isnull=True,
+    )
     for call_id in unsent.values_list("pk", flat=True):
         with transaction.atomic():
             queue.enqueue("send_call", call_id)

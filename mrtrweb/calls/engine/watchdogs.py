@@ -96,7 +96,9 @@ def check_call(call_id: int, *, now: datetime | None = None) -> bool:
         .filter(pk=call_id, status=Call.Status.RUNNING)
         .first()
     )
-    if call is None:
+    if call is None or call.waiting_for_authorization_since is not None:
+        # Unsent, waiting for an account (engine.outcomes.wait_for_authorization): no sender
+        # can have died with it.
         return False
     deadline = call.updated_at + call_stuck_after(call.connection)
     if now < deadline:

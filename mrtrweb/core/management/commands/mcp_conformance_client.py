@@ -4,6 +4,13 @@ The suite starts a mock server per scenario and runs ``<command> <server URL>`` 
 scenario's name in ``MCP_CONFORMANCE_SCENARIO``. This command reads that name, looks up the
 steps in ``SCENARIOS`` and performs them with ``mrtrweb.mcp`` only, so the suite judges the
 very client the web app uses. It touches no database.
+
+The ``auth/*`` scenarios protect their server with OAuth: the command then authorizes with
+``mrtrweb.oauth``'s headless authenticator, which follows the mock authorization server's
+redirect itself. What a scenario hands over (pre-registered client credentials, a private key
+for ``private_key_jwt``) comes as JSON in ``MCP_CONFORMANCE_CONTEXT``. A scenario that expects
+the client to refuse (a wrong ``iss``, a foreign ``resource``...) ends in a one-line message and
+a non-zero exit, never a traceback.
 """
 
 from __future__ import annotations
@@ -16,11 +23,20 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
 import mcp_types
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from mrtrweb.mcp import ConnectionSettings, MCPClient, MCPError, drive_rounds
+from mrtrweb.mcp import (
+    AuthorizationRequired,
+    ConnectionSettings,
+    MCPClient,
+    MCPError,
+    drive_rounds,
+)
+from mrtrweb.oauth import ClientIdentity
+from mrtrweb.oauth.headless import HeadlessAuthenticator
 
 from ._handshake_conformance import Values, is_handshake_version, run_handshake_scenario
 
@@ -127,6 +143,47 @@ SCENARIOS: dict[str, tuple[Step, ...]] = {
     "sse-retry": (ListTools(), CallTool("test_reconnection", {})),
 }
 GENERIC: tuple[Step, ...] = (ListTools(), CallFirstTool())
+
+# The suite's OAuth scenarios for 2026-07-28, and the client-credentials extension's. Their
+# servers list one tool; calling it after listing exercises a second scope (step-up) and a
+# token that stops working (a migrated authorization server).
+AUTH_FLOW: tuple[Step, ...] = (ListTools(), CallFirstTool())
+AUTH_SCENARIOS = (
+    "auth/metadata-default",
+    "auth/metadata-var1",
+    "auth/metadata-var2",
+    "auth/metadata-var3",
+    "auth/basic-cimd",
+    "auth/scope-from-www-authenticate",
+    "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined",
+    "auth/scope-step-up",
+    "auth/scope-retry-limit",
+    "auth/token-endpoint-auth-basic",
+    "auth/token-endpoint-auth-post",
+    "auth/token-endpoint-auth-none",
+    "auth/pre-registration",
+    "auth/resource-mismatch",
+    "auth/offline-access-scope",
+    "auth/offline-access-not-supported",
+    "auth/authorization-server-migration",
+    "auth/iss-supported",
+    "auth/iss-not-advertised",
+    "auth/iss-supported-missing",
+    "auth/iss-wrong-issuer",
+    "auth/iss-unexpected",
+    "auth/iss-normalized",
+    "auth/metadata-issuer-mismatch",
+    "auth/client-credentials-basic",
+    "auth/client-credentials-jwt",
+)
+SCENARIOS.update(dict.fromkeys(AUTH_SCENARIOS, AUTH_FLOW))
+
+# The suite's authorization servers that accept client ID metadata documents expect this
+# client ID (it is never fetched: the mock approves every request).
+CONFORMANCE_CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
+# Never visited: the headless authenticator reads the code from the redirect to it.
+REDIRECT_URI = "http://127.0.0.1/oauth/callback"
 
 
 def steps_for(scenario: str | None) -> tuple[Step, ...]:
@@ -266,8 +323,17 @@ class Runner:
 
     async def run(self, steps: tuple[Step, ...]) -> None:
         try:
+            await self.run_steps(steps)
+        except AuthorizationRequired as exc:
+            # Without authorization nothing else can succeed: stop at the first refusal.
+            self.fail(f"authorization: {exc}")
+
+    async def run_steps(self, steps: tuple[Step, ...]) -> None:
+        try:
             found = await self.client.discover()
             self.log(f"server/discover: versions {found.supported_versions}")
+        except AuthorizationRequired:
+            raise
         except MCPError as exc:
             # Clients may skip discovery altogether, so a failure here is no verdict.
             self.log(f"server/discover failed (not fatal): {type(exc).__name__}: {exc}")
@@ -275,9 +341,14 @@ class Runner:
             await self.guarded(str(step), self.perform(step))
 
     async def guarded(self, what: str, operation: Awaitable[None]) -> None:
-        """Run one operation; record its failure and go on, so one bad item hides no other."""
+        """Run one operation; record its failure and go on, so one bad item hides no other.
+
+        A refused authorization is not such a failure: it ends the run (``run``).
+        """
         try:
             await operation
+        except AuthorizationRequired:
+            raise
         except MCPError as exc:
             self.fail(f"{what}: {type(exc).__name__}: {exc}")
 
@@ -385,6 +456,37 @@ def handshake_step(step: Step) -> tuple[Any, ...]:
     return (str(step),)
 
 
+def authenticator_for(
+    http: httpx.AsyncClient, url: str, scenario: str, raw_context: str | None
+) -> HeadlessAuthenticator:
+    """The headless authenticator of an ``auth/*`` scenario, with what its context hands over:
+    ``client_id`` and ``client_secret`` (pre-registered), ``issuer`` (whose they are),
+    ``private_key_pem`` (``private_key_jwt``)."""
+    context = json.loads(raw_context) if raw_context else {}
+    context = context if isinstance(context, dict) else {}
+    client_id = context.get("client_id")
+    preregistered = None
+    if isinstance(client_id, str) and client_id:
+        preregistered = ClientIdentity(
+            issuer=str(context.get("issuer") or ""),
+            client_id=client_id,
+            client_secret=context.get("client_secret"),
+            token_endpoint_auth_method="",  # as the authorization server offers
+            registered_via="pre-registered",
+        )
+    key = context.get("private_key_pem")
+    return HeadlessAuthenticator(
+        http,
+        url,
+        redirect_uri=REDIRECT_URI,
+        client_name="mrtrweb conformance client",
+        metadata_document_url=CONFORMANCE_CLIENT_METADATA_URL,
+        preregistered=preregistered,
+        client_credentials=scenario.startswith("auth/client-credentials"),
+        private_key_pem=key if isinstance(key, str) else None,
+    )
+
+
 async def run_scenario(
     url: str, scenario: str | None, context: str | None, log: Callable[[str], None]
 ) -> list[str]:
@@ -399,17 +501,22 @@ async def run_scenario(
             version=version,
             values=Values(form_content, tool_arguments, CAPABILITIES),
         )
-    settings = ConnectionSettings(
-        url=url,
-        connect_timeout=5.0,
-        # The suite kills the client after 30 s; fail with a message before that.
-        read_timeout=20.0,
-        capabilities=CAPABILITIES,
-        **({"protocol_version": version} if version in MODERN_PROTOCOL_VERSIONS else {}),
-    )
-    async with MCPClient(settings) as client:
-        runner = Runner(client, log, context)
-        await runner.run(steps_for(scenario))
+    async with httpx.AsyncClient(timeout=httpx.Timeout(20.0, connect=5.0)) as oauth_http:
+        authenticator = None
+        if scenario and scenario.startswith("auth/"):
+            authenticator = authenticator_for(oauth_http, url, scenario, context)
+        settings = ConnectionSettings(
+            url=url,
+            connect_timeout=5.0,
+            # The suite kills the client after 30 s; fail with a message before that.
+            read_timeout=20.0,
+            capabilities=CAPABILITIES,
+            authenticator=authenticator,
+            **({"protocol_version": version} if version in MODERN_PROTOCOL_VERSIONS else {}),
+        )
+        async with MCPClient(settings) as client:
+            runner = Runner(client, log, context)
+            await runner.run(steps_for(scenario))
     return runner.errors
 
 
@@ -431,5 +538,5 @@ class Command(BaseCommand):
             run_scenario(url, scenario, os.environ.get(CONTEXT_ENV), self.stderr.write)
         )
         if errors:
-            raise CommandError(f"{len(errors)} step(s) failed")
+            raise CommandError(f"{len(errors)} step(s) failed; the first: {errors[0]}")
         self.stdout.write(f"scenario {scenario or '(generic)'}: done")

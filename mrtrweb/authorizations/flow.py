@@ -1,0 +1,676 @@
+"""The browser side of OAuth: discovery kept per connection, mrtrweb's client at each
+authorization server, and the authorization code flow through a person's browser.
+
+``begin`` makes an authorization request and remembers it (``PendingAuthorization``: only a
+digest of ``state``, bound to the person and to a secret of their session, ten minutes);
+``complete`` takes the callback, finds the request by the digest, refuses a foreign, replayed
+or stale ``state``, lets ``mrtrweb.oauth.exchange_code`` check ``iss`` and trade the code, and
+saves the tokens encrypted. The protocol is ``mrtrweb.oauth``; this module keeps its results.
+
+Every error a person may read is a :class:`FlowError` in words: never a token, a verifier or a
+secret (server text may appear; templates escape it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+from urllib.parse import urlencode
+
+import httpx
+from asgiref.sync import async_to_sync
+from django.conf import settings
+from django.db import transaction
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
+
+from mrtrweb import oauth
+from mrtrweb.mcp import io_loop
+from mrtrweb.oauth.identity import choose_auth_method
+from mrtrweb.servers.models import Connection
+
+from .models import Authorization, ClientRegistration, Discovery, PendingAuthorization
+from .signals import connected
+
+__all__ = [
+    "CLIENT_NAME",
+    "PENDING_LIFETIME",
+    "Completed",
+    "FlowError",
+    "begin",
+    "callback_url",
+    "client_for",
+    "complete",
+    "connect_url",
+    "discovery_for",
+    "has_active",
+    "hold_draft",
+    "metadata_document",
+    "metadata_document_url",
+    "must_connect",
+    "revoke",
+    "safe_return_to",
+    "take_draft",
+]
+
+T = TypeVar("T")
+
+CLIENT_NAME = "mrtrweb"
+PENDING_LIFETIME = timedelta(minutes=10)
+# A stored discovery is used as it is for this long; then it is done again (cheap, and the
+# server may have moved to another authorization server).
+DISCOVERY_FRESH = timedelta(minutes=10)
+# The per-session secret a pending request is bound to (its digest is stored, not it).
+SESSION_SECRET_KEY = "oauth_binding"
+# Pending rows that only hold what a person typed, not yet an authorization request.
+HELD = "held"
+
+
+class FlowError(Exception):
+    """A refusal or failure, in words fit for the person who caused it."""
+
+
+# -- addresses ---------------------------------------------------------------------------
+
+
+def _absolute(path: str) -> str:
+    return settings.MRTRWEB_BASE_URL.rstrip("/") + path
+
+
+def callback_url() -> str:
+    """The redirect URI: where authorization servers send people back to."""
+    return _absolute(reverse("authorizations:callback"))
+
+
+def metadata_document_url() -> str:
+    """mrtrweb's client ID (an URL) where it publishes its client ID metadata document."""
+    return _absolute(reverse("authorizations:client-metadata"))
+
+
+def metadata_document() -> dict[str, Any]:
+    return oauth.client_metadata_document(
+        metadata_document_url(),
+        redirect_uris=[callback_url()],
+        client_name=CLIENT_NAME,
+        client_uri=_absolute("/"),
+    )
+
+
+def safe_return_to(request: HttpRequest, wanted: str | None, default: str = "/") -> str:
+    """``wanted`` when it is a path on this site, else ``default`` (no open redirect)."""
+    if (
+        wanted
+        and wanted.startswith("/")
+        and not wanted.startswith(("//", "/\\"))
+        and url_has_allowed_host_and_scheme(
+            wanted, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+        )
+    ):
+        return wanted
+    return default
+
+
+# -- running the protocol from a plain (sync) view ----------------------------------------
+
+
+def _tls() -> Any:
+    return httpx.create_ssl_context()
+
+
+def _run(connection: Connection, job: Callable[[httpx.AsyncClient], Awaitable[T]]) -> T:
+    """Run ``job(http)`` on the shared loop with a client made where every MCP client is
+    (``io_loop.new_http``: tests mount their in-process peers there)."""
+
+    async def run() -> T:
+        http = io_loop.new_http(
+            connect_timeout=connection.connect_timeout,
+            read_timeout=connection.read_timeout,
+            verify=_tls(),
+        )
+        async with http:
+            return await job(http)
+
+    with io_loop.attached():
+        return async_to_sync(run)()
+
+
+# -- discovery -------------------------------------------------------------------------
+
+
+def _stored_discovery(connection: Connection) -> tuple[Discovery | None, oauth.Discovery | None]:
+    row = Discovery.objects.filter(connection=connection).first()
+    if row is None:
+        return None, None
+    try:
+        found = oauth.Discovery.from_json(row.document)
+    except (KeyError, TypeError):
+        return row, None
+    return row, found
+
+
+def discovery_for(
+    connection: Connection, challenge: oauth.Challenge | None = None, *, refresh: bool = False
+) -> oauth.Discovery:
+    """The connection's discovery: the stored one while fresh, else discovered (and stored).
+
+    A challenge (a 401's ``WWW-Authenticate``) always discovers again, from where it points.
+    """
+    row, stored = _stored_discovery(connection)
+    fresh = (
+        row is not None
+        and stored is not None
+        and stored.server_url == connection.url
+        and row.discovered_at > timezone.now() - DISCOVERY_FRESH
+    )
+    if fresh and not refresh and challenge is None and stored is not None:
+        return stored
+    # Where the metadata was found last time, should the server not say it again.
+    known_place = (
+        stored.resource_metadata_url
+        if stored is not None and stored.server_url == connection.url
+        else None
+    )
+
+    async def job(http: httpx.AsyncClient) -> oauth.Discovery:
+        nonlocal challenge
+        if challenge is None:
+            challenge = await _challenge_of(http, connection.url)
+        if challenge is None and known_place:
+            challenge = oauth.Challenge(status=401, resource_metadata=known_place)
+        return await oauth.discover(http, connection.url, challenge)
+
+    try:
+        found = _run(connection, job)
+    except oauth.ResourceMismatch as exc:
+        raise FlowError(
+            f"{connection} cannot be connected: its metadata names another server. {exc}"
+        ) from exc
+    except oauth.IssuerMismatch as exc:
+        raise FlowError(
+            f"{connection} cannot be connected: its authorization server's identity does not "
+            f"match. {exc}"
+        ) from exc
+    except oauth.OAuthError as exc:
+        raise FlowError(f"{connection}: OAuth discovery failed. {exc}") from exc
+    Discovery.objects.update_or_create(
+        connection=connection,
+        defaults={
+            "resource": found.resource,
+            "issuer": found.issuer,
+            "document": found.to_json(),
+            "discovered_at": timezone.now(),
+        },
+    )
+    return found
+
+
+async def _challenge_of(http: httpx.AsyncClient, url: str) -> oauth.Challenge | None:
+    """Ask the server once without credentials: its 401 says where its metadata is.
+
+    The request is the cheapest MCP request there is; a server that answers it without a
+    401 gives no challenge, and the well-known addresses are tried instead.
+    """
+    body = {"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {}}
+    headers = {"Accept": "application/json, text/event-stream"}
+    try:
+        response = await http.post(url, json=body, headers=headers)
+    except httpx.HTTPError:
+        return None
+    await response.aclose()
+    if response.status_code in (401, 403) and response.headers.get("www-authenticate"):
+        return oauth.Challenge.parse(response.status_code, response.headers["www-authenticate"])
+    return None
+
+
+# -- mrtrweb's client at an authorization server ------------------------------------------
+
+
+def _identity_of(row: ClientRegistration) -> oauth.ClientIdentity:
+    return oauth.ClientIdentity(
+        issuer=row.issuer,
+        client_id=row.client_id,
+        client_secret=row.client_secret or None,
+        token_endpoint_auth_method=row.token_endpoint_auth_method,
+        registered_via=row.registered_via,
+    )
+
+
+def _preregistered(connection: Connection) -> oauth.ClientIdentity | None:
+    if not connection.oauth_client_id:
+        return None
+    return oauth.ClientIdentity(
+        issuer="",
+        client_id=connection.oauth_client_id,
+        client_secret=connection.oauth_client_secret or None,
+        token_endpoint_auth_method="",
+        registered_via="pre-registered",
+    )
+
+
+def client_for(
+    connection: Connection, discovery: oauth.Discovery
+) -> tuple[ClientRegistration, oauth.ClientIdentity]:
+    """mrtrweb's client at ``discovery.issuer`` for this connection, registered if need be.
+
+    In the spec's order: the client ID metadata document when the server supports it, the
+    operator's pre-registered credentials, else dynamic registration. Only a dynamic
+    registration is kept and reused as it is (it costs a request and makes a record at the
+    server); the others are decided again each time, so a change of settings takes effect.
+    A record belongs to one issuer: another issuer finds none and registers anew.
+    """
+    row = ClientRegistration.objects.filter(connection=connection, issuer=discovery.issuer).first()
+    supports_documents = (
+        discovery.server_metadata.get("client_id_metadata_document_supported") is True
+    )
+    known = None
+    if (
+        row is not None
+        and row.registered_via == ClientRegistration.Via.DYNAMIC
+        and not supports_documents
+        and not connection.oauth_client_id
+    ):
+        known = _identity_of(row)
+
+    async def job(http: httpx.AsyncClient) -> oauth.ClientIdentity:
+        return await oauth.identify(
+            http,
+            discovery,
+            redirect_uri=callback_url(),
+            client_name=CLIENT_NAME,
+            metadata_document_url=metadata_document_url(),
+            preregistered=_preregistered(connection),
+            known=known,
+        )
+
+    if known is not None:
+        return row, known  # type: ignore[return-value]
+    try:
+        identity = _run(connection, job)
+    except oauth.OAuthError as exc:
+        raise FlowError(f"{connection}: mrtrweb could not identify itself. {exc}") from exc
+    return _save_identity(connection, identity), identity
+
+
+def _save_identity(connection: Connection, identity: oauth.ClientIdentity) -> ClientRegistration:
+    row, _ = ClientRegistration.objects.update_or_create(
+        connection=connection,
+        issuer=identity.issuer,
+        defaults={
+            "client_id": identity.client_id,
+            "client_secret": identity.client_secret or "",
+            "token_endpoint_auth_method": identity.token_endpoint_auth_method,
+            "registered_via": identity.registered_via,
+            "document": identity.to_json(),
+        },
+    )
+    return row
+
+
+# -- the authorization code flow ------------------------------------------------------------
+
+
+def _digest(value: str) -> str:
+    return hashlib.sha256(value.encode("utf-8")).hexdigest()
+
+
+def _session_digest(request: HttpRequest) -> str:
+    """A digest of a random secret kept in this person's session (made on first use)."""
+    secret = request.session.get(SESSION_SECRET_KEY)
+    if not isinstance(secret, str) or not secret:
+        secret = secrets.token_urlsafe(32)
+        request.session[SESSION_SECRET_KEY] = secret
+    return _digest(secret)
+
+
+def _owner_of(request: HttpRequest, kind: str) -> Any:
+    """Whose authorization it becomes: the person's own, or (shared) the connection's."""
+    return request.user if kind == Authorization.Kind.PERSON else None
+
+
+def _scopes_before(connection: Connection, user: Any) -> tuple[str, ...]:
+    """What was granted (and wanted) before: a reconnect keeps asking for it."""
+    existing = Authorization.objects.filter(connection=connection, user=user).first()
+    if existing is None:
+        return ()
+    wanted = getattr(existing, "wanted_scopes", "") or ""
+    return tuple(existing.scope_list) + tuple(wanted.split())
+
+
+def begin(
+    request: HttpRequest,
+    connection: Connection,
+    kind: str,
+    return_to: str,
+    draft: Any = None,
+    *,
+    held: str | None = None,
+) -> str:
+    """Start an authorization request for ``request.user``; the URL to send them to.
+
+    ``kind`` is ``Authorization.Kind.PERSON`` (their own account) or ``SHARED`` (the
+    connection's, by an operator). ``draft`` (or what :func:`hold_draft` kept under ``held``)
+    comes back from :func:`complete`.
+    """
+    if kind not in (Authorization.Kind.PERSON, Authorization.Kind.SHARED):
+        raise ValueError(f"no browser flow for {kind!r}")
+    discovery = discovery_for(connection)
+    _registration, identity = client_for(connection, discovery)
+    scopes = oauth.choose_scopes(
+        discovery, None, _scopes_before(connection, _owner_of(request, kind))
+    )
+    try:
+        auth_request = oauth.authorization_request(
+            discovery, identity, redirect_uri=callback_url(), scopes=scopes
+        )
+    except oauth.OAuthError as exc:
+        raise FlowError(f"{connection} cannot be connected. {exc}") from exc
+    if held:
+        draft = take_draft(request, connection, held)
+    PendingAuthorization.objects.create(
+        state_digest=_digest(auth_request.state),
+        session_digest=_session_digest(request),
+        user=request.user,
+        connection=connection,
+        kind=kind,
+        request=auth_request.to_json(),
+        return_to=safe_return_to(request, return_to, ""),
+        draft=draft,
+        expires_at=timezone.now() + PENDING_LIFETIME,
+    )
+    return auth_request.url
+
+
+@dataclass(frozen=True)
+class Completed:
+    authorization: Authorization
+    return_to: str
+    draft: Any
+
+
+def complete(request: HttpRequest, params: Mapping[str, str]) -> Completed:
+    """Finish the authorization request the callback ``params`` answer; the saved
+    authorization, where the person goes next and what they had typed.
+
+    Refuses (``FlowError``, nothing saved): no or unknown ``state`` (forged, or used already:
+    the pending row is deleted before the code is traded), a ``state`` of another person or
+    another session (left as it is: its owner may still finish), an expired one, a wrong
+    ``iss``, an error answer, a refused code.
+    """
+    state = params.get("state") or ""
+    if not state:
+        raise FlowError("The answer from the authorization server carries no state: refused.")
+    session_digest = _session_digest(request)
+    now = timezone.now()
+    with transaction.atomic():
+        pending = (
+            PendingAuthorization.objects.select_for_update()
+            .select_related("connection")
+            .filter(state_digest=_digest(state))
+            .exclude(kind=HELD)
+            .first()
+        )
+        if pending is None:
+            raise FlowError(
+                "This answer from the authorization server belongs to no connection in "
+                "progress: it was used already, or never started here. Nothing was saved."
+            )
+        if pending.user_id != request.user.pk or not hmac.compare_digest(
+            pending.session_digest, session_digest
+        ):
+            # Left in place: it belongs to someone else, who may still come back with it.
+            raise FlowError(
+                "This answer belongs to a connection started by someone else, or in another "
+                "browser session. Nothing was saved; start connecting again from here."
+            )
+        pending.delete()  # single use, whatever happens next
+    if pending.expires_at <= now:
+        raise FlowError(
+            "This connection attempt took too long and has expired. Nothing was saved; "
+            "please connect again."
+        )
+    connection = pending.connection
+    auth_request = oauth.AuthorizationRequest.from_json(pending.request)
+    _row, stored = _stored_discovery(connection)
+    if stored is None or stored.issuer != auth_request.issuer:
+        raise FlowError(
+            f"{connection} changed its authorization server while you were away. Nothing "
+            "was saved; please connect again."
+        )
+    registration = ClientRegistration.objects.filter(
+        connection=connection, issuer=auth_request.issuer
+    ).first()
+    if registration is None:
+        raise FlowError(f"mrtrweb's registration at {auth_request.issuer} is gone; connect again.")
+    identity = _identity_of(registration)
+
+    async def job(http: httpx.AsyncClient) -> oauth.TokenSet:
+        return await oauth.exchange_code(http, stored, identity, auth_request, dict(params.items()))
+
+    try:
+        tokens = _run(connection, job)
+    except oauth.AuthorizationDenied as exc:
+        if exc.error == "access_denied":
+            raise FlowError(
+                f"Access to {connection} was not granted at the authorization server. "
+                "Nothing was saved."
+            ) from exc
+        raise FlowError(f"{connection} was not connected. {exc}") from exc
+    except oauth.OAuthError as exc:
+        raise FlowError(f"{connection} was not connected. {exc}") from exc
+    owner = request.user if pending.kind == Authorization.Kind.PERSON else None
+    authorization = save_tokens(
+        connection, owner, pending.kind, registration, auth_request.issuer, tokens
+    )
+    return Completed(authorization, pending.return_to, pending.draft)
+
+
+def _expiry(tokens: oauth.TokenSet) -> datetime | None:
+    if tokens.expires_at is None:
+        return None
+    return datetime.fromtimestamp(tokens.expires_at, tz=UTC)
+
+
+def save_tokens(
+    connection: Connection,
+    user: Any,
+    kind: str,
+    registration: ClientRegistration | None,
+    issuer: str,
+    tokens: oauth.TokenSet,
+) -> Authorization:
+    """Store freshly granted tokens (a new version), and say so once committed."""
+    now = timezone.now()
+    with transaction.atomic():
+        authorization = (
+            Authorization.objects.select_for_update().filter(connection=connection, user=user)
+        ).first() or Authorization(connection=connection, user=user, version=0)
+        authorization.kind = kind
+        authorization.client = registration
+        authorization.issuer = issuer
+        authorization.scopes = " ".join(tokens.scope)
+        authorization.token_type = tokens.token_type
+        authorization.access_token = tokens.access_token
+        authorization.refresh_token = tokens.refresh_token or ""
+        authorization.expires_at = _expiry(tokens)
+        authorization.status = Authorization.Status.ACTIVE
+        authorization.reason = ""
+        authorization.version += 1
+        authorization.connected_at = now
+        authorization.last_refresh_at = None
+        if hasattr(authorization, "wanted_scopes"):
+            authorization.wanted_scopes = ""
+        authorization.save()
+        transaction.on_commit(
+            lambda: connected.send(sender=Authorization, connection=connection, user=user)
+        )
+    return authorization
+
+
+def has_active(connection: Connection, user: Any) -> bool:
+    """Whether ``user`` holds a working authorization of their own on ``connection``."""
+    return Authorization.objects.filter(
+        connection=connection, user=user, status=Authorization.Status.ACTIVE
+    ).exists()
+
+
+def must_connect(connection: Connection, user: Any, *, refused: bool = False) -> bool:
+    """Whether ``user`` must connect their account before using ``connection``: it is OAuth
+    per person, they hold no working authorization, and the server is known to want one
+    (it was discovered, or it just ``refused`` them)."""
+    if connection.auth != Connection.Auth.OAUTH_PERSON or has_active(connection, user):
+        return False
+    return refused or Discovery.objects.filter(connection=connection).exists()
+
+
+def connect_url(connection: Connection, *, next_: str, held: str | None = None) -> str:
+    """The "Connect your account" page, coming back to ``next_`` afterwards."""
+    query = {"next": next_, **({"held": held} if held else {})}
+    path = reverse("authorizations:connect", kwargs={"connection": connection.name})
+    return f"{path}?{urlencode(query)}"
+
+
+# -- what a person typed, kept while they connect ----------------------------------------
+
+
+def hold_draft(request: HttpRequest, connection: Connection, return_to: str, draft: Any) -> str:
+    """Keep ``draft`` (encrypted, bound to this person and session, ten minutes) and give
+    the key that :func:`begin` (``held=``) or :func:`take_draft` gets it back with."""
+    key = secrets.token_urlsafe(24)
+    PendingAuthorization.objects.create(
+        state_digest=_digest(f"{HELD}:{key}"),
+        session_digest=_session_digest(request),
+        user=request.user,
+        connection=connection,
+        kind=HELD,
+        request={},
+        return_to=safe_return_to(request, return_to, ""),
+        draft=draft,
+        expires_at=timezone.now() + PENDING_LIFETIME,
+    )
+    return key
+
+
+def take_draft(request: HttpRequest, connection: Connection, key: str) -> Any:
+    """The draft kept under ``key`` for this person, session and connection (once), or None."""
+    if not key:
+        return None
+    with transaction.atomic():
+        row = (
+            PendingAuthorization.objects.select_for_update()
+            .filter(
+                state_digest=_digest(f"{HELD}:{key}"),
+                kind=HELD,
+                user=request.user,
+                connection=connection,
+            )
+            .first()
+        )
+        if row is None or not hmac.compare_digest(row.session_digest, _session_digest(request)):
+            return None
+        row.delete()
+    return row.draft if row.expires_at > timezone.now() else None
+
+
+def with_query(path: str, **params: str) -> str:
+    """``path`` with ``params`` added to its query string."""
+    joiner = "&" if "?" in path else "?"
+    return f"{path}{joiner}{urlencode(params)}"
+
+
+# -- client credentials (no person) -------------------------------------------------------
+
+
+def client_credentials_now(connection: Connection) -> Authorization:
+    """Get a token with the connection's own client credentials, and store it."""
+    if not connection.oauth_client_id:
+        raise FlowError(f"{connection} has no client ID for the client credentials grant.")
+    discovery = discovery_for(connection)
+    key = connection.oauth_private_key or None
+    try:
+        method = choose_auth_method(
+            discovery.auth_methods,
+            has_secret=bool(connection.oauth_client_secret),
+            wanted="private_key_jwt" if key else None,
+        )
+    except oauth.OAuthError as exc:
+        raise FlowError(f"{connection}: no token. {exc}") from exc
+    identity = oauth.ClientIdentity(
+        issuer=discovery.issuer,
+        client_id=connection.oauth_client_id,
+        client_secret=connection.oauth_client_secret or None,
+        token_endpoint_auth_method=method,
+        registered_via="client-credentials",
+    )
+    scopes = tuple(connection.oauth_scopes.split()) or oauth.choose_scopes(discovery, None)
+
+    async def job(http: httpx.AsyncClient) -> oauth.TokenSet:
+        return await oauth.client_credentials(
+            http, discovery, identity, scopes=scopes, private_key_pem=key
+        )
+
+    try:
+        tokens = _run(connection, job)
+    except oauth.OAuthError as exc:
+        raise FlowError(f"{connection}: the authorization server gave no token. {exc}") from exc
+    registration = _save_identity(connection, identity)
+    return save_tokens(
+        connection,
+        None,
+        Authorization.Kind.CLIENT_CREDENTIALS,
+        registration,
+        discovery.issuer,
+        tokens,
+    )
+
+
+# -- disconnecting -----------------------------------------------------------------------
+
+
+def revoke(authorization: Authorization) -> bool:
+    """Forget an authorization's tokens here, and ask its authorization server to revoke
+    them when it publishes a revocation endpoint (RFC 7009). Whether the server agreed."""
+    connection = authorization.connection
+    _, discovery = _stored_discovery(connection)
+    registration = authorization.client
+    tokens = [
+        (token, hint)
+        for token, hint in (
+            (authorization.refresh_token, "refresh_token"),
+            (authorization.access_token, "access_token"),
+        )
+        if token
+    ]
+    authorization.delete()
+    if discovery is None or registration is None or not tokens:
+        return False
+    endpoint = discovery.server_metadata.get("revocation_endpoint")
+    if not isinstance(endpoint, str) or not endpoint.startswith(("https://", "http://")):
+        return False
+
+    async def job(http: httpx.AsyncClient) -> bool:
+        ok = True
+        for token, hint in tokens:
+            data = {"token": token, "token_type_hint": hint}
+            auth: tuple[str, str] | None = None
+            if registration.token_endpoint_auth_method == "client_secret_basic":
+                auth = (registration.client_id, registration.client_secret)
+            else:
+                data["client_id"] = registration.client_id
+                if registration.token_endpoint_auth_method == "client_secret_post":
+                    data["client_secret"] = registration.client_secret
+            try:
+                response = await http.post(endpoint, data=data, auth=auth)
+            except httpx.HTTPError:
+                ok = False
+                continue
+            ok = ok and response.status_code == 200
+        return ok
+
+    return _run(connection, job)
