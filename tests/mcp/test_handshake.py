@@ -8,13 +8,14 @@ closed.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
 import httpx
 import mcp_types
 import pytest
 
-from mrtrweb.mcp import ConnectionSettings
+from mrtrweb.mcp import AuthorizationRequired, ConnectionSettings
 from mrtrweb.mcp.handshake import HandshakeClient, UnsupportedHandshakeVersion
 from tests.peers.mcp1 import Mcp1Peer
 
@@ -246,3 +247,41 @@ async def test_a_question_left_unanswered_past_its_deadline_is_cancelled(
         settings(mcp1_peer), on_elicit=person, question_deadline=0.3
     ) as client:
         assert text(await client.call_tool("ask_twice", {})) == "stopped at name: cancel"
+
+
+class Renewing:
+    """An authenticator (the mcp.Authenticator protocol) whose first token is stale."""
+
+    def __init__(self, stale: str, fresh: str) -> None:
+        self.token = stale
+        self.fresh = fresh
+        self.challenges: list[int] = []
+
+    async def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+    async def challenged(self, http_status: int, www_authenticate: str | None) -> bool:
+        self.challenges.append(http_status)
+        self.token = self.fresh
+        return True
+
+
+async def test_credentials_are_renewed_once_and_sent_on_every_request(mcp1_factory: Any) -> None:
+    peer = mcp1_factory("--token", "fresh")
+    authenticator = Renewing("stale", "fresh")
+    locked = dataclasses.replace(settings(peer), authenticator=authenticator)
+    async with HandshakeClient(locked) as client:
+        assert text(await client.call_tool("echo", {"text": "in"})) == "echo: in"
+    assert authenticator.challenges == [401]
+    # The DELETE carried the token too: the session is closed, not left behind.
+    assert peer.sessions() == {"opened": 1, "closed": 1, "active": 0, "open_ids": []}
+
+
+async def test_refused_credentials_that_cannot_be_renewed_raise(mcp1_factory: Any) -> None:
+    peer = mcp1_factory("--token", "right")
+    authenticator = Renewing("wrong", "still-wrong")
+    locked = dataclasses.replace(settings(peer), authenticator=authenticator)
+    async with HandshakeClient(locked) as client:
+        with pytest.raises(AuthorizationRequired):
+            await client.call_tool("echo", {"text": "x"})
+    assert authenticator.challenges == [401]

@@ -2,7 +2,8 @@
 
 Runs in its own venv (``var/mcp1``, ``make mcp1``): the project's venv holds mcp 2.x. Started
 by ``tests.peers.mcp1.start_mcp1_peer``; by hand:
-``var/mcp1/bin/python tests/peers/mcp1_server.py --port P [--stateless] [--json-response]``.
+``var/mcp1/bin/python tests/peers/mcp1_server.py --port P [--stateless] [--json-response]
+[--token T]`` (with a token, ``/mcp`` answers 401 without ``Authorization: Bearer T``).
 
 Tools (``ctx.elicit`` is the SDK's server-to-client ``elicitation/create`` on the call's stream):
 
@@ -142,8 +143,10 @@ async def _on_call_stream(ctx: Context, request: Any, result_type: Any) -> Any:
 class Counting:
     """ASGI middleware: counts sessions opened and closed, records requests, serves /_test."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, token: str | None = None) -> None:
         self.app = app
+        # With a token, /mcp answers 401 to any request without `Authorization: Bearer <it>`.
+        self.token = token
         self.opened: list[str] = []
         self.closed: list[str] = []
         self.requests: list[dict[str, Any]] = []
@@ -160,6 +163,17 @@ class Counting:
             await _send_json(send, 200, {"ok": True})
             return
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+        if self.token is not None and headers.get("authorization") != f"Bearer {self.token}":
+            self.requests.append({"http": scope["method"], "rpc": None, "refused": True})
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [(b"www-authenticate", b'Bearer realm="mcp1"')],
+                }
+            )
+            await send({"type": "http.response.body", "body": b""})
+            return
         session = headers.get("mcp-session-id")
         entry: dict[str, Any] = {
             "http": scope["method"],
@@ -233,9 +247,10 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--stateless", action="store_true")
     parser.add_argument("--json-response", action="store_true")
+    parser.add_argument("--token", default=None, help="require this bearer token")
     args = parser.parse_args()
     mcp = build(args.port, stateless=args.stateless, json_response=args.json_response)
-    app = Counting(mcp.streamable_http_app())
+    app = Counting(mcp.streamable_http_app(), args.token)
     uvicorn.run(
         app,
         host="127.0.0.1",
