@@ -185,15 +185,19 @@ class HandshakeClient:
             json.dumps(body).encode(), request_id, self._credentials
         )
         self.last_http_status = response.http_status
-        result = self._result("initialize", response.message, response.http_status)
-        try:
-            initialized = mcp_types.InitializeResult.model_validate(result)
-        except ValidationError as exc:
-            raise ProtocolError(f"initialize: malformed result: {exc.errors()[:3]}") from exc
+        # Taken first: whatever is wrong with the answer, a session it opened is closed.
         session_id = response.headers.get(SESSION_HEADER)
         if session_id:
             self.session_id = session_id
             self.sessions_opened += 1
+        try:
+            result = self._result("initialize", response.message, response.http_status)
+            initialized = mcp_types.InitializeResult.model_validate(result)
+        except (MCPError, ValidationError) as exc:
+            await self.close_session()
+            if isinstance(exc, MCPError):
+                raise
+            raise ProtocolError(f"initialize: malformed result: {exc.errors()[:3]}") from exc
         if initialized.protocol_version not in self._versions:
             # The server offered a version we do not speak: close what it opened, and say so.
             self.initialized = initialized
