@@ -7,6 +7,8 @@ MAKEFLAGS += --no-builtin-rules
 PYTHON ?= python3
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# The app reads them too: links in emails point where `make run` serves (mrtrweb/env.py, base_url).
+export HOST PORT
 PYTEST_ARGS ?=
 
 VENV := .venv

@@ -412,9 +412,13 @@ def test_the_list_shows_each_connection(web: Client, fastmcp_peer: Peer) -> None
     text = text_of(web.get(url("list")))
     tools = len(conn.catalog["tools"])
     fetched = conn.catalog_fetched_at.strftime("%-d %b %Y")
-    row = rf"peer Peer one {re.escape(fastmcp_peer.url)} yes 2026-07-28 {tools} \(1 exposed\)"
+    row = (
+        rf"peer Peer one {re.escape(fastmcp_peer.url)} yes OAuth, per person 2026-07-28 "
+        rf"{tools} \(1 exposed\)"
+    )
     assert re.search(rf"{row} {fetched}", text), text
-    assert re.search(r"quiet http://127\.0\.0\.1:1/mcp no unknown - never Enable", text), text
+    quiet = r"quiet http://127\.0\.0\.1:1/mcp no OAuth, per person unknown - never Enable"
+    assert re.search(quiet, text), text
 
 
 def test_disable_and_enable(web: Client, end_user: Any) -> None:
@@ -512,6 +516,13 @@ def test_a_legacy_server_is_probed_with_the_handshake(web: Client, fault_peer: A
 def test_authentication_without_and_with_the_token(web: Client, fault_peer: Any) -> None:
     peer = fault_peer("auth")
     conn = make(peer)
+    # OAuth per person (the default) reads a 401 as "connect your account", and says what
+    # else it may mean.
+    text = text_of(web.post(url("test", conn)))
+    assert "An account is needed" in text
+    assert "If the server expects a static token instead" in text
+
+    Connection.objects.filter(pk=conn.pk).update(auth="header")
     text = text_of(web.post(url("test", conn)))
     assert "Authentication failed" in text
     assert "The server rejected the credentials (401)" in text

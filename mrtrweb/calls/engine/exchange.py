@@ -52,6 +52,7 @@ from .outcomes import (
 )
 from .parking import park
 from .progress import on_progress
+from .resuming import resume_authorized
 from .trail import dump, record
 from .transitions import set_call, this_attempt
 from .watchdogs import watch_call
@@ -159,7 +160,9 @@ def _exchange(call: Call, *, round: Round | None, responses: Any, state: str | N
     connection = call.connection
     # Every request of the call goes with the caller's account (or the connection's), never
     # with that of whoever answered a round: servers bind a round's state to the caller.
-    authenticator = authenticator_for(connection, call.started_by)
+    authenticator = (
+        authenticator_for(connection, call.started_by) if connection.uses_oauth else None
+    )
     waits = state_only_backoff()
     while True:
         _release_pooled_connection()
@@ -170,8 +173,12 @@ def _exchange(call: Call, *, round: Round | None, responses: Any, state: str | N
             # the request waits for them, answers kept; otherwise (a static header refused,
             # client credentials refused) it is refused as before.
             reason = authenticator.refused(exc) if authenticator is not None else ""
-            if reason:
+            if authenticator is not None and reason:
                 wait_for_authorization(call, round, reason, exc)
+                if authenticator.connected_now():
+                    # Connected again while this request was refused: the signal came before
+                    # the wait was recorded, so it is resumed here (once: the claim decides).
+                    resume_authorized(connection, authenticator.user)
             else:
                 delivery_failed(call, round, exc)
             return
