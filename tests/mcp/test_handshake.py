@@ -285,3 +285,16 @@ async def test_refused_credentials_that_cannot_be_renewed_raise(mcp1_factory: An
         with pytest.raises(AuthorizationRequired):
             await client.call_tool("echo", {"text": "x"})
     assert authenticator.challenges == [401]
+
+
+async def test_a_stream_the_server_closes_is_resumed_with_last_event_id(
+    mcp1_factory: Any,
+) -> None:
+    peer = mcp1_factory("--resumable")
+    async with HandshakeClient(settings(peer)) as client:
+        result = await client.call_tool("reconnect", {})
+        session = client.session_id
+    assert text(result) == "answered after the stream broke"
+    resumed = [r for r in peer.requests() if r["http"] == "GET" and r["last_event_id"]]
+    assert len(resumed) == 1
+    assert resumed[0]["session"] == session and resumed[0]["version"] == "2025-11-25"

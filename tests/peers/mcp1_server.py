@@ -15,6 +15,9 @@ Tools (``ctx.elicit`` is the SDK's server-to-client ``elicitation/create`` on th
   ``"sampling refused: {code}"`` / ``"roots refused: {code}"`` when the client answers with an
   error (a client that never answers hangs the call).
 - ``ping_client()``: sends ``ping`` to the client; ``"pong"``.
+- ``reconnect()``: closes its own stream mid-call, then answers
+  ``"answered after the stream broke"``; with ``--resumable`` (an in-memory event store,
+  ``retry`` 300 ms) the answer waits to be read by a GET with ``Last-Event-ID``.
   (All of these ask on the call's own stream, as ``ctx.elicit`` does; the SDK's bare
   ``list_roots()``/``send_ping()`` would use the standalone GET stream, which mrtrweb does not
   open.)
@@ -29,15 +32,18 @@ request to ``/mcp``.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 from typing import Any
 
 import uvicorn
 from mcp.server.fastmcp import Context, FastMCP
+from mcp.server.streamable_http import EventMessage, EventStore
 from mcp.shared.exceptions import McpError
 from mcp.shared.message import ServerMessageMetadata
 from mcp.types import (
     EmptyResult,
+    JSONRPCMessage,
     ListRootsRequest,
     ListRootsResult,
     PingRequest,
@@ -56,13 +62,42 @@ class Color(BaseModel):
     color: str = Field(description="Your favourite colour", default="blue")
 
 
-def build(port: int, *, stateless: bool, json_response: bool) -> FastMCP:
+class MemoryEventStore(EventStore):
+    """Every event of every stream, so a client may resume one with Last-Event-ID (the SDK
+    ships no event store; this is the one its examples show)."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, JSONRPCMessage | None]] = []
+        self.replays: list[str] = []
+
+    async def store_event(self, stream_id: str, message: JSONRPCMessage | None) -> str:
+        event_id = f"{stream_id}:{len(self.events)}"
+        self.events.append((event_id, stream_id, message))
+        return event_id
+
+    async def replay_events_after(self, last_event_id: str, send_callback: Any) -> str | None:
+        self.replays.append(last_event_id)
+        ids = [e[0] for e in self.events]
+        if last_event_id not in ids:
+            return None
+        stream_id = self.events[ids.index(last_event_id)][1]
+        for event_id, stream, message in self.events[ids.index(last_event_id) + 1 :]:
+            if stream == stream_id and message is not None:
+                await send_callback(EventMessage(message, event_id))
+        return stream_id
+
+
+def build(
+    port: int, *, stateless: bool, json_response: bool, events: EventStore | None = None
+) -> FastMCP:
     mcp = FastMCP(
         "mrtrweb-mcp1-peer",
         host="127.0.0.1",
         port=port,
         stateless_http=stateless,
         json_response=json_response,
+        event_store=events,
+        retry_interval=300 if events is not None else None,
     )
 
     @mcp.tool()
@@ -116,6 +151,14 @@ def build(port: int, *, stateless: bool, json_response: bool) -> FastMCP:
         """Ping the client on the call's stream."""
         await _on_call_stream(ctx, PingRequest(), EmptyResult)
         return "pong"
+
+    @mcp.tool()
+    async def reconnect(ctx: Context) -> str:
+        """Close this call's stream mid-call (with --resumable the client resumes it with
+        Last-Event-ID and reads the answer there)."""
+        await ctx.close_sse_stream()
+        await asyncio.sleep(0.2)
+        return "answered after the stream broke"
 
     @mcp.prompt()
     def greet(name: str) -> str:
@@ -248,8 +291,12 @@ def main() -> None:
     parser.add_argument("--stateless", action="store_true")
     parser.add_argument("--json-response", action="store_true")
     parser.add_argument("--token", default=None, help="require this bearer token")
+    parser.add_argument("--resumable", action="store_true", help="keep events (Last-Event-ID)")
     args = parser.parse_args()
-    mcp = build(args.port, stateless=args.stateless, json_response=args.json_response)
+    events = MemoryEventStore() if args.resumable else None
+    mcp = build(
+        args.port, stateless=args.stateless, json_response=args.json_response, events=events
+    )
     app = Counting(mcp.streamable_http_app(), args.token)
     uvicorn.run(
         app,
