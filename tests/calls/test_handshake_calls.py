@@ -69,3 +69,33 @@ def test_a_question_is_cancelled_and_the_call_fails_plainly(mcp1_peer: Mcp1Peer,
     assert failed.detail["asked"] == 1  # cancelled at once, so the tool asked nothing more
     after = mcp1_peer.sessions()
     assert after["closed"] - before["closed"] == after["opened"] - before["opened"] == 1
+
+
+def test_a_prompt_and_a_resource_complete(mcp1_peer: Mcp1Peer, user: Any) -> None:
+    conn = make_connection(mcp1_peer, name="old-pr", era=Connection.Era.LEGACY)
+    prompt = engine.start_call(
+        connection=conn,
+        method=Call.Method.PROMPT,
+        target="greet",
+        arguments={"name": "Ada"},
+        user=user,
+    )
+    assert prompt.status == Call.Status.COMPLETED, prompt.error
+    assert "Ada" in prompt.result["messages"][0]["content"]["text"]
+    resource = engine.start_call(
+        connection=conn,
+        method=Call.Method.RESOURCE,
+        target="peer://readme",
+        arguments=None,
+        user=user,
+    )
+    assert resource.status == Call.Status.COMPLETED, resource.error
+    assert resource.result["contents"][0]["text"] == "the mcp 1.x peer"
+
+
+def test_a_stateless_server_runs_a_plain_tool(mcp1_stateless_peer: Mcp1Peer, user: Any) -> None:
+    conn = make_connection(mcp1_stateless_peer, name="old-stateless")
+    call = start(conn, user, "echo", {"text": "no session"})
+    assert call.status == Call.Status.COMPLETED, call.error
+    assert call.result["content"][0]["text"] == "echo: no session"
+    assert mcp1_stateless_peer.sessions()["opened"] == 0
