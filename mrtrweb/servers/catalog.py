@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from mrtrweb.mcp import Authenticator, AuthorizationRequired, LegacyServer, MCPClient, MCPError
 
+from .handshake_catalog import probe_handshake
 from .models import Connection
 
 # Where the OAuth credentials of a listing come from: ``(connection, user)`` -> an
@@ -54,7 +55,8 @@ async def _probe(
 ) -> tuple[str, dict[str, Any], int]:
     settings = replace(connection.client_settings(), authenticator=authenticator)
     async with MCPClient(settings) as client:
-        await client.ensure_modern()
+        if await client.detect_era() == "legacy":
+            return await probe_handshake(settings)
         discovered = await client.discover()
         tools = await client.list_tools(use_cache=False)
         catalog: dict[str, Any] = {

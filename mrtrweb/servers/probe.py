@@ -18,8 +18,8 @@ def failure_kind(report: ProbeReport) -> str:
 FAILURES: dict[str, tuple[str, str]] = {
     "LegacyServer": (
         "legacy",
-        "This server speaks a handshake-era MCP (2025-11-25 or older). mrtrweb speaks "
-        "2026-07-28 only, where a call that needs input can wait for a person.",
+        "This server speaks a handshake-era MCP (2025-11-25 or older), and mrtrweb could not "
+        "complete the handshake with it.",
     ),
     "AuthenticationRequired": (
         "auth",

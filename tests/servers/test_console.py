@@ -499,16 +499,18 @@ def test_instructions_and_descriptions_are_escaped(web: Client, html_peer: Peer)
         assert TOOL_DESCRIPTION in text_of(page)
 
 
-def test_a_legacy_server_gets_the_handshake_era_message(web: Client, fault_peer: Any) -> None:
+def test_a_legacy_server_is_probed_with_the_handshake(web: Client, fault_peer: Any) -> None:
     conn = make(fault_peer("legacy"))
     response = web.post(url("test", conn))
     text = text_of(response)
-    assert "A handshake-era server" in text
-    assert "mrtrweb speaks 2026-07-28 only" in text
-    assert "LegacyServer:" in text and "Upgrade the server to 2026-07-28" in text
+    # Not an error: the era is said, and the catalog listed in a session.
+    assert "The connection works" in text
+    assert "2025-11-25 (handshake era" in text
+    assert "LegacyServer" not in text
     conn.refresh_from_db()
     assert conn.era == "legacy"
-    assert "handshake era" in text_of(web.get(url("list")))
+    assert conn.catalog["tools"]
+    assert "2025-11-25 (handshake era)" in text_of(web.get(url("list")))
 
 
 def test_authentication_without_and_with_the_token(web: Client, fault_peer: Any) -> None:
