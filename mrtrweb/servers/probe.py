@@ -26,6 +26,11 @@ FAILURES: dict[str, tuple[str, str]] = {
         "The server did not accept the credentials. Set or replace the bearer token "
         "(or the header the server expects) and test again.",
     ),
+    "AuthorizationRequired": (
+        "auth",
+        "The server asks who is calling (OAuth). Choose how mrtrweb authenticates in the "
+        "settings: usually “each person connects their own account”; then test again.",
+    ),
     "NotDelivered": (
         "unreachable",
         "The server is not reachable: nothing accepted the connection at this URL "

@@ -836,3 +836,18 @@ def test_a_server_echoing_a_secret_in_its_error_is_redacted() -> None:
         "HTTPStatusError: HTTP 400 without a JSON-RPC error body: 'bad [secret] and [secret] (ab)'"
     )
     assert result["kind"] == "protocol"
+
+
+def test_a_401_on_a_connection_without_oauth_says_to_choose_how_to_authenticate() -> None:
+    from mrtrweb.servers.catalog import ProbeReport
+    from mrtrweb.servers.probe import probe_summary
+
+    conn = Connection(auth=Connection.Auth.NONE)
+    report = ProbeReport(
+        ok=False,
+        error="AuthorizationRequired: the server answered 401",
+        authorization_required=True,
+    )
+    result = probe_summary(report, conn)
+    assert result["kind"] == "auth"
+    assert "each person connects their own account" in result["explanation"]
