@@ -327,3 +327,25 @@ def _read_key(key_file: Path) -> str:
     if not key:
         raise EnvError(f"{key_file} is empty; delete it to have a new key generated")
     return key
+
+
+# Addresses a server listens on that no browser can open: links name the loopback instead.
+_ANY_ADDRESS = {"0.0.0.0": "127.0.0.1", "::": "[::1]", "[::]": "[::1]"}
+
+
+def base_url(environ: Mapping[str, str]) -> str:
+    """``MRTRWEB_BASE_URL``: the site's public address, for links in emails and webhooks.
+
+    Unset, it is where ``make run`` serves: ``http://HOST:PORT`` with the same variables the
+    Makefile passes to uvicorn (127.0.0.1 and 8000 by default), so a ``PORT=8080 make run``
+    sends links to port 8080.
+    """
+    explicit = environ.get("MRTRWEB_BASE_URL", "").strip()
+    if explicit:
+        return explicit.rstrip("/")
+    host = environ.get("HOST", "").strip() or "127.0.0.1"
+    host = _ANY_ADDRESS.get(host, host)
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"  # an IPv6 address in a URL
+    port = env_int(environ, "PORT", 8000)
+    return f"http://{host}:{port}"

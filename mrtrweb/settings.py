@@ -212,8 +212,9 @@ AXES_VERBOSE = False
 AXES_LOCKOUT_CALLABLE = "mrtrweb.core.signin_limits.locked_out"
 AXES_SENSITIVE_PARAMETERS = ["username", "ip_address", "csrfmiddlewaretoken"]
 
-# Links in emails point here (the public address of the site).
-MRTRWEB_BASE_URL = ENV.get("MRTRWEB_BASE_URL", "http://127.0.0.1:8000")
+# Links in emails point here (the public address of the site); unset, where `make run` serves
+# (HOST and PORT, as the Makefile passes them).
+MRTRWEB_BASE_URL = env.base_url(ENV)
 # Console in development; SMTP when EMAIL_HOST is set.
 EMAIL_BACKEND = ENV.get(
     "DJANGO_EMAIL_BACKEND",
@@ -319,11 +320,16 @@ LOGGING = {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
         "json": {"()": "mrtrweb.core.logging_json.JsonFormatter"},
     },
+    "filters": {
+        "client_errors_in_one_line": {"()": "mrtrweb.core.log_filters.ClientErrorsInOneLine"}
+    },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
     # Without this, errors inside requests reach no handler when DEBUG is off.
     "root": {"handlers": ["console"], "level": ENV.get("DJANGO_LOG_LEVEL", "INFO").upper()},
     "loggers": {
         "mrtrweb.events": {"level": ENV.get("MRTRWEB_EVENT_LOG_LEVEL", "INFO").upper()},
+        # A 403 is one warning line with its reason, not a traceback (mrtrweb/core/log_filters.py).
+        "django.request": {"filters": ["client_errors_in_one_line"]},
         # uvicorn installs its own plain handlers before the app loads; in JSON mode its
         # access and error lines go through ours, so a collector gets one format.
         **(

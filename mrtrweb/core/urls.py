@@ -8,4 +8,6 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
     path("readyz", views.readyz, name="readyz"),
+    # Browsers ask for /favicon.ico whatever the page says; send them to the site's own icon.
+    path("favicon.ico", views.favicon, name="favicon"),
 ]

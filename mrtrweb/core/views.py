@@ -1,6 +1,7 @@
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import render
-from django.views.decorators.cache import never_cache
+from django.templatetags.static import static
+from django.views.decorators.cache import cache_control, never_cache
 from django.views.decorators.http import require_safe
 
 from mrtrweb.core.readiness import run_checks
@@ -9,6 +10,14 @@ from mrtrweb.core.readiness import run_checks
 @require_safe
 def home(request: HttpRequest) -> HttpResponse:
     return render(request, "core/home.html")
+
+
+@require_safe
+@cache_control(max_age=86400, public=True)
+def favicon(request: HttpRequest) -> HttpResponse:
+    # A redirect, not the file: the static file's hashed name changes with the icon, and
+    # WhiteNoise serves that one with far-future caching.
+    return HttpResponseRedirect(static("mrtrweb/favicon.svg"))
 
 
 @require_safe

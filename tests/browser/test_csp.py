@@ -85,7 +85,7 @@ def test_signed_out_pages(page: Page) -> None:
     page.get_by_label("Username").fill(PERSON[0])
     page.get_by_label("Password").fill("not the password")
     page.get_by_role("button", name="Sign in", exact=True).click()
-    expect(page.get_by_text("Please enter a correct username and password")).to_be_visible()
+    expect(page.get_by_text("do not match an account here")).to_be_visible()
     assert_no_csp_violations(page)
 
 

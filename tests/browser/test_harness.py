@@ -61,7 +61,7 @@ def test_wrong_password_stays_on_the_sign_in_page(page: Any) -> None:
     page.get_by_label("Password").fill("not the password")
     page.get_by_role("button", name="Sign in", exact=True).click()
     expect(page).to_have_url(re.compile(r"/accounts/login/"))
-    expect(page.get_by_text("Please enter a correct username and password")).to_be_visible()
+    expect(page.get_by_text("do not match an account here")).to_be_visible()
     assert_accessible(page)
 
 

@@ -31,6 +31,20 @@ def test_creates_admin_with_a_password_printed_once():
     assert admin.check_password(password)  # the second run changed nothing
 
 
+def test_the_password_is_boxed_with_the_sign_in_page(settings):
+    settings.MRTRWEB_BASE_URL = "http://127.0.0.1:8123"
+
+    out = run_ensure_admin()
+
+    lines = out.strip().splitlines()
+    assert lines[0].startswith("+--") and lines[-1] == lines[0]
+    assert all(line.startswith("| ") and line.endswith(" |") for line in lines[1:-1])
+    assert len({len(line) for line in lines}) == 1  # a closed box
+    assert "http://127.0.0.1:8123/accounts/login/" in out
+    assert "/admin/" not in out
+    assert "username: admin" in out
+
+
 def test_does_nothing_when_any_superuser_exists():
     User.objects.create_superuser("root", "", "a-long-password-123")
 

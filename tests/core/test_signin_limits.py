@@ -73,7 +73,7 @@ def test_the_fifth_wrong_password_pauses_signing_in_even_with_the_right_one() ->
 
     fourth = wrong("ann", LIMIT - 1)
     assert fourth.status_code == 200  # the sign-in form again, with its error
-    assert b"Please enter a correct username and password" in fourth.content
+    assert b"That username and password do not match an account here" in fourth.content
 
     fifth = wrong("ann")
     assert is_paused(fifth)

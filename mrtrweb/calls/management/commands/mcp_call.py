@@ -15,7 +15,9 @@ its outcome: read ``status``. Bad options exit non-zero and start nothing.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sys
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -73,10 +75,19 @@ class Command(BaseCommand):
             # A failure here is not fatal: the call itself will report the real error.
             ensure_catalog(connection)
 
-        call = engine.start_call(
-            connection=connection, method=method, target=target, arguments=arguments, user=user
-        )
-        self.stdout.write(json.dumps(describe(call), ensure_ascii=False))
+        # stdout is the JSON alone, for scripts to parse: whatever else writes to it while the
+        # call runs (the console email backend, in development, prints every notification
+        # there) goes to stderr, with the logs. self.stdout holds the real stdout.
+        with contextlib.redirect_stdout(sys.stderr):
+            call = engine.start_call(
+                connection=connection,
+                method=method,
+                target=target,
+                arguments=arguments,
+                user=user,
+            )
+            described = describe(call)
+        self.stdout.write(json.dumps(described, ensure_ascii=False))
 
     def arguments(self, raw: str | None, method: str) -> str:
         if raw is None:

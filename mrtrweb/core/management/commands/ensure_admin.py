@@ -1,9 +1,11 @@
 import secrets
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
+from django.urls import reverse
 
 
 class Command(BaseCommand):
@@ -32,10 +34,26 @@ class Command(BaseCommand):
             user_model.objects.create_superuser(
                 **{user_model.USERNAME_FIELD: username}, email="", password=password
             )
-        self.stdout.write(
-            self.style.SUCCESS(f"Created superuser {username!r} with password: {password}")
-        )
-        self.stdout.write(
-            "It is shown only this once: sign in at /admin/ and change it there "
-            "(/admin/password_change/)."
-        )
+        self.stdout.write(self.style.SUCCESS(banner(username, password)))
+
+
+def banner(username: str, password: str) -> str:
+    """The one-time password in a box, with blank lines around it: ``make run`` prints more
+    after it (the demo server, uvicorn's log), and the box is what an eye finds when scrolling
+    back. It names the sign-in page the README names."""
+    sign_in = settings.MRTRWEB_BASE_URL.rstrip("/") + reverse("login")
+    change = settings.MRTRWEB_BASE_URL.rstrip("/") + reverse("password_change")
+    lines = [
+        "The first admin account of this site was created.",
+        "",
+        f"  username: {username}",
+        f"  password: {password}",
+        "",
+        f"Sign in at {sign_in}",
+        "The password is shown only this once (it is stored only as a hash):",
+        f"change it after signing in, at {change}",
+    ]
+    width = max(len(line) for line in lines)
+    rule = "+" + "-" * (width + 2) + "+"
+    boxed = [rule, *(f"| {line.ljust(width)} |" for line in lines), rule]
+    return "\n" + "\n".join(boxed) + "\n"
