@@ -1,14 +1,16 @@
 """What each process of the refresh race runs (``manage.py shell -c``, tests/authorizations/
-test_refresh_race.py): set up a person's authorization, refresh it at an agreed moment, or show
-what is stored. Tokens are read from stdin and only ever printed as SHA-256 digests."""
+test_refresh_race.py): set up a person's authorization, refresh it when every racer is ready,
+or show what is stored. Tokens are read from stdin and only ever printed as SHA-256 digests."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 from django.contrib.auth import get_user_model
 
@@ -54,13 +56,18 @@ def setup(url: str, issuer: str, client_id: str) -> None:
     print(json.dumps({"ok": True}))
 
 
-def race(start_at: float, lock: bool) -> None:
-    """Read the authorization, wait for ``start_at`` (epoch seconds), refresh it."""
+def race(gate: str, lock: bool) -> None:
+    """Read the authorization, say so (a file in ``gate``), wait for the go (``gate/go``),
+    refresh it: every racer holds the same version when they all start at once."""
     conn = Connection.objects.get(name=CONNECTION)
     user = get_user_model().objects.get(username=USER)
     before = store.held(conn.pk, user.pk)
     assert before is not None
-    time.sleep(max(0.0, start_at - time.time()))
+    Path(gate, f"ready-{os.getpid()}").touch()
+    deadline = time.monotonic() + 60
+    while not Path(gate, "go").exists():
+        assert time.monotonic() < deadline, "no go"
+        time.sleep(0.001)
     renewed = refresh.refresh(conn, before, lock=lock)
     assert renewed.held is not None
     print(

@@ -14,6 +14,7 @@ import hashlib
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -71,9 +72,9 @@ def _shell(app: ServedApp, code: str, stdin: str = "") -> dict:
 
 
 def _race(app: ServedApp, *, lock: bool) -> list[dict]:
-    """Start the racers; each reads the row at once and refreshes at the same agreed time."""
-    start_at = time.time() + 4.0  # after both interpreters and Django have started
-    code = f"from tests.authorizations.refresh_racer import race; race({start_at!r}, {lock!r})"
+    """Start the racers; each reads the row, and once all have, they refresh at once."""
+    gate = Path(tempfile.mkdtemp(dir=app.root))
+    code = f"from tests.authorizations.refresh_racer import race; race({str(gate)!r}, {lock!r})"
     racers = [
         subprocess.Popen(
             [sys.executable, "manage.py", "shell", "-c", code],
@@ -85,13 +86,18 @@ def _race(app: ServedApp, *, lock: bool) -> list[dict]:
         )
         for _ in range(RACERS)
     ]
+    deadline = time.monotonic() + 90  # two interpreters and Django starting on a busy box
+    while len(list(gate.glob("ready-*"))) < RACERS:
+        assert time.monotonic() < deadline, "the racers did not get ready"
+        assert all(racer.poll() is None for racer in racers), "a racer died before the go"
+        time.sleep(0.01)
+    (gate / "go").touch()
     results = []
     for racer in racers:
         out, err = racer.communicate(timeout=120)
         assert racer.returncode == 0, err[-3000:]
         assert "sekret" not in out + err
         results.append(json.loads(out.strip().splitlines()[-1]))
-    assert time.time() > start_at, "a racer refreshed before the agreed moment"
     return results
 
 
