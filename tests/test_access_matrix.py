@@ -32,6 +32,7 @@ from django.db import transaction
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
+from mrtrweb.authorizations.models import Authorization
 from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.elicitation import field_name_for
@@ -421,6 +422,74 @@ def test_starting_again_is_starting_a_call(world: World) -> None:
     assert restart("admin") == 404
 
 
+# -- OAuth accounts: connecting, disconnecting, and the operators' OAuth panel ----------------
+
+# "exposed": the group-routed connection (end users may start a tool on it); "hidden": the
+# user-routed one (nothing exposed). Both use OAuth per person, the default, on a peer that
+# does not use OAuth, so connecting is refused with the reason (502) to whoever may try.
+# Disconnecting acts on the caller's own authorization on "exposed". The callback without a
+# pending request is refused (400 to someone signed out, else 303 to the refusal's own page);
+# that page with no refusal to show goes on to the connected accounts (303).
+OAUTH_MATRIX = """
+                             anonymous outsider caller assignee member after_claim admin operator
+exposed connect         GET        302      502    502      502    502         502   502      502
+exposed connect         POST       302      502    502      502    502         502   502      502
+hidden  connect         GET        302      404    404      404    404         404   502      502
+hidden  connect         POST       302      404    404      404    404         404   502      502
+exposed accounts        GET        302      200    200      200    200         200   200      200
+exposed failed          GET        302      303    303      303    303         303   303      303
+exposed client-metadata GET        200      200    200      200    200         200   200      200
+exposed callback        GET        400      303    303      303    303         303   303      303
+exposed disconnect      POST       302      404    303      404    404         404   404      303
+exposed connection      GET        302      403    403      403    403         403   403      200
+exposed discover        POST       302      403    403      403    403         403   403      502
+exposed client-token    POST       302      403    403      403    403         403   403      404
+"""
+OAUTH_ROWS = [
+    Row(row.routing, f"authorizations:{row.name}", row.method, row.expected)
+    for row in parse_matrix(OAUTH_MATRIX)
+]
+
+
+def oauth_url(world: World, row: Row, authorization_pk: int) -> str:
+    conn = world.connections["group" if row.routing == "exposed" else "user"]
+    pattern = next(p for p in patterns_of("authorizations") if row.name.endswith(f":{p.name}"))
+    converters = pattern.pattern.converters
+    if "pk" in converters:
+        return reverse(row.name, kwargs={"pk": authorization_pk})
+    if converters:
+        (name,) = converters
+        return reverse(row.name, kwargs={name: conn.name})
+    return reverse(row.name)
+
+
+@pytest.mark.parametrize("row", OAUTH_ROWS, ids=[r.id for r in OAUTH_ROWS])
+def test_oauth_accounts_and_panel(world: World, row: Row) -> None:
+    carls = Authorization.objects.create(
+        connection=world.connections["group"],
+        user=world.users["caller"],
+        kind=Authorization.Kind.PERSON,
+        issuer="http://127.0.0.1:9/",
+        access_token="at-sekret-matrix",
+    )
+    url = oauth_url(world, row, carls.pk)
+
+    def check(role: str) -> str:
+        code = int(row.expected[role])
+        before = (everything(), list(Authorization.objects.values_list("pk", "status")))
+        response = send(world.client(role), row.method, url)
+        if response.status_code != code:
+            return f"expected {code}, got {response.status_code}"
+        if code == 302 and not is_login_redirect(response):
+            return f"redirected to {response['Location']}, not to sign in"
+        after = (everything(), list(Authorization.objects.values_list("pk", "status")))
+        if row.method == "POST" and code not in (200, 303) and after != before:
+            return f"a refused POST ({code}) changed something"
+        return ""
+
+    each_role(world, "group", check)
+
+
 # -- CSRF ------------------------------------------------------------------------------------
 
 
@@ -434,6 +503,18 @@ def post_endpoints(world: World) -> Iterator[tuple[str, str, str, dict[str, Any]
     for namespace, role in GATED.items():
         for pattern in patterns_of(namespace):
             yield f"{namespace}:{pattern.name}", gated_url(world, namespace, pattern), role, {}
+    group = world.connections["group"].name
+    yield "authorizations:connect", reverse("authorizations:connect", args=[group]), "caller", {}
+    for name in ("discover", "client-token"):
+        url = reverse(f"authorizations:{name}", args=[group])
+        yield f"authorizations:{name}", url, "operator", {}
+    own, _ = Authorization.objects.get_or_create(
+        connection=world.connections["group"],
+        user=world.users["caller"],
+        defaults={"kind": Authorization.Kind.PERSON, "issuer": "http://127.0.0.1:9/"},
+    )
+    url = reverse("authorizations:disconnect", args=[own.pk])
+    yield "authorizations:disconnect", url, "caller", {}
 
 
 def test_every_post_is_refused_without_a_csrf_token(world: World) -> None:
@@ -636,6 +717,7 @@ def url_names(patterns: list[Any], namespace: str = "") -> Iterator[str]:
 def test_every_view_is_in_the_matrix() -> None:
     covered = {r.name for r in ROWS} | {"starting:pick", "starting:start"}
     covered |= {f"{ns}:{p.name}" for ns in GATED for p in patterns_of(ns)}
+    covered |= {r.name for r in OAUTH_ROWS}
     missing = sorted(
         name
         for name in url_names(get_resolver().url_patterns)
