@@ -120,7 +120,7 @@ def test_with_htmx_the_question_swaps_in_place_of_the_list(
 
     asked = web.post(BULK, {"action": "expire", "rounds": [round.pk], "next": ROUNDS}, **HTMX)
 
-    assert [t.name for t in asked.templates][0] == "dashboard/_confirm.html"
+    assert asked.templates[0].name == "dashboard/_confirm.html"
     page = text(asked)
     assert 'id="round-results"' in page and f'hx-post="{BULK}"' in page
     assert "<html" not in page
