@@ -21,10 +21,20 @@ NODE_DIR := var/node
 NODE_PACKAGES := node@22 @modelcontextprotocol/conformance@0.2.0-alpha.12 axe-core@4
 NODE_STAMP := $(NODE_DIR)/.installed-$(shell printf '%s' '$(NODE_PACKAGES)' | cksum | cut -d' ' -f1)
 NODE_BIN := $(CURDIR)/$(NODE_DIR)/node_modules/node/bin
+# The handshake-era peers (tests/peers/mcp1_server.py) run the official SDK 1.x, which cannot
+# share the project's venv (it holds mcp 2.x): a venv of its own, its version in the stamp's name.
+MCP1_DIR := var/mcp1
+MCP1_SPEC := mcp>=1.30,<2
+MCP1_STAMP := $(MCP1_DIR)/.installed-$(shell printf '%s' '$(MCP1_SPEC)' | cksum | cut -d' ' -f1)
+# The TypeScript SDK 1.x server for the handshake-era peer tests/peers/ts_server.cjs (run on the
+# Node 22 above), in a prefix of its own so the conformance suite's tree is never touched.
+NODE_SDK_DIR := var/node-sdk
+NODE_SDK_PACKAGES := @modelcontextprotocol/sdk@1.32 express@5 zod@3
+NODE_SDK_STAMP := $(NODE_SDK_DIR)/.installed-$(shell printf '%s' '$(NODE_SDK_PACKAGES)' | cksum | cut -d' ' -f1)
 # Tests find `node` (22, not the system's) and `conformance` on PATH.
 TEST_PATH := $(NODE_BIN):$(CURDIR)/$(NODE_DIR)/node_modules/.bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help run test test-fast setup lint fmt clean bench
+.PHONY: help run test test-fast setup lint fmt clean bench mcp1 node-sdk
 
 help:
 	@echo "make run    set up (venv, migrations, admin user, static files) and serve on $(HOST):$(PORT)"
@@ -58,6 +68,24 @@ $(NODE_STAMP):
 	rm -f $(NODE_DIR)/.installed-*
 	touch $@
 
+$(MCP1_STAMP):
+	rm -rf $(MCP1_DIR)
+	$(PYTHON) -m venv $(MCP1_DIR)
+	$(MCP1_DIR)/bin/pip install --disable-pip-version-check --no-input -q '$(MCP1_SPEC)'
+	@$(MCP1_DIR)/bin/python -c 'import mcp.server.fastmcp' || { echo "mcp 1.x is missing from $(MCP1_DIR)" >&2; exit 1; }
+	touch $@
+
+mcp1: $(MCP1_STAMP)
+
+$(NODE_SDK_STAMP): | $(NODE_STAMP)
+	mkdir -p $(NODE_SDK_DIR)
+	npm install --prefix $(NODE_SDK_DIR) --no-audit --no-fund --loglevel=error $(NODE_SDK_PACKAGES)
+	@test -f $(NODE_SDK_DIR)/node_modules/@modelcontextprotocol/sdk/package.json || { echo "the TypeScript SDK is missing from $(NODE_SDK_DIR)" >&2; exit 1; }
+	rm -f $(NODE_SDK_DIR)/.installed-*
+	touch $@
+
+node-sdk: $(NODE_SDK_STAMP)
+
 setup: $(VENV_STAMP)
 	$(PY) manage.py migrate --noinput -v0
 	$(PY) manage.py ensure_admin
@@ -86,14 +114,14 @@ run: setup
 	fi; \
 	$(VENV)/bin/uvicorn mrtrweb.asgi:application --host $(HOST) --port $(PORT) --lifespan on
 
-test: setup $(NODE_STAMP) lint
+test: setup $(NODE_STAMP) $(MCP1_STAMP) $(NODE_SDK_STAMP) lint
 	PATH="$(TEST_PATH)" $(VENV)/bin/pytest $(PYTEST_ARGS)
 
 # The inner loop: the suites that start browsers, app servers in numbers, the conformance CLI
 # or fault injection, and the fuzzers and benchmarks, are left to `make test` (the whole suite).
 FAST_IGNORE := tests/browser tests/conformance tests/faults tests/scaleout tests/fuzz \
 	tests/bench tests/api/test_schemathesis.py
-test-fast: setup $(NODE_STAMP) lint
+test-fast: setup $(NODE_STAMP) $(MCP1_STAMP) $(NODE_SDK_STAMP) lint
 	PATH="$(TEST_PATH)" $(VENV)/bin/pytest $(addprefix --ignore=,$(FAST_IGNORE)) $(PYTEST_ARGS)
 
 # Benchmarks (bench/, docs/performance.md): SQLite, and PostgreSQL when 127.0.0.1:5432 answers.
@@ -110,5 +138,5 @@ fmt: $(VENV_STAMP)
 	$(VENV)/bin/ruff check --fix .
 
 clean:
-	rm -rf $(VENV) $(NODE_DIR) staticfiles *.egg-info .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(NODE_DIR) $(MCP1_DIR) $(NODE_SDK_DIR) staticfiles *.egg-info .pytest_cache .ruff_cache .hypothesis
 	find . -name __pycache__ -type d -not -path './.git/*' -prune -exec rm -rf {} +

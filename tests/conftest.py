@@ -14,7 +14,14 @@ def _importable(module: str) -> bool:
 # Plugins that other parts of the suite provide; listed only once they exist, so the suite
 # runs while they are being written.
 pytest_plugins = [
-    name for name in ("tests.peers.fixtures", "tests.peers.inprocess") if _importable(name)
+    name
+    for name in (
+        "tests.peers.fixtures",
+        "tests.peers.inprocess",
+        "tests.peers.mcp1",
+        "tests.peers.ts",
+    )
+    if _importable(name)
 ]
 
 

@@ -23,10 +23,10 @@ from ninja import Query, Status
 from pydantic import BeforeValidator, Field
 
 from mrtrweb import webhooks
+from mrtrweb.authorizations.credentials import authenticator_for
 from mrtrweb.calls import engine
 from mrtrweb.calls.access import can_answer, routed_to, visible_calls, visible_rounds
 from mrtrweb.calls.models import Call, Round
-from mrtrweb.authorizations.credentials import authenticator_for
 from mrtrweb.servers.catalog import ensure_catalog
 from mrtrweb.servers.exposure import may_start, sees_whole_catalog, startable_connections
 from mrtrweb.servers.models import Connection

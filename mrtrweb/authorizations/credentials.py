@@ -151,6 +151,14 @@ class DatabaseAuthenticator:
             self.reason = self._words("must reconnect", "(the server refused the token)")
         return self.reason
 
+    def connected_now(self) -> bool:
+        """Whether the account works again already. Asked once a wait is recorded: every
+        wait starts from an authorization that is missing or marked RECONNECT, so an active
+        one means it was connected meanwhile (its ``connected`` signal found nothing waiting
+        yet, and must not be missed)."""
+        current = store.held(self.connection.pk, self._user_id)
+        return current is not None and current.active
+
     # -- helpers ---------------------------------------------------------------------------
 
     def _words(self, what: str, why: str) -> str:

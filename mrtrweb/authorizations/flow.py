@@ -13,17 +13,17 @@ secret (server text may appear; templates escape it).
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any, TypeVar
-from urllib.parse import urlencode
+from urllib.parse import quote_plus, urlencode
 
 import httpx
-from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.db import transaction
 from django.http import HttpRequest
@@ -33,10 +33,11 @@ from django.utils.http import url_has_allowed_host_and_scheme
 
 from mrtrweb import oauth
 from mrtrweb.mcp import io_loop
-from mrtrweb.oauth.identity import choose_auth_method
 from mrtrweb.servers.models import Connection
 
+from . import store
 from .models import Authorization, ClientRegistration, Discovery, PendingAuthorization
+from .refresh import with_http
 from .signals import connected
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "must_connect",
     "revoke",
     "safe_return_to",
+    "scopes_to_ask",
     "take_draft",
 ]
 
@@ -120,25 +122,11 @@ def safe_return_to(request: HttpRequest, wanted: str | None, default: str = "/")
 # -- running the protocol from a plain (sync) view ----------------------------------------
 
 
-def _tls() -> Any:
-    return httpx.create_ssl_context()
-
-
 def _run(connection: Connection, job: Callable[[httpx.AsyncClient], Awaitable[T]]) -> T:
-    """Run ``job(http)`` on the shared loop with a client made where every MCP client is
-    (``io_loop.new_http``: tests mount their in-process peers there)."""
-
-    async def run() -> T:
-        http = io_loop.new_http(
-            connect_timeout=connection.connect_timeout,
-            read_timeout=connection.read_timeout,
-            verify=_tls(),
-        )
-        async with http:
-            return await job(http)
-
+    """Run ``job(http)`` on the process's shared loop, with a client made where every MCP
+    client is (``refresh.with_http``: tests mount their in-process peers there)."""
     with io_loop.attached():
-        return async_to_sync(run)()
+        return with_http(connection, job)
 
 
 # -- discovery -------------------------------------------------------------------------
@@ -199,15 +187,7 @@ def discovery_for(
         ) from exc
     except oauth.OAuthError as exc:
         raise FlowError(f"{connection}: OAuth discovery failed. {exc}") from exc
-    Discovery.objects.update_or_create(
-        connection=connection,
-        defaults={
-            "resource": found.resource,
-            "issuer": found.issuer,
-            "document": found.to_json(),
-            "discovered_at": timezone.now(),
-        },
-    )
+    store.save_discovery(connection, found)
     return found
 
 
@@ -334,13 +314,18 @@ def _owner_of(request: HttpRequest, kind: str) -> Any:
     return request.user if kind == Authorization.Kind.PERSON else None
 
 
+def scopes_to_ask(connection: Connection, user: Any, discovery: oauth.Discovery) -> tuple[str, ...]:
+    """The scopes a connect asks for: the server's, with what ``user`` (None: the
+    connection's own) was granted and wanted before."""
+    return oauth.choose_scopes(discovery, None, _scopes_before(connection, user))
+
+
 def _scopes_before(connection: Connection, user: Any) -> tuple[str, ...]:
     """What was granted (and wanted) before: a reconnect keeps asking for it."""
     existing = Authorization.objects.filter(connection=connection, user=user).first()
     if existing is None:
         return ()
-    wanted = getattr(existing, "wanted_scopes", "") or ""
-    return tuple(existing.scope_list) + tuple(wanted.split())
+    return tuple(existing.scope_list) + tuple(existing.wanted_scopes.split())
 
 
 def begin(
@@ -362,9 +347,7 @@ def begin(
         raise ValueError(f"no browser flow for {kind!r}")
     discovery = discovery_for(connection)
     _registration, identity = client_for(connection, discovery)
-    scopes = oauth.choose_scopes(
-        discovery, None, _scopes_before(connection, _owner_of(request, kind))
-    )
+    scopes = scopes_to_ask(connection, _owner_of(request, kind), discovery)
     try:
         auth_request = oauth.authorization_request(
             discovery, identity, redirect_uri=callback_url(), scopes=scopes
@@ -373,6 +356,7 @@ def begin(
         raise FlowError(f"{connection} cannot be connected. {exc}") from exc
     if held:
         draft = take_draft(request, connection, held)
+    _forget_expired()
     PendingAuthorization.objects.create(
         state_digest=_digest(auth_request.state),
         session_digest=_session_digest(request),
@@ -385,6 +369,11 @@ def begin(
         expires_at=timezone.now() + PENDING_LIFETIME,
     )
     return auth_request.url
+
+
+def _forget_expired() -> None:
+    """Requests nobody came back from, and drafts nobody took back, go (a bounded table)."""
+    PendingAuthorization.objects.filter(expires_at__lt=timezone.now()).delete()
 
 
 @dataclass(frozen=True)
@@ -471,12 +460,6 @@ def complete(request: HttpRequest, params: Mapping[str, str]) -> Completed:
     return Completed(authorization, pending.return_to, pending.draft)
 
 
-def _expiry(tokens: oauth.TokenSet) -> datetime | None:
-    if tokens.expires_at is None:
-        return None
-    return datetime.fromtimestamp(tokens.expires_at, tz=UTC)
-
-
 def save_tokens(
     connection: Connection,
     user: Any,
@@ -484,33 +467,28 @@ def save_tokens(
     registration: ClientRegistration | None,
     issuer: str,
     tokens: oauth.TokenSet,
+    *,
+    scopes: tuple[str, ...] = (),
 ) -> Authorization:
-    """Store freshly granted tokens (a new version), and say so once committed."""
-    now = timezone.now()
+    """Store freshly granted tokens (``store.save_new``: a new version, active, no reason),
+    and say so (``signals.connected``) once committed, for what waited on them."""
     with transaction.atomic():
-        authorization = (
-            Authorization.objects.select_for_update().filter(connection=connection, user=user)
-        ).first() or Authorization(connection=connection, user=user, version=0)
-        authorization.kind = kind
-        authorization.client = registration
-        authorization.issuer = issuer
-        authorization.scopes = " ".join(tokens.scope)
-        authorization.token_type = tokens.token_type
-        authorization.access_token = tokens.access_token
-        authorization.refresh_token = tokens.refresh_token or ""
-        authorization.expires_at = _expiry(tokens)
-        authorization.status = Authorization.Status.ACTIVE
-        authorization.reason = ""
-        authorization.version += 1
-        authorization.connected_at = now
-        authorization.last_refresh_at = None
-        if hasattr(authorization, "wanted_scopes"):
-            authorization.wanted_scopes = ""
-        authorization.save()
+        held = store.save_new(
+            connection,
+            user.pk if user is not None else None,
+            kind,
+            issuer,
+            tokens,
+            scopes=scopes,
+            client=registration,
+        )
         transaction.on_commit(
             lambda: connected.send(sender=Authorization, connection=connection, user=user)
         )
-    return authorization
+    return Authorization.objects.get(pk=held.pk)
+
+
+# -- whether a person must connect -----------------------------------------------------------
 
 
 def has_active(connection: Connection, user: Any) -> bool:
@@ -543,6 +521,7 @@ def hold_draft(request: HttpRequest, connection: Connection, return_to: str, dra
     """Keep ``draft`` (encrypted, bound to this person and session, ten minutes) and give
     the key that :func:`begin` (``held=``) or :func:`take_draft` gets it back with."""
     key = secrets.token_urlsafe(24)
+    _forget_expired()
     PendingAuthorization.objects.create(
         state_digest=_digest(f"{HELD}:{key}"),
         session_digest=_session_digest(request),
@@ -593,22 +572,13 @@ def client_credentials_now(connection: Connection) -> Authorization:
         raise FlowError(f"{connection} has no client ID for the client credentials grant.")
     discovery = discovery_for(connection)
     key = connection.oauth_private_key or None
-    try:
-        method = choose_auth_method(
-            discovery.auth_methods,
-            has_secret=bool(connection.oauth_client_secret),
-            wanted="private_key_jwt" if key else None,
-        )
-    except oauth.OAuthError as exc:
-        raise FlowError(f"{connection}: no token. {exc}") from exc
-    identity = oauth.ClientIdentity(
-        issuer=discovery.issuer,
-        client_id=connection.oauth_client_id,
-        client_secret=connection.oauth_client_secret or None,
-        token_endpoint_auth_method=method,
-        registered_via="client-credentials",
+    identity = store.client_identity(connection, discovery)
+    if identity is None:
+        raise FlowError(f"{connection} has no client ID for the client credentials grant.")
+    # No refresh token comes with client credentials: offline_access is moot.
+    scopes = tuple(connection.oauth_scopes.split()) or tuple(
+        scope for scope in oauth.choose_scopes(discovery, None) if scope != "offline_access"
     )
-    scopes = tuple(connection.oauth_scopes.split()) or oauth.choose_scopes(discovery, None)
 
     async def job(http: httpx.AsyncClient) -> oauth.TokenSet:
         return await oauth.client_credentials(
@@ -619,26 +589,33 @@ def client_credentials_now(connection: Connection) -> Authorization:
         tokens = _run(connection, job)
     except oauth.OAuthError as exc:
         raise FlowError(f"{connection}: the authorization server gave no token. {exc}") from exc
-    registration = _save_identity(connection, identity)
     return save_tokens(
         connection,
         None,
         Authorization.Kind.CLIENT_CREDENTIALS,
-        registration,
+        None,
         discovery.issuer,
         tokens,
+        scopes=scopes,
     )
 
 
 # -- disconnecting -----------------------------------------------------------------------
 
 
-def revoke(authorization: Authorization) -> bool:
+NOT_OFFERED = "publishes no way to revoke tokens; mrtrweb forgot them"
+NOT_CONFIRMED = "did not confirm that it revoked them; mrtrweb forgot them"
+
+
+def revoke(authorization: Authorization) -> str:
     """Forget an authorization's tokens here, and ask its authorization server to revoke
-    them when it publishes a revocation endpoint (RFC 7009). Whether the server agreed."""
+    them when it publishes a revocation endpoint (RFC 7009). ``""`` when the server
+    revoked them, else what the authorization server did, in words.
+
+    The tokens are deleted first: whatever the server answers, mrtrweb no longer holds them.
+    """
     connection = authorization.connection
     _, discovery = _stored_discovery(connection)
-    registration = authorization.client
     tokens = [
         (token, hint)
         for token, hint in (
@@ -647,30 +624,39 @@ def revoke(authorization: Authorization) -> bool:
         )
         if token
     ]
+    client_pk = authorization.client_id
     authorization.delete()
-    if discovery is None or registration is None or not tokens:
-        return False
-    endpoint = discovery.server_metadata.get("revocation_endpoint")
+    if not tokens:
+        return ""
+    endpoint = discovery.server_metadata.get("revocation_endpoint") if discovery else None
     if not isinstance(endpoint, str) or not endpoint.startswith(("https://", "http://")):
-        return False
+        return NOT_OFFERED
+    # The client the tokens were issued to (for client credentials: the operator's).
+    identity = store.client_identity(connection, discovery, client_id=client_pk)
+    if identity is None:
+        return NOT_CONFIRMED
 
     async def job(http: httpx.AsyncClient) -> bool:
         ok = True
         for token, hint in tokens:
             data = {"token": token, "token_type_hint": hint}
-            auth: tuple[str, str] | None = None
-            if registration.token_endpoint_auth_method == "client_secret_basic":
-                auth = (registration.client_id, registration.client_secret)
+            headers = {}
+            if identity.token_endpoint_auth_method == "client_secret_basic":
+                # RFC 6749 section 2.3.1: each part form-encoded before the Basic encoding.
+                pair = (
+                    f"{quote_plus(identity.client_id)}:{quote_plus(identity.client_secret or '')}"
+                )
+                headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
             else:
-                data["client_id"] = registration.client_id
-                if registration.token_endpoint_auth_method == "client_secret_post":
-                    data["client_secret"] = registration.client_secret
+                data["client_id"] = identity.client_id
+                if identity.token_endpoint_auth_method == "client_secret_post":
+                    data["client_secret"] = identity.client_secret or ""
             try:
-                response = await http.post(endpoint, data=data, auth=auth)
+                response = await http.post(endpoint, data=data, headers=headers)
             except httpx.HTTPError:
                 ok = False
                 continue
             ok = ok and response.status_code == 200
         return ok
 
-    return _run(connection, job)
+    return "" if _run(connection, job) else NOT_CONFIRMED

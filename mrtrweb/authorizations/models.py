@@ -152,7 +152,14 @@ class PendingAuthorization(models.Model):
     session_digest = models.CharField(max_length=64)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     connection = models.ForeignKey(Connection, on_delete=models.CASCADE, related_name="+")
-    kind = models.CharField(max_length=32, choices=Authorization.Kind.choices)
+    # An authorization's kind, or "held": a start form's draft kept while its person connects.
+    kind = models.CharField(
+        max_length=32,
+        choices=[
+            *Authorization.Kind.choices,
+            ("held", "a start form kept while its person connects"),
+        ],
+    )
     # mrtrweb.oauth.AuthorizationRequest.to_json() (the PKCE verifier among it), encrypted.
     request = EncryptedJSONField()
     # Where the person goes afterwards: a local path, checked when it is stored and when used.

@@ -83,7 +83,10 @@ def with_http(connection: Connection, job: Callable[[httpx.AsyncClient], Awaitab
         ) as http:
             return await job(http)
 
-    return async_to_sync(run)()
+    # On the process's shared loop (a view or task thread has none of its own); a thread
+    # that already runs under a loop (the engine's, an ASGI request's) keeps it.
+    with io_loop.attached():
+        return async_to_sync(run)()
 
 
 def discovery_for_connection(

@@ -225,6 +225,10 @@ def client_identity(
     An authorization's own client record first (the one its tokens were issued to), then the
     connection's record for this issuer, then the credentials an operator entered.
     """
+    if connection.auth == Connection.Auth.CLIENT_CREDENTIALS and connection.oauth_client_id:
+        # Machine to machine is the operator's client, whatever this connection registered
+        # at the same issuer while it used another mode.
+        return _operator_identity(connection, discovery)
     record = None
     if client_id is not None:
         record = ClientRegistration.objects.filter(pk=client_id).first()
@@ -242,6 +246,10 @@ def client_identity(
         )
     if not connection.oauth_client_id:
         return None
+    return _operator_identity(connection, discovery)
+
+
+def _operator_identity(connection: Connection, discovery: oauth.Discovery) -> oauth.ClientIdentity:
     return oauth.ClientIdentity(
         issuer=discovery.issuer,
         client_id=connection.oauth_client_id,

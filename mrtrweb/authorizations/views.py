@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -101,6 +102,12 @@ def _connect_page(
 ) -> HttpResponse:
     owner = request.user if kind == Authorization.Kind.PERSON else None
     discovery = _discovery_of(conn)
+    if not error:
+        # Which authorization server, and the scopes: said before the person goes there.
+        try:
+            discovery = flow.discovery_for(conn)
+        except flow.FlowError as exc:
+            error, status = str(exc), 502
     context = {
         "connection": conn,
         "kind": kind,
@@ -109,10 +116,24 @@ def _connect_page(
         "held": held,
         "error": error,
         "discovery": discovery,
-        "scopes": oauth.choose_scopes(discovery, None) if discovery else (),
+        "scopes": flow.scopes_to_ask(conn, owner, discovery) if discovery else (),
         "authorization": Authorization.objects.filter(connection=conn, user=owner).first(),
     }
-    return render(request, "authorizations/connect.html", context, status=status)
+    response = render(request, "authorizations/connect.html", context, status=status)
+    _allow_form_to_authorization_server(response, discovery)
+    return response
+
+
+def _allow_form_to_authorization_server(
+    response: HttpResponse, discovery: oauth.Discovery | None
+) -> None:
+    """The connect form is answered with a redirect to the authorization server, and browsers
+    hold a form's redirects to the page's CSP ``form-action`` too (CSP 3): without that
+    server's origin there, Chromium blocks the person at the button."""
+    endpoint = discovery.authorization_endpoint if discovery is not None else None
+    parts = urlsplit(endpoint or "")
+    if parts.scheme in ("http", "https") and parts.netloc:
+        response._csp_update = {"form-action": [f"{parts.scheme}://{parts.netloc}"]}  # type: ignore[attr-defined]
 
 
 def _discovery_of(conn: Connection) -> oauth.Discovery | None:
@@ -128,9 +149,13 @@ def _discovery_of(conn: Connection) -> oauth.Discovery | None:
 # -- the callback ------------------------------------------------------------------------
 
 
-@login_required
 @require_safe
 def callback(request: HttpRequest) -> HttpResponse:
+    if not request.user.is_authenticated:
+        # Not the sign-in page with this address as ``next``: the code would sit in its form.
+        # Signing in starts a new session, which the request was not bound to anyway.
+        error = "You were signed out while connecting. Sign in, then connect again."
+        return render(request, "authorizations/failed.html", {"error": error}, status=400)
     try:
         done = flow.complete(request, request.GET)
     except flow.FlowError as exc:
@@ -185,18 +210,18 @@ def disconnect(request: HttpRequest, pk: int) -> HttpResponse:
         raise Http404("No such authorization.")
     connection = authorization.connection
     whose = "your account" if own else _whose(authorization)
-    revoked = flow.revoke(authorization)
+    unrevoked = flow.revoke(authorization)
     logger.info(
         "%s disconnected %s on %s (revoked at the server: %s)",
         request.user.get_username(),
         whose,
         connection.name,
-        revoked,
+        "no" if unrevoked else "yes",
     )
     messages.success(
         request,
         f"Disconnected {whose} on {connection}."
-        + ("" if revoked else " (The authorization server was not asked to revoke it.)"),
+        + (f" (The authorization server {unrevoked}.)" if unrevoked else ""),
     )
     default = reverse("authorizations:accounts")
     return SeeOther(flow.safe_return_to(request, request.POST.get("next"), default))

@@ -14,6 +14,7 @@ from urllib.parse import urlencode
 
 from django.urls import NoReverseMatch, reverse
 
+from mrtrweb.people.roles import is_operator
 from mrtrweb.servers.models import Connection
 
 from .models import Call
@@ -59,7 +60,7 @@ def can_reconnect(call: Call, user: Any) -> bool:
     """The caller reconnects their own account; an operator the connection's."""
     if call.connection.auth == Connection.Auth.OAUTH_PERSON:
         return bool(user.is_authenticated and user.pk == call.started_by_id)
-    return bool(user.has_perm("servers.manage_connections"))
+    return is_operator(user)
 
 
 def authorization_wait(call: Call, viewer: Any) -> AuthorizationWait | None:

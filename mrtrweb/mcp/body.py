@@ -3,18 +3,25 @@
 The event-stream rules (line endings, comments, fields, dispatch) are httpx-sse's; this
 module only feeds it bytes counted against the limit and keeps the events a JSON-RPC client
 reads: those of type ``message`` that carry data.
+
+A handshake-era server may open a stream with a *priming* event (an ``id:``, a ``retry:`` and
+empty data) and close it before the answer, for the client to resume with ``Last-Event-ID``
+after ``retry`` milliseconds (SEP-1699): :func:`sse_events` reports every event's id and retry
+so the transport can; an event with empty data is never handed on as a message.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import aclosing
+from dataclasses import dataclass
 
 import httpx
 from httpx_sse import EventSource
 
 from .errors import ResponseTooLarge
 
-__all__ = ["limited_chunks", "read_body", "sse_data"]
+__all__ = ["SSEEvent", "limited_chunks", "read_body", "sse_data", "sse_events"]
 
 
 async def limited_chunks(response: httpx.Response, limit: int) -> AsyncIterator[bytes]:
@@ -45,13 +52,19 @@ async def _ended_events(response: httpx.Response, limit: int) -> AsyncIterator[b
         yield b"\n"
 
 
-async def sse_data(response: httpx.Response, limit: int) -> AsyncIterator[str]:
-    """Yield the data of each ``message`` event of an SSE body, within ``limit`` bytes.
+@dataclass(frozen=True, slots=True)
+class SSEEvent:
+    """One dispatched event: its data ("" for a priming event or a bare ``id:``/``retry:``),
+    the last event id seen on the stream so far, and the ``retry`` it set (milliseconds)."""
 
-    Events are decoded as UTF-8 whatever charset the Content-Type names (the event-stream
-    format is always UTF-8); events of another type, and events without data (a comment, a
-    bare ``id:`` or ``retry:``), are skipped.
-    """
+    data: str
+    last_event_id: str | None
+    retry: int | None
+    is_message: bool
+
+
+async def sse_events(response: httpx.Response, limit: int) -> AsyncIterator[SSEEvent]:
+    """Every event of an SSE body, within ``limit`` bytes (see :func:`sse_data`)."""
     # httpx-sse reads an httpx.Response: this one streams the limited bytes of the real one.
     limited = httpx.Response(
         response.status_code,
@@ -59,9 +72,30 @@ async def sse_data(response: httpx.Response, limit: int) -> AsyncIterator[str]:
         content=_ended_events(response, limit),
     )
     events = EventSource(limited).aiter_sse()
+    last_id: str | None = None
     try:
         async for event in events:
-            if event.event == "message" and event.data != "":
-                yield event.data
+            # httpx-sse keeps the last id across events, as the event-stream format says; an
+            # empty id resets it (the server says there is nothing to resume from).
+            last_id = event.id or None
+            yield SSEEvent(
+                event.data,
+                last_id,
+                event.retry,
+                event.event == "message" and event.data != "",
+            )
     finally:
         await events.aclose()
+
+
+async def sse_data(response: httpx.Response, limit: int) -> AsyncIterator[str]:
+    """Yield the data of each ``message`` event of an SSE body, within ``limit`` bytes.
+
+    Events are decoded as UTF-8 whatever charset the Content-Type names (the event-stream
+    format is always UTF-8); events of another type, and events without data (a comment, a
+    priming event, a bare ``id:`` or ``retry:``), are skipped.
+    """
+    async with aclosing(sse_events(response, limit)) as events:
+        async for event in events:
+            if event.is_message:
+                yield event.data

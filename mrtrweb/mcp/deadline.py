@@ -28,6 +28,8 @@ class AnswerDeadline:
         self._extended = False
         self._cap_at: float | None = None
         self._timeout: asyncio.Timeout | None = None
+        self._holds = 0
+        self._held_at: float | None = None
 
     async def __aenter__(self) -> AnswerDeadline:
         now = asyncio.get_running_loop().time()
@@ -57,6 +59,30 @@ class AnswerDeadline:
         if when is not None and (current is None or when > current):
             self._timeout.reschedule(when)
             self._extended = True
+
+    def hold(self) -> None:
+        """The server waits on us (a question a person answers): stop the clock, cap included,
+        until :meth:`release`. Holds nest; whoever holds bounds the wait."""
+        if self._timeout is None:
+            return
+        self._holds += 1
+        if self._holds == 1:
+            self._held_at = asyncio.get_running_loop().time()
+            self._timeout.reschedule(None)
+
+    def release(self) -> None:
+        """The answer went back: the server has ``seconds`` again, and the cap moves on by the
+        time it was held."""
+        if self._timeout is None or self._holds == 0:
+            return
+        self._holds -= 1
+        if self._holds:
+            return
+        now = asyncio.get_running_loop().time()
+        if self._cap_at is not None and self._held_at is not None:
+            self._cap_at += now - self._held_at
+        self._held_at = None
+        self._timeout.reschedule(self._bounded(now))
 
     def _bounded(self, now: float) -> float | None:
         when = now + self.seconds if self.seconds is not None else None

@@ -59,7 +59,7 @@ def forget_era(url: str | None = None) -> None:
 async def probe(discover: Callable[[], Awaitable[Any]]) -> Era:
     """The verdict of one ``server/discover`` (``discover`` sends it)."""
     try:
-        await discover()
+        result = await discover()
     except (HeaderMismatch, MissingClientCapability, UnsupportedProtocolVersion):
         return "modern"
     except LegacyServer:
@@ -68,7 +68,23 @@ async def probe(discover: Callable[[], Awaitable[Any]]) -> Era:
         return "legacy"
     except JSONRPCError as exc:
         return "legacy" if exc.http_status is not None and exc.http_status >= 400 else "modern"
-    return "modern"
+    return "modern" if _modern_discovery(result) else "legacy"
+
+
+def _modern_discovery(result: Any) -> bool:
+    """Whether a successful ``server/discover`` answer is a 2026-07-28 server's.
+
+    A handshake-era server may answer any method with an empty result (the conformance
+    suite's do), and one may list only handshake versions (go-sdk's stateful default): both
+    are legacy, as the SDK's probe decides. Anything else that looks like a result is
+    modern, and a malformed one is reported by the request that reads it.
+    """
+    if not isinstance(result, dict):
+        return True
+    versions = result.get("supportedVersions")
+    if isinstance(versions, list):
+        return any(v not in HANDSHAKE_PROTOCOL_VERSIONS for v in versions)
+    return "resultType" in result
 
 
 async def describe_legacy(
@@ -95,8 +111,17 @@ async def describe_legacy(
             {**credential_headers(settings), **(credentials or {})},
             None,
         )
+    except MCPError:
+        return "it did not answer a 2026-07-28 request as a modern server would"
+    # The handshake opened a session: end it, or every such question leaves one behind.
+    session_id = response.headers.get("mcp-session-id")
+    if session_id:
+        await transport.end_session(
+            {**credential_headers(settings), **(credentials or {}), "Mcp-Session-Id": session_id}
+        )
+    try:
         result = mcp_types.InitializeResult.model_validate(response.message.get("result"))
-    except (MCPError, ValidationError):
+    except ValidationError:
         return "it did not answer a 2026-07-28 request as a modern server would"
     info = result.server_info
     return f"{info.name} {info.version} negotiated MCP {result.protocol_version}"

@@ -9,7 +9,8 @@ error came from:
 - ``AuthorizationRequired``: 401/403; a credentials problem, never an era signal. Nothing ran,
   so it is a ``NotDelivered``; ``AuthenticationRequired`` is the one raised when the connection
   has no authenticator to renew them.
-- ``LegacyServer``: the endpoint speaks only the handshake era (2025-11-25 or older).
+- ``LegacyServer``: the endpoint speaks only the handshake era (2025-11-25 or older): use
+  :class:`mrtrweb.mcp.handshake.HandshakeClient` for it.
 - ``Redirected``: a 3xx; redirects are never followed (they could take the request, and its
   credentials, elsewhere), so the connection's URL needs changing.
 - ``TransportError``: the exchange itself failed. ``NotDelivered`` means the
@@ -195,8 +196,8 @@ class LegacyServer(MCPError):
 
     def __init__(self, url: str, detail: str) -> None:
         super().__init__(
-            f"{url} is a handshake-era MCP server ({detail}); mrtrweb speaks MCP 2026-07-28, "
-            "where input-required rounds can be parked. Upgrade the server to 2026-07-28."
+            f"{url} is a handshake-era MCP server ({detail}): it is spoken to with "
+            "mrtrweb.mcp.handshake, not with this 2026-07-28 client"
         )
         self.url = url
         self.detail = detail

@@ -7,6 +7,7 @@ returns the JSON-RPC response message whose id matches, or raises. Meaning
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import aclosing
@@ -14,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from .body import read_body, sse_data
+from .body import read_body, sse_events
 from .deadline import AnswerDeadline
 from .errors import (
     AuthenticationRequired,
@@ -30,11 +31,30 @@ from .oneline import one_line
 from .retry_after import retry_after_seconds
 from .unfit import unfit
 
-__all__ = ["HTTPTransport", "NotificationHandler", "RawResponse"]
+__all__ = ["HTTPTransport", "NotificationHandler", "RawResponse", "RequestHandler", "Resumption"]
 
 logger = logging.getLogger(__name__)
 
 NotificationHandler = Callable[[dict[str, Any]], Awaitable[None] | None]
+# A server-to-client request on the stream (handshake era only): the handler answers it.
+RequestHandler = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class Resumption:
+    """How a handshake-era stream that ends before its answer is resumed (SEP-1699): a GET on
+    the endpoint with ``headers`` (the session's) and ``Last-Event-ID``, after the ``retry`` the
+    server set. Only where the server gave the stream an event id; at most ``attempts`` GETs
+    that bring nothing new in a row."""
+
+    __slots__ = ("attempts", "default_retry_ms", "headers")
+
+    def __init__(
+        self, headers: Mapping[str, str], *, attempts: int = 3, default_retry_ms: int = 1000
+    ) -> None:
+        self.headers = dict(headers)
+        self.attempts = attempts
+        self.default_retry_ms = default_retry_ms
+
 
 ACCEPT = "application/json, text/event-stream"
 
@@ -42,11 +62,18 @@ ACCEPT = "application/json, text/event-stream"
 class RawResponse:
     """The JSON-RPC response message and the HTTP status it came with."""
 
-    __slots__ = ("http_status", "message")
+    __slots__ = ("headers", "http_status", "message")
 
-    def __init__(self, message: dict[str, Any], http_status: int) -> None:
+    def __init__(
+        self,
+        message: dict[str, Any],
+        http_status: int,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         self.message = message
         self.http_status = http_status
+        # The response's headers (the handshake era reads Mcp-Session-Id from them).
+        self.headers: Mapping[str, str] = headers or {}
 
 
 # 429 and 503 say the request was not handled, so resending is safe; a 500, 502 or 504 without a
@@ -61,6 +88,19 @@ def _is_jsonrpc_response(message: Any) -> bool:
         and "id" in message
         and ("result" in message or "error" in message)
     )
+
+
+class _StreamOptions:
+    """What one exchange needs beyond the 2026-07-28 rules, and what it learnt on the way."""
+
+    __slots__ = ("last_event_id", "on_request", "resumption", "retry_ms", "streams")
+
+    def __init__(self, on_request: RequestHandler | None, resumption: Resumption | None) -> None:
+        self.on_request = on_request
+        self.resumption = resumption
+        self.last_event_id: str | None = None
+        self.retry_ms: int | None = None
+        self.streams: list[httpx.Response] = []
 
 
 class HTTPTransport:
@@ -89,10 +129,33 @@ class HTTPTransport:
         request_id: str | int,
         headers: Mapping[str, str],
         on_notification: NotificationHandler | None = None,
+        *,
+        on_request: RequestHandler | None = None,
+        resumption: Resumption | None = None,
+        deadlines: set[AnswerDeadline] | None = None,
     ) -> RawResponse:
-        """Send one request and return its response, all within the answer deadline."""
+        """Send one request and return its response, all within the answer deadline.
+
+        ``on_request``, ``resumption`` and ``deadlines`` are the handshake era's:
+        server-to-client requests on the stream, resuming a stream the server closed early,
+        and the set this exchange's deadline is in while it runs (so a question, wherever it
+        came, can hold it).
+        """
         async with AnswerDeadline(self._deadline, self._deadline_max) as deadline:
-            return await self._exchange(body, request_id, headers, on_notification, deadline)
+            if deadlines is not None:
+                deadlines.add(deadline)
+            try:
+                return await self._exchange(
+                    body,
+                    request_id,
+                    headers,
+                    on_notification,
+                    deadline,
+                    _StreamOptions(on_request, resumption),
+                )
+            finally:
+                if deadlines is not None:
+                    deadlines.discard(deadline)
 
     async def _exchange(
         self,
@@ -101,6 +164,7 @@ class HTTPTransport:
         headers: Mapping[str, str],
         on_notification: NotificationHandler | None,
         deadline: AnswerDeadline,
+        options: _StreamOptions,
     ) -> RawResponse:
         all_headers = {"Accept": ACCEPT, "Content-Type": "application/json", **headers}
         request = self._http.build_request("POST", self.url, content=body, headers=all_headers)
@@ -116,7 +180,7 @@ class HTTPTransport:
                 f"{exc or type(exc).__name__}"
             ) from exc
         try:
-            answer = await self._read(response, request_id, on_notification, deadline)
+            answer = await self._read(response, request_id, on_notification, deadline, options)
         except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
             raise OutcomeUnknown(
                 f"The answer from {self.url} broke off: {exc or type(exc).__name__}",
@@ -125,6 +189,8 @@ class HTTPTransport:
         finally:
             # Closing an SSE stream early is how HTTP cancels; here it just frees the connection.
             await response.aclose()
+            for resumed in options.streams:
+                await resumed.aclose()
         # NaN, infinities and lone surrogates parse, then break the database and the pages.
         why = unfit(answer.message)
         if why is not None:
@@ -137,6 +203,7 @@ class HTTPTransport:
         request_id: str | int,
         on_notification: NotificationHandler | None,
         deadline: AnswerDeadline,
+        options: _StreamOptions,
     ) -> RawResponse:
         status = response.status_code
         if status in (401, 403):
@@ -153,7 +220,7 @@ class HTTPTransport:
             )
         content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
         if content_type == "text/event-stream" and status < 400:
-            return await self._read_stream(response, request_id, on_notification, deadline)
+            return await self._read_stream(response, request_id, on_notification, deadline, options)
         body = await read_body(response, self._limit)
         if content_type != "application/json":
             if status in _MAYBE_HANDLED:
@@ -179,7 +246,7 @@ class HTTPTransport:
                 raise HTTPStatusError(status, body[:200].decode("utf-8", errors="replace"))
             raise ProtocolError("The server's answer is not a JSON-RPC response")
         self._check_id(message, request_id)
-        return RawResponse(message, status)
+        return RawResponse(message, status, response.headers)
 
     async def _read_stream(
         self,
@@ -187,17 +254,52 @@ class HTTPTransport:
         request_id: str | int,
         on_notification: NotificationHandler | None,
         deadline: AnswerDeadline,
+        options: _StreamOptions,
     ) -> RawResponse:
+        headers = response.headers
+        stream: httpx.Response | None = response
+        fruitless = 0
+        while stream is not None:
+            answer, progressed = await self._read_events(
+                stream, request_id, on_notification, deadline, options
+            )
+            if answer is not None:
+                return RawResponse(answer, response.status_code, headers)
+            fruitless = 0 if progressed else fruitless + 1
+            stream = await self._resume(options, stream, fruitless)
+        raise OutcomeUnknown(
+            f"The stream from {self.url} ended before the response arrived",
+            http_status=response.status_code,
+        )
+
+    async def _read_events(
+        self,
+        response: httpx.Response,
+        request_id: str | int,
+        on_notification: NotificationHandler | None,
+        deadline: AnswerDeadline,
+        options: _StreamOptions,
+    ) -> tuple[dict[str, Any] | None, bool]:
+        """The response read from one stream (None if it ended first), and whether any
+        message came on it."""
+        progressed = False
         # aclosing: the reader stops with the exchange, not whenever the generator is collected.
-        async with aclosing(sse_data(response, self._limit)) as events:
-            async for data in events:
+        async with aclosing(sse_events(response, self._limit)) as events:
+            async for event in events:
+                if event.last_event_id is not None:
+                    options.last_event_id = event.last_event_id
+                if event.retry is not None:
+                    options.retry_ms = event.retry
+                if not event.is_message:
+                    continue  # a priming event, a comment-like empty event: nothing to read
+                progressed = True
                 try:
-                    message = loads(data, max_depth=self._depth)
+                    message = loads(event.data, max_depth=self._depth)
                 except ValueError as exc:
                     raise ProtocolError("The server sent invalid JSON in an SSE event") from exc
                 if _is_jsonrpc_response(message):
                     self._check_id(message, request_id)
-                    return RawResponse(message, response.status_code)
+                    return message, True
                 if isinstance(message, dict) and "method" in message and "id" not in message:
                     if message["method"] == "notifications/progress":
                         deadline.progressed()  # comments and log messages do not extend it
@@ -207,16 +309,61 @@ class HTTPTransport:
                             await outcome
                     continue
                 if isinstance(message, dict) and "method" in message:
+                    if options.on_request is not None:
+                        await options.on_request(message)
+                        continue
                     # 2026-07-28 has no server-to-client requests on the stream.
                     logger.warning(
                         "ignoring a server request on the stream: %r", message.get("method")
                     )
                     continue
                 raise ProtocolError("The server sent a message that is not JSON-RPC on the stream")
-        raise OutcomeUnknown(
-            f"The stream from {self.url} ended before the response arrived",
-            http_status=response.status_code,
-        )
+        return None, progressed
+
+    async def _resume(
+        self, options: _StreamOptions, previous: httpx.Response, fruitless: int
+    ) -> httpx.Response | None:
+        """The GET that resumes an ended stream, or None when it cannot or should not be."""
+        resumption = options.resumption
+        if resumption is None or options.last_event_id is None:
+            return None
+        await previous.aclose()
+        if fruitless > resumption.attempts:
+            return None
+        retry_ms = options.retry_ms if options.retry_ms is not None else resumption.default_retry_ms
+        # The server said how long to wait (SSE `retry:`); a hostile one cannot park us for
+        # ever: the answer deadline still runs.
+        await asyncio.sleep(max(retry_ms, 0) / 1000)
+        headers = {
+            "Accept": "text/event-stream",
+            **resumption.headers,
+            "Last-Event-ID": options.last_event_id,
+        }
+        try:
+            stream = await self._http.send(
+                self._http.build_request("GET", self.url, headers=headers), stream=True
+            )
+        except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError):
+            return None
+        content_type = stream.headers.get("content-type", "").split(";")[0].strip().lower()
+        if stream.status_code != 200 or content_type != "text/event-stream":
+            # 405: the server offers no GET stream; anything else: it cannot resume this one.
+            await stream.aclose()
+            return None
+        options.streams.append(stream)
+        return stream
+
+    async def end_session(self, headers: Mapping[str, str]) -> int | None:
+        """DELETE a handshake-era session (``headers`` name it); the status, None if no answer
+        came. Never raises: ending a session is tidying up, not part of any outcome."""
+        try:
+            request = self._http.build_request("DELETE", self.url, headers=dict(headers))
+            response = await self._http.send(request, stream=True)
+            await response.aclose()  # the body, if any, is never read
+        except httpx.HTTPError as exc:
+            logger.warning("could not end the MCP session at %s: %s", self.url, exc)
+            return None
+        return response.status_code
 
     def _maybe_handled(self, status: int, body: bytes) -> OutcomeUnknown:
         excerpt = body[:200].decode("utf-8", errors="replace")

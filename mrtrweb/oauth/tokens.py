@@ -8,10 +8,12 @@ request carries the RFC 8707 ``resource`` exactly as the protected resource publ
 
 from __future__ import annotations
 
+import base64
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 from authlib.oauth2.auth import ClientAuth
@@ -142,7 +144,19 @@ def _client_auth(
         return ClientAuth(identity.client_id, key, jwt)
     if method not in ClientAuth.DEFAULT_AUTH_METHODS:
         raise TokenError(f"Unsupported token endpoint authentication method {method!r}")
+    if method == "client_secret_basic":
+        return ClientAuth(identity.client_id, identity.client_secret or "", _secret_basic)
     return ClientAuth(identity.client_id, identity.client_secret or "", method)
+
+
+def _secret_basic(
+    client: ClientAuth, method: str, uri: str, headers: dict[str, str], body: str
+) -> tuple[str, dict[str, str], str]:
+    """HTTP Basic with the id and secret form-encoded first (RFC 6749 section 2.3.1), which
+    authlib leaves out: an id or secret holding ":" or "%" would otherwise be misread."""
+    text = f"{quote(client.client_id, safe='')}:{quote(client.client_secret, safe='')}"
+    headers["Authorization"] = "Basic " + base64.b64encode(text.encode()).decode("ascii")
+    return uri, headers, body
 
 
 async def request_token(

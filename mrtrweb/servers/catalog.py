@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
@@ -11,7 +12,24 @@ from django.utils import timezone
 
 from mrtrweb.mcp import Authenticator, AuthorizationRequired, LegacyServer, MCPClient, MCPError
 
+from .handshake_catalog import probe_handshake
 from .models import Connection
+
+# Where the OAuth credentials of a listing come from: ``(connection, user)`` -> an
+# authenticator, or None. ``mrtrweb.authorizations`` provides it when it is ready (servers sits
+# below it and cannot import it); without it, listings go with the static credentials only.
+AuthenticatorSource = Callable[[Connection, Any], Authenticator | None]
+_source: list[AuthenticatorSource] = []
+
+
+def provide_authenticators(source: AuthenticatorSource) -> None:
+    _source[:] = [source]
+
+
+def authenticator_for(connection: Connection, user: Any) -> Authenticator | None:
+    """The authenticator ``user``'s listing of ``connection`` goes with (their own account
+    on an OAuth-per-person connection, else the connection's), if OAuth is installed."""
+    return _source[0](connection, user) if _source else None
 
 
 @dataclass
@@ -37,7 +55,8 @@ async def _probe(
 ) -> tuple[str, dict[str, Any], int]:
     settings = replace(connection.client_settings(), authenticator=authenticator)
     async with MCPClient(settings) as client:
-        await client.ensure_modern()
+        if await client.detect_era() == "legacy":
+            return await probe_handshake(settings)
         discovered = await client.discover()
         tools = await client.list_tools(use_cache=False)
         catalog: dict[str, Any] = {

@@ -23,13 +23,23 @@ from django.db import models
 from .headers import HEADER_VALUE, HeaderError, parse_headers
 from .models import Connection, Routing, ToolExposure
 
+# The modes as the console offers them (shorter than the model's, and no label contains
+# another field's: "Bearer token" stays the token field's alone).
+AUTH_CHOICES = [
+    (Connection.Auth.NONE, "None"),
+    (Connection.Auth.HEADER, "A static token or headers"),
+    (Connection.Auth.OAUTH_PERSON, "OAuth: each person connects their own account"),
+    (Connection.Auth.OAUTH_SHARED, "OAuth: one shared account, connected by an operator"),
+    (Connection.Auth.CLIENT_CREDENTIALS, "OAuth client credentials (no person)"),
+]
+
 AUTH_HELP = (
-    "None: the server asks for nothing. A static header: the bearer token or custom headers "
-    "below go with every request. OAuth, per person: each person connects their own account "
-    "at the server's authorization server the first time a call needs it (the default; a "
-    "server that never asks needs nothing). OAuth, shared: an operator connects one account "
-    "that every call uses. Client credentials: mrtrweb gets tokens with the client ID below, "
-    "no person involved."
+    "None: the server asks for nothing. A static token or headers: the bearer token or "
+    "custom headers below go with every request. Each person: people connect their own "
+    "account at the server's authorization server the first time a call needs it (the "
+    "default; a server that never asks needs nothing). Shared: an operator connects one "
+    "account that every call uses. Client credentials: mrtrweb gets tokens with the client "
+    "ID below, no person involved."
 )
 
 # The longest a server could sensibly keep a round's state: 30 days.
@@ -242,6 +252,7 @@ class ConnectionForm(forms.ModelForm):
         if not (self.editing and instance.oauth_private_key):
             del self.fields["clear_private_key"]
         self.fields["auth"].help_text = AUTH_HELP
+        self.fields["auth"].choices = AUTH_CHOICES
         # The API posts this form without the fields it does not know (see _check_auth).
         self.fields["auth"].required = False
         self.fields["oauth_client_id"].max_length = 2000
@@ -368,7 +379,7 @@ class ConnectionForm(forms.ModelForm):
         if auth != Auth.HEADER and cleaned.get("bearer_token"):
             self.add_error(
                 "bearer_token",
-                "A bearer token is only sent with “a static header or bearer token”.",
+                "A bearer token is only sent with “A static token or headers”.",
             )
         if auth == Auth.HEADER and not (
             self._kept(cleaned, "bearer_token", "clear_token")

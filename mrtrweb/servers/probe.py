@@ -18,8 +18,8 @@ def failure_kind(report: ProbeReport) -> str:
 FAILURES: dict[str, tuple[str, str]] = {
     "LegacyServer": (
         "legacy",
-        "This server speaks a handshake-era MCP (2025-11-25 or older). mrtrweb speaks "
-        "2026-07-28 only, where a call that needs input can wait for a person.",
+        "This server speaks a handshake-era MCP (2025-11-25 or older), and mrtrweb could not "
+        "complete the handshake with it.",
     ),
     "AuthenticationRequired": (
         "auth",
@@ -69,8 +69,30 @@ FAILURES: dict[str, tuple[str, str]] = {
 GENERIC_FAILURE = ("protocol", "The server answered something mrtrweb cannot use.")
 
 
+# A refusal on an OAuth connection: what to do, by how the connection authenticates.
+OAUTH_FAILURES = {
+    Connection.Auth.OAUTH_PERSON: "The server asks who is calling: each person connects their "
+    "own account the first time they use it. To list the catalog now, connect your own "
+    "account, then test again. If the server expects a static token instead, choose “A "
+    "static token or headers” in the settings and enter it.",
+    Connection.Auth.OAUTH_SHARED: "The server asks who is calling: connect the shared "
+    "account (an operator signs in once for everyone), then test again.",
+    Connection.Auth.CLIENT_CREDENTIALS: "The authorization server gave no usable token for "
+    "the client credentials: check the client ID, secret or key and the scopes, then get a "
+    "token on the OAuth page.",
+}
+
+
 def probe_summary(report: ProbeReport, connection: Connection) -> dict[str, Any]:
     """What the result panel shows, from the probe report and the stored catalog."""
+    if not report.ok and report.authorization_required and connection.auth in OAUTH_FAILURES:
+        return {
+            "ok": False,
+            "kind": "oauth",
+            "explanation": OAUTH_FAILURES[connection.auth],
+            "error": redact(report.error, connection),
+            "connect": connection.auth != Connection.Auth.CLIENT_CREDENTIALS,
+        }
     if not report.ok:
         kind, explanation = FAILURES.get(failure_kind(report), GENERIC_FAILURE)
         if kind == "auth" and "(403)" in report.error:
@@ -108,7 +130,11 @@ def redact(text: str, connection: Connection) -> str:
     Values shorter than 4 characters are left alone: blanking every "1" would garble the text
     and such values protect nothing.
     """
-    secrets = [connection.bearer_token, *(connection.headers or {}).values()]
+    secrets = [
+        connection.bearer_token,
+        connection.oauth_client_secret,
+        *(connection.headers or {}).values(),
+    ]
     for secret in sorted((s for s in secrets if s and len(s) >= 4), key=len, reverse=True):
         text = text.replace(secret, "[secret]")
     return text

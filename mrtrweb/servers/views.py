@@ -29,7 +29,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 from mrtrweb.http import SeeOther
 from mrtrweb.people.roles import is_operator
 
-from .catalog import ProbeReport, ensure_catalog, refresh_catalog
+from .catalog import ProbeReport, authenticator_for, ensure_catalog, refresh_catalog
 from .forms import ConnectionForm, ExposureForm
 from .models import Connection, ToolExposure
 from .probe import failure_kind, probe_summary
@@ -167,7 +167,7 @@ def _next_url(request: HttpRequest, default: str) -> str:
 @require_POST
 def connection_test(request: HttpRequest, name: str) -> HttpResponse:
     connection = get_object_or_404(Connection, name=name)
-    report = refresh_catalog(connection)
+    report = refresh_catalog(connection, authenticator_for(connection, request.user))
     logger.info(
         "operator %s tested connection %s: %s",
         request.user.get_username(),
@@ -187,11 +187,12 @@ def connection_test(request: HttpRequest, name: str) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def catalog(request: HttpRequest, name: str) -> HttpResponse:
     connection = get_object_or_404(Connection, name=name)
+    authenticator = authenticator_for(connection, request.user)
     if request.method == "POST":
-        report: ProbeReport | None = refresh_catalog(connection)
+        report: ProbeReport | None = refresh_catalog(connection, authenticator)
     else:
         # Re-listed only once the server's ttlMs has passed.
-        report = ensure_catalog(connection)
+        report = ensure_catalog(connection, authenticator)
     data = connection.catalog or {}
     context = {
         "connection": connection,
@@ -224,7 +225,7 @@ def exposure(request: HttpRequest, name: str) -> HttpResponse:
     connection = get_object_or_404(Connection, name=name)
     if request.method == "POST":
         return _save_exposure(request, connection)
-    report = ensure_catalog(connection)
+    report = ensure_catalog(connection, authenticator_for(connection, request.user))
     rows, stale = _exposure_rows(connection)
     context = {
         "connection": connection,

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import unquote_plus, urlencode, urlsplit
 
 import httpx
 from starlette.applications import Starlette
@@ -60,6 +60,8 @@ class OAuthPeer:
     cimd: bool = False
     registration: bool = True
     deny: bool = False
+    deny_error: str = "access_denied"
+    deny_description: str = "The person said no"
     scopes: tuple[str, ...] = ("files:read", "files:write")
     access_ttl: int = 3600
     resource: str | None = None  # what the resource metadata says (default: ``mcp_url``)
@@ -179,7 +181,7 @@ class OAuthPeer:
         if params.get("resource") != self.mcp_url:
             return back(error="invalid_target")
         if self.deny:
-            return back(error="access_denied", error_description="The person said no")
+            return back(error=self.deny_error, error_description=self.deny_description)
         code = _secret("code")
         self.codes[code] = Grant(
             client_id=params["client_id"],
@@ -190,17 +192,26 @@ class OAuthPeer:
         )
         return back(code=code)
 
-    async def token(self, request: Request) -> Response:
-        form = dict(await request.form())
-        self.token_requests.append(form)
+    def _authenticated(self, request: Request, form: dict[str, Any]) -> str | None:
+        """The client a token or revocation request comes from, None if it fails to prove it
+        (HTTP Basic with form-encoded parts, RFC 6749 section 2.3.1; or the form)."""
         client_id = form.get("client_id", "")
         secret = form.get("client_secret")
         header = request.headers.get("authorization", "")
         if header.startswith("Basic "):
             decoded = base64.b64decode(header[6:]).decode()
-            client_id, _, secret = decoded.partition(":")
+            raw_id, _, raw_secret = decoded.partition(":")
+            client_id, secret = unquote_plus(raw_id), unquote_plus(raw_secret)
         client = self._client(client_id)
         if client is None or (client.get("client_secret") and secret != client["client_secret"]):
+            return None
+        return client_id
+
+    async def token(self, request: Request) -> Response:
+        form = dict(await request.form())
+        self.token_requests.append(form)
+        client_id = self._authenticated(request, form)
+        if client_id is None:
             return JSONResponse({"error": "invalid_client"}, status_code=401)
         if form.get("resource") not in (None, self.mcp_url):
             return JSONResponse({"error": "invalid_target"}, status_code=400)
@@ -245,7 +256,10 @@ class OAuthPeer:
         return JSONResponse(body, headers={"Cache-Control": "no-store"})
 
     async def revoke(self, request: Request) -> Response:
-        token = dict(await request.form()).get("token", "")
+        form = dict(await request.form())
+        if self._authenticated(request, form) is None:
+            return JSONResponse({"error": "invalid_client"}, status_code=401)
+        token = form.get("token", "")
         self.revoked.append(token)
         self.access_tokens.pop(token, None)
         self.refresh_tokens.pop(token, None)

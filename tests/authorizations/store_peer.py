@@ -70,6 +70,10 @@ class Authority:
     refresh_delay: float = 0.0
     # Tool name -> the scope it needs beyond mcp:tools (for 403 insufficient_scope).
     tool_scopes: dict[str, str] = field(default_factory=dict)
+    # The token endpoint answers 503 temporarily_unavailable while this is set.
+    token_endpoint_down: bool = False
+    # Subjects whose tokens the resource refuses however fresh (an account suspended there).
+    refused_subjects: set[str] = field(default_factory=set)
     grants: dict[str, Grant] = field(default_factory=dict)
     access: dict[str, tuple[str, float, tuple[str, ...]]] = field(default_factory=dict)
     spent: set[str] = field(default_factory=set)
@@ -156,7 +160,7 @@ class Authority:
             if found is None or found[1] < time.time():
                 return None
             grant = self.grants[found[0]]
-            if grant.revoked:
+            if grant.revoked or grant.subject in self.refused_subjects:
                 return None
             return grant.subject, found[2]
 
@@ -203,6 +207,9 @@ def build_app(authority: Authority, base_url: str) -> Starlette:
 
     async def token(request: Request) -> Response:
         form = {k: v[0] for k, v in parse_qs((await request.body()).decode()).items()}
+        if authority.token_endpoint_down:
+            authority.token_requests.append(("?", "down"))
+            return JSONResponse({"error": "temporarily_unavailable"}, status_code=503)
         if form.get("grant_type") == "refresh_token":
             status, body = authority.refresh(form.get("refresh_token", ""))
             if status == 200 and authority.refresh_delay:

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
+from mrtrweb.authorizations import refresh, store
 from mrtrweb.authorizations.credentials import DatabaseAuthenticator, authenticator_for
-from mrtrweb.authorizations.models import Authorization
+from mrtrweb.authorizations.models import Authorization, ClientRegistration
 from mrtrweb.mcp import AuthorizationRequired, MCPClient
 from mrtrweb.servers.models import Connection
 from tests.authorizations.store_peer import CLIENT_ID, CLIENT_SECRET, SCOPE, Authority, OAuthPeer
@@ -209,3 +210,29 @@ def test_no_token_is_ever_logged(oauth_peer: OAuthPeer, caplog: pytest.LogCaptur
         assert "sekret" not in str(record.args)
     row = Authorization.objects.get(connection=conn, user=ada)
     assert "sekret" not in row.reason and "sekret" not in repr(authenticator_for(conn, ada))
+
+
+def test_client_credentials_use_the_operators_client_after_a_change_of_mode(
+    oauth_peer: OAuthPeer,
+) -> None:
+    # The connection was per person first: it registered a client of its own at the issuer.
+    conn = oauth_connection(oauth_peer, Connection.Auth.OAUTH_PERSON)
+    discovery = refresh.discovery_for_connection(conn)
+    ClientRegistration.objects.create(
+        connection=conn,
+        issuer=discovery.issuer,
+        client_id="dynamic-client",
+        client_secret="dyn-sekret-1",
+        token_endpoint_auth_method="client_secret_post",
+        registered_via=ClientRegistration.Via.DYNAMIC,
+    )
+    Connection.objects.filter(pk=conn.pk).update(
+        auth=Connection.Auth.CLIENT_CREDENTIALS,
+        oauth_client_id=CLIENT_ID,
+        oauth_client_secret=CLIENT_SECRET,
+    )
+    conn.refresh_from_db()
+    identity = store.client_identity(conn, discovery)
+    assert identity is not None and identity.client_id == CLIENT_ID
+    assert not call_echo(conn, authenticator_for(conn, make_user("ada"))).is_error
+    assert echo_calls(oauth_peer.authority)[-1] == "machine"

@@ -12,9 +12,15 @@ from django.urls import reverse
 
 from mrtrweb.authorizations.models import Authorization, ClientRegistration, PendingAuthorization
 from mrtrweb.servers.models import Connection
-from tests.authorizations.conftest import signed_in
+from tests.authorizations.conftest import local, signed_in
 from tests.authorizations.oauth_peer import OAuthPeer
-from tests.authorizations.test_views_connect import START, approve, connect_url, refused
+from tests.authorizations.test_views_connect import (
+    START,
+    approve,
+    connect_url,
+    go_to_server,
+    refused,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -233,3 +239,52 @@ def test_pages_in_progress_show_no_verifier_or_state(
     assert_no_secret(page, peer)
     # The refusal is said once; the page's address then leads on.
     assert browser.get("/oauth/not-connected/")["Location"] == ACCOUNTS
+
+
+def test_what_a_server_sends_is_escaped(
+    ada: Any, olga: Any, connection: Connection, peer: OAuthPeer
+) -> None:
+    hostile = '<script>alert("x")</script>'
+    peer.scopes = (hostile, "files:read")
+    approve(signed_in(ada), peer, connection)
+    for browser, page in ((signed_in(olga), panel_url(connection)), (signed_in(ada), ACCOUNTS)):
+        body = browser.get(page).content.decode()
+        assert hostile not in body
+        assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in body
+    denied = signed_in(ada)
+    peer.deny, peer.deny_error, peer.deny_description = True, "server_error", "<b>down</b>"
+    page = refused(denied, local(peer.browse(go_to_server(denied, connection))))
+    body = page.content.decode()
+    assert "<b>down</b>" not in body
+    assert "server_error: &lt;b&gt;down&lt;/b&gt;" in body
+
+
+def test_disconnecting_client_credentials_revokes_with_the_operators_client(
+    olga: Any, connection: Connection, peer: OAuthPeer
+) -> None:
+    peer.add_client("machine-1", "machine-sekret-secret", "client_secret_basic")
+    connection.auth = Connection.Auth.CLIENT_CREDENTIALS
+    connection.oauth_client_id = "machine-1"
+    connection.oauth_client_secret = "machine-sekret-secret"
+    connection.save()
+    operator = signed_in(olga)
+    operator.post(reverse("authorizations:client-token", kwargs={"name": "files"}))
+    authorization = Authorization.objects.get()
+    token = authorization.access_token
+    response = operator.post(disconnect_url(authorization), {"next": panel_url(connection)})
+    assert response["Location"] == panel_url(connection)
+    assert peer.revoked == [token]
+    assert not Authorization.objects.exists()
+
+
+def test_a_refused_revocation_still_forgets_the_tokens(
+    ada: Any, connection: Connection, peer: OAuthPeer
+) -> None:
+    browser = signed_in(ada)
+    approve(browser, peer, connection)
+    peer.clients.clear()  # the server forgot mrtrweb's client: it refuses to revoke
+    browser.post(disconnect_url(Authorization.objects.get()))
+    assert not Authorization.objects.exists()
+    assert peer.revoked == []
+    page = unescape(browser.get(ACCOUNTS).content.decode())
+    assert "(The authorization server did not confirm that it revoked them" in page

@@ -66,7 +66,7 @@ def raw_columns(authorization: Authorization) -> tuple[str, str]:
         return cursor.fetchone()
 
 
-def test_connect_page_explains_and_posts(ada: Any, connection: Connection) -> None:
+def test_connect_page_explains_and_posts(ada: Any, connection: Connection, peer: OAuthPeer) -> None:
     browser = signed_in(ada)
     page = browser.get(connect_url(connection) + "?" + urlencode({"next": START}))
     body = page.content.decode()
@@ -75,6 +75,18 @@ def test_connect_page_explains_and_posts(ada: Any, connection: Connection) -> No
     assert connection.url in body
     assert 'name="csrfmiddlewaretoken"' in body
     assert f'value="{START.replace("&", "&amp;")}"' in body
+    # Which authorization server, and what it will be asked for.
+    assert f"at <strong>{peer.issuer}</strong>" in body
+    assert "It asks for: <code>files:read</code>, <code>files:write</code>." in body
+
+
+def test_connect_page_says_when_the_server_cannot_be_connected(
+    ada: Any, connection: Connection, peer: OAuthPeer
+) -> None:
+    peer.resource = "https://elsewhere.example/mcp"
+    page = signed_in(ada).get(connect_url(connection))
+    assert page.status_code == 502
+    assert "metadata names another server" in page.content.decode()
 
 
 def test_connect_and_callback_save_the_tokens_encrypted(
@@ -342,3 +354,41 @@ def test_connect_needs_csrf(ada: Any, connection: Connection) -> None:
     browser.force_login(ada)
     assert browser.post(connect_url(connection), {"next": START}).status_code == 403
     assert not PendingAuthorization.objects.exists()
+
+
+def test_reconnecting_asks_for_the_scopes_a_server_wanted(
+    ada: Any, connection: Connection, peer: OAuthPeer
+) -> None:
+    """A step-up only the person can grant (403 insufficient_scope, marked by the engine's
+    authenticator as ``wanted_scopes``) is asked for on the next connect, with the old ones."""
+    browser = signed_in(ada)
+    approve(browser, peer, connection)
+    Authorization.objects.update(status="reconnect", wanted_scopes="files:admin")
+    approve(browser, peer, connection)
+    asked = peer.authorize_requests[-1]["scope"].split()
+    assert asked == ["files:read", "files:write", "files:admin"]
+    again = Authorization.objects.get()
+    assert again.scope_list == asked
+    assert again.wanted_scopes == ""
+
+
+def test_expired_requests_are_forgotten(ada: Any, connection: Connection, peer: OAuthPeer) -> None:
+    browser = signed_in(ada)
+    go_to_server(browser, connection)
+    PendingAuthorization.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
+    go_to_server(browser, connection)
+    assert PendingAuthorization.objects.count() == 1
+
+
+def test_signed_out_at_the_callback_gets_no_sign_in_form_holding_the_code(
+    ada: Any, connection: Connection, peer: OAuthPeer
+) -> None:
+    back = peer.browse(go_to_server(signed_in(ada), connection))
+    response = Client().get(local(back))
+    body = response.content.decode()
+    assert response.status_code == 400
+    assert "signed out while connecting" in body
+    code = parse_qs(urlsplit(back).query)["code"][0]
+    assert code not in body and "sekret" not in body
+    assert 'href="/accounts/login/?next=/calls/start/"' in body
+    assert not Authorization.objects.exists()

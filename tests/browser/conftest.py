@@ -147,6 +147,8 @@ def live_app() -> Iterator[LiveApp]:
             )
         )
         app.pick_port()
+        # Links in emails, the OAuth redirect URI and client ID are built from it.
+        app.env["MRTRWEB_BASE_URL"] = app.base_url
         _start_web(app)
         wait_until_served(app)
         yield app

@@ -91,6 +91,7 @@ def _operator_adds_tests_and_exposes(page: Page, peer: Peer) -> None:
     page.get_by_label("Name", exact=True).fill(CONNECTION)
     page.get_by_label("Title").fill(TITLE)
     page.get_by_label("URL", exact=True).fill(peer.url)
+    page.get_by_label("A static token or headers").check()
     page.get_by_label("Bearer token").fill(TOKEN)
     page.get_by_label("Custom headers").fill(f"X-Team: {HEADER_VALUE}")
     page.get_by_label("Read timeout (seconds)").fill("30")

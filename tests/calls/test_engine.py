@@ -293,9 +293,11 @@ def test_prompts_and_resources_that_ask(fastmcp_peer: Any, user: Any) -> None:
 
 
 def test_a_call_that_cannot_start_fails_with_the_reason(fault_peer: Any, user: Any) -> None:
-    call = start(make_connection(fault_peer("legacy"), name="old"), user, "echo", {"text": "x"})
+    # A server that speaks no version this client does (and not the handshake era either).
+    peer = fault_peer("unsupported-version")
+    call = start(make_connection(peer, name="future"), user, "echo", {"text": "x"})
     assert call.status == Call.Status.FAILED
-    assert "handshake-era" in call.error
+    assert "Unsupported protocol version" in call.error
 
 
 def test_rounds_are_resubmitted_with_the_credentials_the_call_started_with(

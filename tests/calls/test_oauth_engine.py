@@ -13,12 +13,13 @@ from django.core import mail
 from django.test import Client
 from django.utils import timezone
 
+from mrtrweb.authorizations.credentials import DatabaseAuthenticator
 from mrtrweb.authorizations.models import Authorization
 from mrtrweb.authorizations.signals import connected
 from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Event, Round
 from mrtrweb.servers.models import Connection
-from tests.authorizations.store_peer import OAuthPeer
+from tests.authorizations.store_peer import CLIENT_ID, CLIENT_SECRET, OAuthPeer
 from tests.authorizations.store_support import connect, oauth_connection, serve_peer
 from tests.support.factories import make_user
 
@@ -179,7 +180,9 @@ def test_a_shared_account_resumes_every_call_waiting_on_it(
         call.refresh_from_db()
         assert call.waiting_for_authorization_since is not None
     assert mail.outbox == []  # no caller can fix a shared account: operators see it
-    connect(conn, None, oauth_peer, signal=True)
+    connect(conn, None, oauth_peer)
+    # Whoever connected it (here: ada, as an operator would), every call waiting goes on.
+    connected.send(sender=Authorization, connection=conn, user=ada)
     for call in calls:
         call.refresh_from_db()
         assert call.status == Call.Status.COMPLETED, call.error
@@ -232,6 +235,7 @@ def test_the_pages_say_who_must_reconnect(oauth_peer: OAuthPeer, ada: Any, bob: 
     as_ada, as_bob = Client(), Client()
     as_ada.force_login(ada)
     as_bob.force_login(bob)
+    assert "waiting for a reconnect" in as_ada.get("/calls/").content.decode()
     for url in (call.get_absolute_url(), round.get_absolute_url()):
         mine = as_ada.get(url).content.decode()
         assert headline in mine
@@ -244,3 +248,113 @@ def test_the_pages_say_who_must_reconnect(oauth_peer: OAuthPeer, ada: Any, bob: 
             text = theirs.content.decode()
             assert headline in text
             assert "Reconnect your account" not in text
+
+
+def test_a_token_refused_even_after_renewal_asks_to_reconnect(
+    oauth_peer: OAuthPeer, ada: Any
+) -> None:
+    conn = oauth_connection(oauth_peer)
+    connect(conn, ada, oauth_peer)
+    oauth_peer.authority.refused_subjects.add("ada")
+    call = start(conn, ada, "echo")
+    call.refresh_from_db()
+    # Refused, renewed once, refused again: no loop, and only a new connection can help.
+    assert tool_calls(oauth_peer) == [None, None]
+    assert oauth_peer.authority.refreshes() == ["refresh"]
+    assert call.waiting_for_authorization_since is not None
+    assert "the server refused the token" in call.waiting_for_authorization_reason
+    assert Authorization.objects.get(user=ada).status == Authorization.Status.RECONNECT
+    oauth_peer.authority.refused_subjects.clear()
+    connect(conn, ada, oauth_peer, signal=True)
+    call.refresh_from_db()
+    assert call.status == Call.Status.COMPLETED, call.error
+
+
+def test_client_credentials_calls_need_nobody(oauth_peer: OAuthPeer, ada: Any, bob: Any) -> None:
+    conn = oauth_connection(
+        oauth_peer,
+        Connection.Auth.CLIENT_CREDENTIALS,
+        oauth_client_id=CLIENT_ID,
+        oauth_client_secret=CLIENT_SECRET,
+    )
+    call = start(conn, ada)
+    answer(call.rounds.get(), bob)
+    call.refresh_from_db()
+    assert call.status == Call.Status.COMPLETED, call.error
+    assert tool_calls(oauth_peer) == ["machine", "machine"]
+    assert oauth_peer.authority.refreshes() == ["client_credentials"]
+
+
+def test_refused_client_credentials_fail_instead_of_waiting(
+    oauth_peer: OAuthPeer, ada: Any
+) -> None:
+    conn = oauth_connection(
+        oauth_peer,
+        Connection.Auth.CLIENT_CREDENTIALS,
+        oauth_client_id=CLIENT_ID,
+        oauth_client_secret="cs-sekret-wrong",
+    )
+    call = start(conn, ada, "echo")
+    assert call.status == Call.Status.FAILED
+    assert "invalid_client" in call.error and "sekret" not in call.error
+    assert call.waiting_for_authorization_since is None
+    assert mail.outbox == []
+
+
+def test_a_reconnect_during_the_refusal_is_not_missed(
+    oauth_peer: OAuthPeer, ada: Any, bob: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The account is connected again (and ``connected`` sent, finding nothing waiting) after
+    the server refused the request but before the wait was recorded: the round still goes."""
+    conn = oauth_connection(oauth_peer)
+    connect(conn, ada, oauth_peer)
+    call = start(conn, ada)
+    oauth_peer.authority.revoke("ada")
+    oauth_peer.authority.expire_access_tokens()
+    refused = DatabaseAuthenticator.refused
+
+    def refused_then_reconnected(self: DatabaseAuthenticator, exc: Any) -> str:
+        reason = refused(self, exc)
+        connect(conn, ada, oauth_peer, signal=True)
+        return reason
+
+    monkeypatch.setattr(DatabaseAuthenticator, "refused", refused_then_reconnected)
+    round = answer(call.rounds.get(), bob)
+    round.refresh_from_db()
+    call.refresh_from_db()
+    assert round.status == Round.Status.DELIVERED
+    assert call.status == Call.Status.COMPLETED, call.error
+    assert call.waiting_for_authorization_since is None
+    assert tool_calls(oauth_peer) == ["ada", None, "ada"]
+
+
+def test_an_unreachable_token_endpoint_is_a_delivery_to_retry_not_a_reconnect(
+    oauth_peer: OAuthPeer, ada: Any, bob: Any, settings: Any
+) -> None:
+    # Retries wait in the database queue for their time (not run at once, inline).
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    conn = oauth_connection(oauth_peer)
+    connect(conn, ada, oauth_peer)
+    call = start(conn, ada)
+    oauth_peer.authority.expire_access_tokens()
+    oauth_peer.authority.token_endpoint_down = True
+    round = answer(call.rounds.get(), bob)
+    engine.resubmit(round.pk)  # what the queued task does
+    round.refresh_from_db()
+    call.refresh_from_db()
+    # Nothing the person can do: the answers wait for an automatic retry.
+    assert round.status == Round.Status.SUBMITTED
+    assert round.next_attempt_at is not None and round.attempts == 1
+    assert "could not be renewed" in round.delivery_error
+    assert call.waiting_for_authorization_since is None
+    assert Authorization.objects.get(user=ada).status == Authorization.Status.ACTIVE
+    assert oauth_peer.authority.refreshes() == ["down"]
+    assert not [m for m in mail.outbox if "Reconnect" in m.subject]
+    # Back up: the retry refreshes and delivers.
+    oauth_peer.authority.token_endpoint_down = False
+    engine.resubmit(round.pk)
+    round.refresh_from_db()
+    call.refresh_from_db()
+    assert round.status == Round.Status.DELIVERED
+    assert call.status == Call.Status.COMPLETED, call.error
+    assert tool_calls(oauth_peer) == ["ada", None, None, "ada"]

@@ -281,18 +281,14 @@ def test_test_with_a_bearer_token_never_prints_it(fault_peer: Any) -> None:
     assert TOKEN not in str(caught.value)
 
 
-def test_test_against_a_legacy_server_explains_and_exits_1(
+def test_test_against_a_legacy_server_probes_it_with_the_handshake(
     fault_peer: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     peer = fault_peer("legacy")
     run("add", "--name", "old", "--url", peer.url)
     code, out, err = run_cli(capsys, "test", "old")
-    assert code == 1
-    assert out == ""
-    assert "Connection 'old' failed: LegacyServer:" in err
-    assert "is a handshake-era MCP server" in err
-    assert "negotiated MCP 2025-11-25" in err
-    assert "Upgrade the server to 2026-07-28" in err
+    assert code == 0, err
+    assert "2025-11-25 (era: legacy)" in out
     assert Connection.objects.get(name="old").era == "legacy"
 
 

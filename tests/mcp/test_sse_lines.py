@@ -89,3 +89,17 @@ async def test_data_is_utf_8_whatever_the_content_type_says() -> None:
         200, headers={"content-type": "text/event-stream; charset=latin-1"}, content=stream()
     )
     assert [data async for data in sse_data(latin, 1000)] == ["é"]
+
+
+async def test_a_priming_event_is_no_message_but_its_id_and_retry_are_kept() -> None:
+    from mrtrweb.mcp.body import sse_events
+
+    chunks = [b"id: event-1\nretry: 500\ndata: \n\n", b'event: message\ndata: {"a": 1}\n\n']
+    seen = [e async for e in sse_events(response(chunks), 10_000)]
+    # (Past the last event, only empty non-messages: the reader's end-of-stream line.)
+    assert not any(e.is_message for e in seen[2:])
+    assert [(e.data, e.last_event_id, e.retry, e.is_message) for e in seen[:2]] == [
+        ("", "event-1", 500, False),
+        ('{"a": 1}', "event-1", None, True),
+    ]
+    assert await events(chunks) == ['{"a": 1}']

@@ -131,6 +131,22 @@ async def test_client_credentials_with_a_secret(
     assert request["client_auth"] == "client_secret_basic"
 
 
+async def test_basic_credentials_are_form_encoded_first(
+    oauth_peer: Callable[..., OAuthPeer], http: httpx.AsyncClient
+) -> None:
+    # RFC 6749 2.3.1: an id or secret holding ":" or "%" survives HTTP Basic only encoded.
+    peer = oauth_peer(auth_methods=["client_secret_basic"])
+    peer.clients["org:machine"] = {"secret": "p%a:s-sekret", "method": "client_secret_basic"}
+    discovery = await discover(http, peer.url)
+    identity = ClientIdentity(
+        discovery.issuer, "org:machine", "p%a:s-sekret", "client_secret_basic", "client-credentials"
+    )
+    tokens = await client_credentials(http, discovery, identity)
+    assert tokens.access_token
+    (request,) = peer.requests_to("/token")
+    assert request["client_auth"] == "client_secret_basic"
+
+
 async def test_client_credentials_with_a_signed_assertion(
     oauth_peer: Callable[..., OAuthPeer], http: httpx.AsyncClient
 ) -> None:

@@ -412,9 +412,13 @@ def test_the_list_shows_each_connection(web: Client, fastmcp_peer: Peer) -> None
     text = text_of(web.get(url("list")))
     tools = len(conn.catalog["tools"])
     fetched = conn.catalog_fetched_at.strftime("%-d %b %Y")
-    row = rf"peer Peer one {re.escape(fastmcp_peer.url)} yes 2026-07-28 {tools} \(1 exposed\)"
+    row = (
+        rf"peer Peer one {re.escape(fastmcp_peer.url)} yes OAuth, per person 2026-07-28 "
+        rf"{tools} \(1 exposed\)"
+    )
     assert re.search(rf"{row} {fetched}", text), text
-    assert re.search(r"quiet http://127\.0\.0\.1:1/mcp no unknown - never Enable", text), text
+    quiet = r"quiet http://127\.0\.0\.1:1/mcp no OAuth, per person unknown - never Enable"
+    assert re.search(quiet, text), text
 
 
 def test_disable_and_enable(web: Client, end_user: Any) -> None:
@@ -495,21 +499,30 @@ def test_instructions_and_descriptions_are_escaped(web: Client, html_peer: Peer)
         assert TOOL_DESCRIPTION in text_of(page)
 
 
-def test_a_legacy_server_gets_the_handshake_era_message(web: Client, fault_peer: Any) -> None:
+def test_a_legacy_server_is_probed_with_the_handshake(web: Client, fault_peer: Any) -> None:
     conn = make(fault_peer("legacy"))
     response = web.post(url("test", conn))
     text = text_of(response)
-    assert "A handshake-era server" in text
-    assert "mrtrweb speaks 2026-07-28 only" in text
-    assert "LegacyServer:" in text and "Upgrade the server to 2026-07-28" in text
+    # Not an error: the era is said, and the catalog listed in a session.
+    assert "The connection works" in text
+    assert "2025-11-25 (handshake era" in text
+    assert "LegacyServer" not in text
     conn.refresh_from_db()
     assert conn.era == "legacy"
-    assert "handshake era" in text_of(web.get(url("list")))
+    assert conn.catalog["tools"]
+    assert "2025-11-25 (handshake era)" in text_of(web.get(url("list")))
 
 
 def test_authentication_without_and_with_the_token(web: Client, fault_peer: Any) -> None:
     peer = fault_peer("auth")
     conn = make(peer)
+    # OAuth per person (the default) reads a 401 as "connect your account", and says what
+    # else it may mean.
+    text = text_of(web.post(url("test", conn)))
+    assert "An account is needed" in text
+    assert "If the server expects a static token instead" in text
+
+    Connection.objects.filter(pk=conn.pk).update(auth="header")
     text = text_of(web.post(url("test", conn)))
     assert "Authentication failed" in text
     assert "The server rejected the credentials (401)" in text

@@ -168,3 +168,11 @@ def test_the_edit_page_links_the_oauth_page(web: Client) -> None:
     conn = Connection.objects.create(name="peer", url="http://127.0.0.1:1/mcp")
     body = web.get(url("edit", conn)).content.decode()
     assert 'href="/oauth/connections/peer/"' in body
+
+
+def test_the_list_says_how_each_connection_authenticates(web: Client) -> None:
+    Connection.objects.create(name="open", url="http://127.0.0.1:1/mcp", auth="none")
+    Connection.objects.create(name="people", url="http://127.0.0.1:1/mcp", auth="oauth-person")
+    body = web.get(url("list")).content.decode()
+    assert "<td>none</td>" in body
+    assert '<a href="/oauth/connections/people/">OAuth, per person</a>' in body

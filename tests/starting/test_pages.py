@@ -130,17 +130,19 @@ def test_prompts_and_resources_are_started_from_the_page(pages: Pages, peer_conn
     assert "static resource 2" in visible_text(pages.get(response["Location"]))
 
 
-def test_a_legacy_server_is_reported_precisely(pages: Pages, fault_peer: Any):
+def test_a_legacy_server_says_its_era_and_lists_its_catalog(pages: Pages, fault_peer: Any):
     legacy = fault_peer("legacy")
     conn = Connection.objects.create(name="old", url=legacy.url)
     page = pages.get(start_url(conn))
     body = visible_text(page)
     assert page.status_code == 200
-    assert "could not be probed" in body
-    assert "LegacyServer" in body
-    assert "handshake-era" in body
+    assert "could not be probed" not in body
+    assert "speaks MCP 2025-11-25, the older handshake era" in body
+    conn.refresh_from_db()
+    assert conn.catalog["tools"]
+    assert conn.catalog["tools"][0]["name"] in body
     refreshed = pages.post(start_url(conn), {"refresh": "1"})
-    assert "LegacyServer" in visible_text(refreshed)
+    assert "could not be probed" not in visible_text(refreshed)
 
 
 def test_the_home_page_links_to_starting_a_call(web: Client):

@@ -22,11 +22,11 @@ This module is the front door: callers write ``from mrtrweb.calls import engine`
 - ``outcomes``: how each outcome of a request settles its call or round;
 - ``expiry``, ``watchdogs``, ``sweep``: state lifetimes, dead senders, the safety net;
 - ``parking``: :func:`park`, a round a person must answer;
+- ``resuming``: :func:`resume_authorized`, what waited for an account queued once it is
+  connected;
 - ``exchange``: one request sent and its outcome settled (the engine's edge);
 - ``starting``: :func:`create_call`, :func:`start_call`, :func:`send_call`, :func:`restart`;
 - ``resubmitting``: :func:`resubmit`, a round's answers sent back, once;
-- ``resuming``: :func:`resume_authorized`, what waited for an account sent once it is
-  connected;
 - ``answering``: :func:`answer`, a person's answers stored once;
 - ``actions``: claim, release, reassign, cancel, retry, resend, abandon.
 

@@ -24,7 +24,9 @@ from django.utils import timezone
 from mrtrweb.authorizations.credentials import DatabaseAuthenticator, authenticator_for
 from mrtrweb.mcp import (
     AuthorizationRequired,
+    ConnectionSettings,
     InvalidRequestState,
+    LegacyServer,
     MCPClient,
     MCPError,
     NotDelivered,
@@ -34,8 +36,10 @@ from mrtrweb.mcp import (
     UnsupportedInputRequest,
 )
 from mrtrweb.mcp.rounds import state_only_backoff
+from mrtrweb.servers.models import Connection
 
 from ..models import Call, Round, state_sha256
+from .handshake_calls import HandshakeQuestionsNotSupported, send_handshake
 from .outcomes import (
     complete,
     delivered,
@@ -48,6 +52,7 @@ from .outcomes import (
 )
 from .parking import park
 from .progress import on_progress
+from .resuming import resume_authorized
 from .trail import dump, record
 from .transitions import set_call, this_attempt
 from .watchdogs import watch_call
@@ -85,6 +90,24 @@ async def _send(
     settings = call.connection.client_settings(call.credentials)
     if authenticator is not None:
         settings = dataclasses.replace(settings, authenticator=authenticator)
+    if round is None and call.connection.era == Connection.Era.LEGACY:
+        return await send_handshake(call, settings, progress)
+    try:
+        return await _send_modern(call, settings, responses, state, progress)
+    except LegacyServer:
+        # Refused as a 2026-07-28 request, so nothing ran: speak the handshake era instead.
+        if round is not None:
+            raise
+        return await send_handshake(call, settings, progress)
+
+
+async def _send_modern(
+    call: Call,
+    settings: ConnectionSettings,
+    responses: Mapping[str, Any] | None,
+    state: str | None,
+    progress: Any,
+) -> Any:
     async with MCPClient(settings) as client:
         if call.method == Call.Method.TOOL:
             tool = mcp_types.Tool.model_validate(call.tool) if call.tool else None
@@ -137,7 +160,9 @@ def _exchange(call: Call, *, round: Round | None, responses: Any, state: str | N
     connection = call.connection
     # Every request of the call goes with the caller's account (or the connection's), never
     # with that of whoever answered a round: servers bind a round's state to the caller.
-    authenticator = authenticator_for(connection, call.started_by)
+    authenticator = (
+        authenticator_for(connection, call.started_by) if connection.uses_oauth else None
+    )
     waits = state_only_backoff()
     while True:
         _release_pooled_connection()
@@ -148,13 +173,20 @@ def _exchange(call: Call, *, round: Round | None, responses: Any, state: str | N
             # the request waits for them, answers kept; otherwise (a static header refused,
             # client credentials refused) it is refused as before.
             reason = authenticator.refused(exc) if authenticator is not None else ""
-            if reason:
+            if authenticator is not None and reason:
                 wait_for_authorization(call, round, reason, exc)
+                if authenticator.connected_now():
+                    # Connected again while this request was refused: the signal came before
+                    # the wait was recorded, so it is resumed here (once: the claim decides).
+                    resume_authorized(connection, authenticator.user)
             else:
                 delivery_failed(call, round, exc)
             return
         except InvalidRequestState as exc:
             state_rejected(call, round, exc)
+            return
+        except HandshakeQuestionsNotSupported as exc:
+            fail_call(call, str(exc), reason="handshake-era question", asked=exc.asked)
             return
         except UnsupportedInputRequest as exc:
             if round is None or delivered(round):

@@ -51,7 +51,9 @@ def resubmit(round_id: int, *, unclaimed_only: bool = False) -> None:
             next_attempt_at=None,
         ):
             return
-        round = Round.objects.select_related("call__connection").get(pk=round_id)
+        round = Round.objects.select_related("call__connection", "call__started_by").get(
+            pk=round_id
+        )
         # Committed with the claim: if this process dies while sending, the watchdog finds
         # the round still delivering and flags it (it never resends blindly).
         watch_delivery(round, now + stuck_after(round.call.connection))

@@ -25,12 +25,13 @@ __all__ = ["resume_authorized"]
 
 
 def resume_authorized(connection: Connection, user: Any | None) -> int:
-    """Queue the waiting requests of ``user``'s calls on ``connection`` (every call's when
-    ``user`` is None: the connection's own account). How many were queued."""
+    """Queue the waiting requests of ``user``'s calls on ``connection`` (every call's when the
+    account is the connection's own: shared, client credentials). How many were queued."""
     waiting = Call.objects.filter(
         connection=connection, waiting_for_authorization_since__isnull=False
     )
-    if user is not None:
+    # A person's own account serves only their calls; the connection's serves every one.
+    if user is not None and connection.auth == Connection.Auth.OAUTH_PERSON:
         waiting = waiting.filter(started_by=user)
     resumed = 0
     for call_id in waiting.values_list("pk", flat=True):

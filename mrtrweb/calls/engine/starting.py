@@ -117,7 +117,7 @@ def send_call(call_id: int) -> None:
         sent_at=timezone.now(),
     ):
         return
-    call = Call.objects.select_related("connection").get(pk=call_id)
+    call = Call.objects.select_related("connection", "started_by").get(pk=call_id)
     with io_loop.attached():
         run(call, round=None, responses=None, state=None)
 

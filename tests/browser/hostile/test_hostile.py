@@ -192,6 +192,7 @@ class Visit:
         self.goto(operator, "/operators/new/", "the new connection form")
         page.fill('input[name="name"]', f"{self.conn}-again"[:64])
         page.fill('input[name="url"]', f"{self.peer.base_url}/a/{self.attack.slug}/mcp")
+        page.check('input[name="auth"][value="header"]')
         page.fill('input[name="bearer_token"]', TOKEN_SECRET)
         self.click(operator, 'form:has(input[name="url"]) button[type="submit"]', "the new one")
         page.get_by_role("button", name="Test connection").click()

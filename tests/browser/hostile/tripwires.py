@@ -50,9 +50,10 @@ _INSPECT_JS = """
   for (const el of document.querySelectorAll(framing)) {
     out.frames.push(el.outerHTML.slice(0, 160));
   }
-  // The console's own bearer-token field is the one password field a page may have.
+  // The console's own secret fields (bearer token, OAuth client secret) are the only
+  // password fields a page may have.
   for (const el of document.querySelectorAll('input[type="password" i]')) {
-    if (el.name !== 'bearer_token') out.passwords.push(el.name);
+    if (!['bearer_token', 'oauth_client_secret'].includes(el.name)) out.passwords.push(el.name);
   }
   for (const f of document.querySelectorAll('form[action]')) {
     const action = new URL(f.getAttribute('action'), location.href);

@@ -38,6 +38,8 @@ from mrtrweb.mcp import (
 from mrtrweb.oauth import ClientIdentity
 from mrtrweb.oauth.headless import HeadlessAuthenticator
 
+from ._handshake_conformance import Values, is_handshake_version, run_handshake_scenario
+
 SCENARIO_ENV = "MCP_CONFORMANCE_SCENARIO"
 CONTEXT_ENV = "MCP_CONFORMANCE_CONTEXT"
 VERSION_ENV = "MCP_CONFORMANCE_PROTOCOL_VERSION"
@@ -132,6 +134,13 @@ SCENARIOS: dict[str, tuple[Step, ...]] = {
         ListTools(),
         EchoSchema("json_schema_2020_12_tool", via="json_schema_echo", argument="schema"),
     ),
+    # Handshake-era scenarios (spec 2025-11-25): run by _handshake_conformance.
+    "initialize": (ListTools(),),
+    "elicitation-sep1034-client-defaults": (
+        ListTools(),
+        CallTool("test_client_elicitation_defaults", {}),
+    ),
+    "sse-retry": (ListTools(), CallTool("test_reconnection", {})),
 }
 GENERIC: tuple[Step, ...] = (ListTools(), CallFirstTool())
 
@@ -433,6 +442,20 @@ class Runner:
         return await drive_rounds(send, answer)
 
 
+def handshake_step(step: Step) -> tuple[Any, ...]:
+    """A step as the handshake-era flow (_handshake_conformance) takes it."""
+    match step:
+        case ListTools():
+            return ("list",)
+        case CallTool(name, arguments, _):
+            return ("call", name, arguments)
+        case CallFirstTool():
+            return ("call_first",)
+        case CallEachTool():
+            return ("call_each",)
+    return (str(step),)
+
+
 def authenticator_for(
     http: httpx.AsyncClient, url: str, scenario: str, raw_context: str | None
 ) -> HeadlessAuthenticator:
@@ -469,6 +492,15 @@ async def run_scenario(
 ) -> list[str]:
     """Run the scenario's steps against ``url``; return the errors (empty on success)."""
     version = os.environ.get(VERSION_ENV)
+    if is_handshake_version(version):
+        assert version is not None
+        return await run_handshake_scenario(
+            url,
+            [handshake_step(step) for step in steps_for(scenario)],
+            log,
+            version=version,
+            values=Values(form_content, tool_arguments, CAPABILITIES),
+        )
     async with httpx.AsyncClient(timeout=httpx.Timeout(20.0, connect=5.0)) as oauth_http:
         authenticator = None
         if scenario and scenario.startswith("auth/"):
