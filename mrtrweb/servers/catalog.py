@@ -14,6 +14,7 @@ from mrtrweb.mcp import Authenticator, AuthorizationRequired, LegacyServer, MCPC
 
 from .handshake_catalog import probe_handshake
 from .models import Connection
+from .redaction import redact
 
 # Where the OAuth credentials of a listing come from: ``(connection, user)`` -> an
 # authenticator, or None. ``mrtrweb.authorizations`` provides it when it is ready (servers sits
@@ -146,8 +147,6 @@ def refresh_catalog(
 
 def _failure_text(error: str, connection: Connection) -> str:
     """What the operators' pages say of a failed test: the error, its secrets blanked, short."""
-    from .probe import redact  # probe builds on this module's ProbeReport
-
     limit = Connection._meta.get_field("test_failure").max_length or 500
     text = " ".join(redact(error, connection).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -39,12 +39,12 @@ def test_sign_in_reset_and_error_pages(page: Any) -> None:
     page.goto("/accounts/login/")
     expect(page.get_by_role("heading", name="Sign in", level=1)).to_be_visible()
     assert_accessible(page)
-    shoot(page, "sign-in")
     page.get_by_label("Username").fill(PERSON[0])
     page.get_by_label("Password").fill("not the password")
     page.get_by_role("button", name="Sign in", exact=True).click()
     expect(page.get_by_role("alert")).to_contain_text("do not match an account here")
     assert_accessible(page)
+    shoot(page, "sign-in-wrong-password")
 
     page.get_by_role("link", name="Forgot your password?").click()
     expect(page.get_by_role("heading", name="Reset your password")).to_be_visible()
