@@ -162,3 +162,39 @@ def test_without_javascript_the_token_is_text_to_select(
     expect(page.locator("#token-text")).to_have_text(re.compile(r"^mrtr_"))
     # Hidden: it needs the script.
     expect(page.get_by_role("button", name="Copy", exact=True)).to_have_count(0)
+
+
+def test_people_and_groups_pages(browser: Any, live_app: LiveApp) -> None:
+    page = _new_page(browser, live_app)
+    try:
+        sign_in(page, *ADMIN, next_path="/dashboard/people/")
+        page.goto("/dashboard/people/")
+        page.get_by_role("link", name="Invite someone").click()
+        page.get_by_label("Username").fill("invited-in-browser")
+        page.get_by_label("Email").fill("invited@example.org")
+        page.get_by_role("checkbox", name=re.compile(r"Operators")).check()
+        assert_accessible(page)
+        shoot(page, "admin-invite")
+        page.get_by_role("button", name="Invite").click()
+        expect(page.get_by_role("heading", name="invited-in-browser")).to_be_visible()
+        expect(page.locator(".messages")).to_contain_text("is invited")
+        expect(page.get_by_text("Invited: no password chosen yet")).to_be_visible()
+        assert_accessible(page)
+
+        page.get_by_role("navigation", name="Dashboard").get_by_role("link", name="Groups").click()
+        page.get_by_label("Name of the new group").fill("Browser testers")
+        page.get_by_role("button", name="Make the group").click()
+        page.get_by_label("Add a member (username)").fill("invited-in-browser")
+        page.get_by_role("button", name="Add", exact=True).click()
+        expect(page.get_by_role("row", name=re.compile("invited-in-browser"))).to_be_visible()
+        assert_accessible(page)
+        shoot(page, "admin-group")
+
+        page.get_by_role("navigation", name="Dashboard").get_by_role("link", name="People").click()
+        expect(page.get_by_role("row", name=re.compile("invited-in-browser"))).to_contain_text(
+            "Browser testers"
+        )
+        assert_accessible(page)
+        shoot(page, "admin-people")
+    finally:
+        _close(page)
