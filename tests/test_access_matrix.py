@@ -309,7 +309,7 @@ def test_pages_gated_by_role(world: World, namespace: str, name: str, method: st
     url = gated_url(world, namespace, pattern)
     round_pk = world.round("group").pk
     # What an action form would post, so a refusal is a refusal of something real.
-    data = {"one": f"cancel:{round_pk}", "action": "cancel", "rounds": [round_pk]}
+    data = {"one": f"cancel:{round_pk}", "action": "cancel", "rounds": [round_pk], "confirmed": "1"}
     holder = GATED[namespace]
 
     def check(role: str) -> str:

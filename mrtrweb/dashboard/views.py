@@ -69,6 +69,24 @@ DONE = {
     "abandon": "abandoned",
 }
 FLAGGED_ONLY = {"resend", "abandon"}
+# Actions that cannot be undone ask first: the same form again, as a page that names the rounds,
+# with the choice posted once more and ``confirmed`` (no JavaScript needed; with htmx it swaps
+# in place of the list). Releasing a claim and resending an answer are safe to repeat.
+CONFIRM = {
+    "reassign": "Reassign",
+    "cancel": "Cancel",
+    "expire": "Expire",
+    "abandon": "Abandon",
+}
+CONFIRM_WHY = {
+    "reassign": "The people they wait for now stop seeing them, and whatever they typed "
+    "without submitting is lost.",
+    "cancel": "The server is told each question was cancelled; the call goes on without an "
+    "answer, or ends. This cannot be undone.",
+    "expire": "Nobody can answer them any more. This cannot be undone.",
+    "abandon": "Whether the server took their answers is unknown; abandoning gives up on them "
+    "without sending again. This cannot be undone.",
+}
 
 
 def admin_only(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
@@ -238,6 +256,8 @@ def bulk(request: HttpRequest) -> HttpResponse:
             target = _reassign_target(post)
         if isinstance(target, str):
             messages.error(request, target)
+        elif action in CONFIRM and post.get("confirmed") != "1":
+            return _confirm(request, action, ids, target)
         else:
             found = Round.objects.select_related("call__connection").in_bulk(ids)
             outcomes: Counter[str] = Counter()
@@ -252,6 +272,43 @@ def bulk(request: HttpRequest) -> HttpResponse:
         return _vary(render(request, "dashboard/_round_results.html", _rounds_context(query)))
     list_url = reverse("dashboard:rounds")
     return SeeOther(f"{list_url}?{query.urlencode()}" if query else list_url)
+
+
+def _confirm(
+    request: HttpRequest, action: str, ids: list[int], target: dict[str, Any]
+) -> HttpResponse:
+    """The confirmation step of ``action`` on the rounds ``ids``: what happens, to which."""
+    rounds = list(
+        Round.objects.filter(pk__in=ids)
+        .select_related("call__connection", "assigned_user", "assigned_group", "claimed_by")
+        .defer("request_state", "answers")
+        .order_by("pk")
+    )
+    post = request.POST
+    context = {
+        "action": action,
+        "verb": CONFIRM[action],
+        "why": CONFIRM_WHY[action],
+        "rounds": rounds,
+        "missing": len(ids) - len(rounds),
+        "target": target,
+        # Posted again as they came, so the confirmed post is the same request.
+        "one": post.get("one", ""),
+        "ids": [round.pk for round in rounds],
+        "assign_user": post.get("assign_user", ""),
+        "assign_group": post.get("assign_group", ""),
+        "next": post.get("next", ""),
+        "back": _back_to_list(post),
+    }
+    if _partial(request):
+        return _vary(render(request, "dashboard/_confirm.html", context))
+    return _vary(render(request, "dashboard/confirm.html", context))
+
+
+def _back_to_list(post: QueryDict) -> str:
+    query = _list_query(post)
+    list_url = reverse("dashboard:rounds")
+    return f"{list_url}?{query.urlencode()}" if query else list_url
 
 
 # -- calls -----------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from mrtrweb.mcp import Authenticator, AuthorizationRequired, LegacyServer, MCPC
 
 from .handshake_catalog import probe_handshake
 from .models import Connection
+from .redaction import redact
 
 # Where the OAuth credentials of a listing come from: ``(connection, user)`` -> an
 # authenticator, or None. ``mrtrweb.authorizations`` provides it when it is ready (servers sits
@@ -100,20 +101,41 @@ def refresh_catalog(
         era, catalog, ttl_ms = async_to_sync(_probe)(connection, authenticator)
     except MCPError as exc:
         era = "legacy" if isinstance(exc, LegacyServer) else connection.era
-        Connection.objects.filter(pk=connection.pk).update(era=era)
+        error = f"{type(exc).__name__}: {exc}"
+        needs_account = isinstance(exc, AuthorizationRequired)
+        # A server that asks for an account answered: the test passed, and each person
+        # connects their own. Anything else is a failure end users must not meet.
+        failure = "" if needs_account else _failure_text(error, connection)
+        tested_at = timezone.now()
+        Connection.objects.filter(pk=connection.pk).update(
+            era=era, tested_at=tested_at, test_failure=failure
+        )
         connection.era = era
+        connection.tested_at = tested_at
+        connection.test_failure = failure
         return ProbeReport(
             ok=False,
             era=era,
-            error=f"{type(exc).__name__}: {exc}",
-            authorization_required=isinstance(exc, AuthorizationRequired),
+            error=error,
+            authorization_required=needs_account,
         )
     now = timezone.now()
     connection.era = era
     connection.catalog = catalog
     connection.catalog_fetched_at = now
     connection.catalog_expires_at = now + timedelta(milliseconds=ttl_ms)
-    connection.save(update_fields=["era", "catalog", "catalog_fetched_at", "catalog_expires_at"])
+    connection.tested_at = now
+    connection.test_failure = ""
+    connection.save(
+        update_fields=[
+            "era",
+            "catalog",
+            "catalog_fetched_at",
+            "catalog_expires_at",
+            "tested_at",
+            "test_failure",
+        ]
+    )
     return ProbeReport(
         ok=True,
         era=era,
@@ -121,6 +143,13 @@ def refresh_catalog(
         counts={k: len(catalog[k]) for k in ("tools", "prompts", "resources")},
         dropped_tools=[tuple(d) for d in catalog["dropped_tools"]],
     )
+
+
+def _failure_text(error: str, connection: Connection) -> str:
+    """What the operators' pages say of a failed test: the error, its secrets blanked, short."""
+    limit = Connection._meta.get_field("test_failure").max_length or 500
+    text = " ".join(redact(error, connection).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def ensure_catalog(

@@ -3,7 +3,9 @@
 Operators and admins may start every tool a connection offers; everyone else only the tools
 an operator marked "end users may start it" (:class:`~mrtrweb.servers.models.ToolExposure`).
 Prompts and resources are not exposable: only people who see the whole catalog use them.
-A disabled connection starts nothing, for anyone.
+A disabled connection starts nothing, for anyone. The start pages offer end users only
+connections whose last test passed (:func:`offered_connections`): one never tested, or whose
+server failed its last test, would only greet them with a connection error.
 """
 
 from __future__ import annotations
@@ -17,7 +19,13 @@ from mrtrweb.people.roles import is_admin, is_operator
 
 from .models import Connection, ToolExposure
 
-__all__ = ["may_start", "sees_whole_catalog", "startable_connections", "startable_tools"]
+__all__ = [
+    "may_start",
+    "offered_connections",
+    "sees_whole_catalog",
+    "startable_connections",
+    "startable_tools",
+]
 
 
 def sees_whole_catalog(user: Any) -> bool:
@@ -69,3 +77,13 @@ def startable_connections(user: Any) -> QuerySet[Connection]:
         return connections
     exposed = ToolExposure.objects.filter(connection=OuterRef("pk"), exposed=True)
     return connections.filter(Exists(exposed))
+
+
+def offered_connections(user: Any) -> QuerySet[Connection]:
+    """The connections the start pages offer ``user``: :func:`startable_connections`, and for
+    end users only those whose last test passed (an operator tests a new or failing one
+    first). Operators and admins see them all, with ``Connection.not_offered_reason``."""
+    connections = startable_connections(user)
+    if sees_whole_catalog(user):
+        return connections
+    return connections.filter(tested_at__isnull=False, test_failure="")

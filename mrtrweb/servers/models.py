@@ -116,6 +116,12 @@ class Connection(RoutingTarget):
     catalog_fetched_at = models.DateTimeField(null=True, blank=True)
     catalog_expires_at = models.DateTimeField(null=True, blank=True)
 
+    # The last test (any listing of the catalog: an operator's test, or a refresh): when, and
+    # what failed ("" when it passed). End users are offered only a connection whose last test
+    # passed (servers/exposure.py: offered_connections); operators see the rest with the reason.
+    tested_at = models.DateTimeField(null=True, blank=True)
+    test_failure = models.CharField(max_length=500, blank=True, default="")
+
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -170,6 +176,22 @@ class Connection(RoutingTarget):
             answer_deadline=self.answer_deadline,
             answer_deadline_max=max(self.answer_deadline_max, self.answer_deadline),
         )
+
+    @property
+    def passed_its_test(self) -> bool:
+        return self.tested_at is not None and not self.test_failure
+
+    @property
+    def not_offered_reason(self) -> str:
+        """Why end users are not offered this connection ("" when they are, as far as its
+        tests go: they still need an exposed tool)."""
+        if not self.enabled:
+            return "It is switched off."
+        if self.tested_at is None:
+            return "It was never tested. Test it in the console."
+        if self.test_failure:
+            return f"Its last test failed: {self.test_failure}"
+        return ""
 
     # -- the catalog ----------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from .catalog import ProbeReport
 from .models import Connection
+from .redaction import redact
 
 
 def failure_kind(report: ProbeReport) -> str:
@@ -127,19 +128,3 @@ def probe_summary(report: ProbeReport, connection: Connection) -> dict[str, Any]
         "templates": len(connection.catalog.get("resource_templates") or []),
         "dropped_tools": report.dropped_tools,
     }
-
-
-def redact(text: str, connection: Connection) -> str:
-    """``text`` with the connection's secrets blanked out, in case a server echoes them back.
-
-    Values shorter than 4 characters are left alone: blanking every "1" would garble the text
-    and such values protect nothing.
-    """
-    secrets = [
-        connection.bearer_token,
-        connection.oauth_client_secret,
-        *(connection.headers or {}).values(),
-    ]
-    for secret in sorted((s for s in secrets if s and len(s) >= 4), key=len, reverse=True):
-        text = text.replace(secret, "[secret]")
-    return text

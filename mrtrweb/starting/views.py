@@ -27,8 +27,8 @@ from mrtrweb.http import SeeOther
 from mrtrweb.servers.catalog import ProbeReport, ensure_catalog, refresh_catalog
 from mrtrweb.servers.exposure import (
     may_start,
+    offered_connections,
     sees_whole_catalog,
-    startable_connections,
     startable_tools,
 )
 from mrtrweb.servers.models import Connection
@@ -43,14 +43,18 @@ SELECTION_KINDS = ("tool", "prompt", "resource", "template")
 @login_required
 @require_safe
 def start(request: HttpRequest) -> HttpResponse:
-    connections = startable_connections(request.user)
-    return render(request, "starting/connections.html", {"connections": connections})
+    connections = offered_connections(request.user)
+    return render(
+        request,
+        "starting/connections.html",
+        {"connections": connections, "sees_reasons": sees_whole_catalog(request.user)},
+    )
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def start_on(request: HttpRequest, connection: str) -> HttpResponse:
-    conn = get_object_or_404(startable_connections(request.user), name=connection)
+    conn = get_object_or_404(offered_connections(request.user), name=connection)
     # Listed with this person's account where the connection uses OAuth per person (the
     # catalog is kept for everyone, as any listing).
     authenticator = authenticator_for(conn, request.user)

@@ -34,7 +34,7 @@ def test_a_token_is_shown_once_then_listed_by_prefix_and_revoked() -> None:
     assert "API tokens" in client.get("/").content.decode()  # linked from the header
     made = client.post("/account/tokens/", {"name": "ci", "csrfmiddlewaretoken": _csrf(client)})
     assert made.status_code == 201
-    plain = re.search(r'value="(mrtr_[^"]+)"', made.content.decode())[1]
+    plain = re.search(r'<code id="token-text">(mrtr_[^<]+)</code>', made.content.decode())[1]
     assert made["Cache-Control"].startswith("max-age=0")
     token = ApiToken.objects.get()
     assert token.user == ann and token.name == "ci" and ApiToken.authenticate(plain) == token
@@ -83,6 +83,26 @@ def test_the_webhook_secret_is_shown_to_its_owner_only_on_a_post() -> None:
     refused = other.post(path, {"csrfmiddlewaretoken": _csrf(other)})
     assert refused.status_code == 404 and token.webhook_secret not in refused.content.decode()
     assert Client().post(path).status_code == 302
+
+
+def test_the_new_token_is_in_a_box_with_a_copy_button_of_our_own_script() -> None:
+    client = _signed_in(person("ann"))
+
+    made = client.post("/account/tokens/", {"name": "ci", "csrfmiddlewaretoken": _csrf(client)})
+
+    page = made.content.decode()
+    box = re.search(r'<div class="secret-box">(.*?)</div>', page, re.S)[1]
+    assert '<code id="token-text">mrtr_' in box
+    # Hidden until the script runs: without JavaScript the text is selected by hand.
+    assert '<button type="button" class="copy-button" data-copy="token-text"' in box
+    assert " hidden>Copy</button>" in box
+    assert 'role="status" data-copied-for="token-text"' in box
+    script = re.search(r'<script src="(/static/mrtrweb/copy\.js)" defer></script>', page)[1]
+    served = client.get(script)
+    assert served.status_code == 200
+    assert b"data-copy" in b"".join(served.streaming_content)
+    # No inline script or handler for the CSP to refuse.
+    assert "onclick" not in page and not re.search(r"<script(?![^>]*\bsrc=)", page)
 
 
 def test_a_nameless_token_is_refused() -> None:

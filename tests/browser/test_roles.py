@@ -292,6 +292,13 @@ def _admin_filters_reassigns_cancels_and_audits(admin: Page) -> None:
     results.get_by_label("to user").fill(APPROVER_1[0])
     shoot(admin, "admin-bulk", at=results.locator("fieldset.bulk-bar"))
     results.get_by_role("button", name="Apply").click()
+    # It asks first, in place of the list, naming who gets the round.
+    confirm = admin.locator("#round-results")
+    expect(confirm.get_by_role("heading", name="Reassign 1 round?")).to_be_visible()
+    expect(confirm).to_contain_text(f"They will wait for {APPROVER_1[0]} instead.")
+    assert_accessible(admin)
+    shoot(admin, "admin-confirm", at=confirm)
+    confirm.get_by_role("button", name="Yes, reassign it").click()
     expect(admin.locator("#round-results .messages")).to_contain_text("reassigned")
     search_row = admin.get_by_role("row", name=re.compile("Deploy search"))
     expect(search_row).to_contain_text(APPROVER_1[0])
@@ -304,6 +311,7 @@ def _admin_filters_reassigns_cancels_and_audits(admin: Page) -> None:
     # Cancel the "cache" round from its row: the server is told.
     cache_row = admin.get_by_role("row", name=re.compile("Deploy cache"))
     cache_row.get_by_role("button", name="Cancel", exact=True).click()
+    admin.locator("#round-results").get_by_role("button", name="Yes, cancel it").click()
     expect(admin.locator("#round-results .messages")).to_contain_text("cancelled")
     expect(admin.get_by_role("row", name=re.compile("Deploy cache"))).to_have_count(0)
 

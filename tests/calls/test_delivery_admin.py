@@ -92,9 +92,11 @@ def test_the_dashboard_counts_and_lists_flagged_rounds_with_their_facts(
 
 def test_an_admin_resends_a_flagged_round_once(flagged: Round, flaky: Any) -> None:
     web = client_for(make_admin())
-    response = web.post(BULK, {"one": f"resend:{flagged.pk}", "next": f"{ROUNDS}?status=unknown"})
+    response = web.post(
+        BULK, {"confirmed": "1", "one": f"resend:{flagged.pk}", "next": f"{ROUNDS}?status=unknown"}
+    )
     assert response.status_code == 303
-    again = web.post(BULK, {"one": f"resend:{flagged.pk}"}, follow=True)
+    again = web.post(BULK, {"confirmed": "1", "one": f"resend:{flagged.pk}"}, follow=True)
     assert "not waiting for an admin" in visible_text(again)
     run_tasks()
     flagged.refresh_from_db()
@@ -106,7 +108,7 @@ def test_an_admin_resends_a_flagged_round_once(flagged: Round, flaky: Any) -> No
 
 def test_an_admin_abandons_a_flagged_round(flagged: Round, flaky: Any) -> None:
     web = client_for(make_admin())
-    done = web.post(BULK, {"one": f"abandon:{flagged.pk}"}, follow=True)
+    done = web.post(BULK, {"confirmed": "1", "one": f"abandon:{flagged.pk}"}, follow=True)
     assert "Abandon (outcome unknown): 1 abandoned." in visible_text(done)
     flagged.refresh_from_db()
     assert flagged.status == Round.Status.CANCELLED
@@ -117,11 +119,11 @@ def test_an_admin_abandons_a_flagged_round(flagged: Round, flaky: Any) -> None:
 
 def test_only_admins_may_resend_or_abandon_and_only_with_csrf(flagged: Round) -> None:
     ann = flagged.answered_by
-    forbidden = client_for(ann).post(BULK, {"one": f"resend:{flagged.pk}"})
+    forbidden = client_for(ann).post(BULK, {"confirmed": "1", "one": f"resend:{flagged.pk}"})
     assert forbidden.status_code == 403
     strict = Client(enforce_csrf_checks=True)
     strict.force_login(make_admin())
-    assert strict.post(BULK, {"one": f"resend:{flagged.pk}"}).status_code == 403
+    assert strict.post(BULK, {"confirmed": "1", "one": f"resend:{flagged.pk}"}).status_code == 403
     flagged.refresh_from_db()
     assert flagged.status == Round.Status.UNKNOWN
 

@@ -97,7 +97,9 @@ def test_cancelling_a_round_tells_the_server(
 ) -> None:
     round = park(conn, ann)
     since = fastmcp_peer.mark()
-    response = web.post(BULK, {"one": f"cancel:{round.pk}", "next": ROUNDS}, follow=True)
+    response = web.post(
+        BULK, {"confirmed": "1", "one": f"cancel:{round.pk}", "next": ROUNDS}, follow=True
+    )
     assert response.redirect_chain == [(ROUNDS, 303)]
     assert messages_in(response) == ["Cancel (tell the server): 1 cancelled."]
 
@@ -129,7 +131,12 @@ def test_bulk_cancel_reports_each_outcome(
 
     response = web.post(
         BULK,
-        {"action": "cancel", "rounds": [first.pk, second.pk, answered.pk, 999_999], "next": ROUNDS},
+        {
+            "confirmed": "1",
+            "action": "cancel",
+            "rounds": [first.pk, second.pk, answered.pk, 999_999],
+            "next": ROUNDS,
+        },
         follow=True,
     )
     assert messages_in(response) == [
@@ -151,10 +158,12 @@ def test_expire_sends_nothing_and_says_what_was_already_closed(
     web: Client, conn: Connection, ann: Any, fastmcp_peer: Any
 ) -> None:
     open_round, cancelled = park(conn, ann, "a"), park(conn, ann, "b")
-    web.post(BULK, {"one": f"cancel:{cancelled.pk}"}, follow=True)
+    web.post(BULK, {"confirmed": "1", "one": f"cancel:{cancelled.pk}"}, follow=True)
     since = fastmcp_peer.mark()
     response = web.post(
-        BULK, {"action": "expire", "rounds": [open_round.pk, cancelled.pk]}, follow=True
+        BULK,
+        {"confirmed": "1", "action": "expire", "rounds": [open_round.pk, cancelled.pk]},
+        follow=True,
     )
     assert messages_in(response) == ["Expire: 1 expired, 1 already answered."]
     assert tool_calls(fastmcp_peer, since) == []
@@ -164,7 +173,9 @@ def test_expire_sends_nothing_and_says_what_was_already_closed(
     expired = open_round.call.events.get(kind="expired")
     assert expired.actor.username == "root"
 
-    again = web.post(BULK, {"action": "expire", "rounds": [open_round.pk]}, follow=True)
+    again = web.post(
+        BULK, {"confirmed": "1", "action": "expire", "rounds": [open_round.pk]}, follow=True
+    )
     assert messages_in(again) == ["Expire: 1 already expired."]
     assert 'class="message error"' in text(again)
 
@@ -181,7 +192,9 @@ def test_reassign_to_a_user_or_a_group(web: Client, conn: Connection, ann: Any) 
     mail.outbox.clear()
 
     response = web.post(
-        BULK, {"action": "reassign", "rounds": [one.pk, two.pk], "assign_user": "bob"}, follow=True
+        BULK,
+        {"confirmed": "1", "action": "reassign", "rounds": [one.pk, two.pk], "assign_user": "bob"},
+        follow=True,
     )
     assert messages_in(response) == ["Reassign: 2 reassigned."]
     assert {refreshed(r).assigned_user_id for r in (one, two)} == {bob.pk}
@@ -190,7 +203,10 @@ def test_reassign_to_a_user_or_a_group(web: Client, conn: Connection, ann: Any) 
     assert (event.actor.username, event.detail["assigned_user"]) == ("root", "bob")
 
     mail.outbox.clear()
-    web.post(BULK, {"action": "reassign", "rounds": [one.pk], "assign_group": "approvers"})
+    web.post(
+        BULK,
+        {"confirmed": "1", "action": "reassign", "rounds": [one.pk], "assign_group": "approvers"},
+    )
     one = refreshed(one)
     assert (one.assigned_user_id, one.assigned_group_id) == (None, approvers.pk)
     assert [m.to for m in mail.outbox] == [["carl@example.test"]]
@@ -218,7 +234,9 @@ def test_reassign_needs_exactly_one_existing_target(
     make_user("bob")
     Group.objects.create(name="approvers")
     round = make_round(connection=make_connection(), starter=root)
-    response = web.post(BULK, {"action": "reassign", "rounds": [round.pk], **fields}, follow=True)
+    response = web.post(
+        BULK, {"confirmed": "1", "action": "reassign", "rounds": [round.pk], **fields}, follow=True
+    )
     assert messages_in(response) == [problem]
     assert refreshed(round).assigned_user_id == root.pk
 
@@ -237,7 +255,9 @@ def test_release_a_claimed_group_round(web: Client, conn: Connection, ann: Any) 
     assert f'value="release:{unclaimed.pk}"' not in body
 
     response = web.post(
-        BULK, {"action": "release", "rounds": [claimed.pk, unclaimed.pk]}, follow=True
+        BULK,
+        {"confirmed": "1", "action": "release", "rounds": [claimed.pk, unclaimed.pk]},
+        follow=True,
     )
     assert messages_in(response) == ["Release the claim: 1 released, 1 not claimed."]
     assert refreshed(claimed).claimed_by_id is None
@@ -254,7 +274,7 @@ def test_htmx_bulk_swaps_the_rows_and_keeps_the_filters(
     next_url = f"{ROUNDS}?sort=created&server=peer"
     response = web.post(
         BULK,
-        {"action": "expire", "rounds": [rounds[0].pk], "next": next_url},
+        {"confirmed": "1", "action": "expire", "rounds": [rounds[0].pk], "next": next_url},
         **HTMX,
     )
     assert response.status_code == 200
@@ -273,26 +293,38 @@ def test_without_javascript_post_redirect_get_keeps_the_filters(
 ) -> None:
     round = park(conn, ann)
     response = web.post(
-        BULK, {"action": "expire", "rounds": [round.pk], "next": f"{ROUNDS}?server=peer&age=1h"}
+        BULK,
+        {
+            "confirmed": "1",
+            "action": "expire",
+            "rounds": [round.pk],
+            "next": f"{ROUNDS}?server=peer&age=1h",
+        },
     )
     assert response.status_code == 303
     assert response["Location"] == f"{ROUNDS}?server=peer&age=1h"
     # Only the dashboard's own list is a place to go back to.
     for elsewhere in ("https://evil.example/dashboard/rounds/", "/calls/", "//evil.example/x"):
-        bounced = web.post(BULK, {"action": "expire", "rounds": [round.pk], "next": elsewhere})
+        bounced = web.post(
+            BULK, {"confirmed": "1", "action": "expire", "rounds": [round.pk], "next": elsewhere}
+        )
         assert bounced["Location"] == ROUNDS, elsewhere
 
 
 def test_nothing_chosen_is_said_plainly(web: Client, root: Any) -> None:
-    assert messages_in(web.post(BULK, {"rounds": ["1"]}, follow=True)) == ["Choose an action."]
-    assert messages_in(web.post(BULK, {"action": "cancel"}, follow=True)) == [
+    assert messages_in(web.post(BULK, {"confirmed": "1", "rounds": ["1"]}, follow=True)) == [
+        "Choose an action."
+    ]
+    assert messages_in(web.post(BULK, {"confirmed": "1", "action": "cancel"}, follow=True)) == [
         "Tick at least one round."
     ]
     too_many = [str(i) for i in range(1, 102)]
-    assert messages_in(web.post(BULK, {"action": "cancel", "rounds": too_many}, follow=True)) == [
-        "At most 100 rounds at a time."
+    assert messages_in(
+        web.post(BULK, {"confirmed": "1", "action": "cancel", "rounds": too_many}, follow=True)
+    ) == ["At most 100 rounds at a time."]
+    assert messages_in(web.post(BULK, {"confirmed": "1", "one": "explode:1"}, follow=True)) == [
+        "Choose an action."
     ]
-    assert messages_in(web.post(BULK, {"one": "explode:1"}, follow=True)) == ["Choose an action."]
 
 
 # -- who may act ---------------------------------------------------------------------------------
@@ -304,10 +336,13 @@ def test_actions_need_an_admin_and_the_csrf_token(
     round = park(conn, ann)
     since = fastmcp_peer.mark()
     # The round's own assignee is not an admin: answering is theirs, cancelling others' is not.
-    assert client_for(ann).post(BULK, {"one": f"cancel:{round.pk}"}).status_code == 403
-    assert Client().post(BULK, {"one": f"cancel:{round.pk}"}).status_code == 302
+    assert (
+        client_for(ann).post(BULK, {"confirmed": "1", "one": f"cancel:{round.pk}"}).status_code
+        == 403
+    )
+    assert Client().post(BULK, {"confirmed": "1", "one": f"cancel:{round.pk}"}).status_code == 302
     guarded = client_for(root, enforce_csrf_checks=True)
-    assert guarded.post(BULK, {"one": f"cancel:{round.pk}"}).status_code == 403
+    assert guarded.post(BULK, {"confirmed": "1", "one": f"cancel:{round.pk}"}).status_code == 403
     assert guarded.get(BULK).status_code == 405
     assert refreshed(round).status == Round.Status.PENDING
     assert tool_calls(fastmcp_peer, since) == []
@@ -316,6 +351,8 @@ def test_actions_need_an_admin_and_the_csrf_token(
     # With the token the page carries (as htmx sends it, in a header), it goes through.
     page = text(guarded.get(ROUNDS))
     token = re.search(r'"X-CSRFToken": "([^"]+)"', page).group(1)
-    ok = guarded.post(BULK, {"one": f"cancel:{round.pk}"}, HTTP_X_CSRFTOKEN=token, **HTMX)
+    ok = guarded.post(
+        BULK, {"confirmed": "1", "one": f"cancel:{round.pk}"}, HTTP_X_CSRFTOKEN=token, **HTMX
+    )
     assert ok.status_code == 200
     assert refreshed(round).status == Round.Status.DELIVERED

@@ -122,7 +122,7 @@ def test_a_cancel_by_an_admin_is_on_the_record(
 ) -> None:
     call = start(fastmcp_peer, ann)
     round = call.rounds.get()
-    web.post(reverse("dashboard:bulk"), {"one": f"cancel:{round.pk}"})
+    web.post(reverse("dashboard:bulk"), {"one": f"cancel:{round.pk}", "confirmed": "1"})
     lines = entries(web.get(audit_url(call)))
     assert [line.split(" · ")[1] for line in lines] == [
         "Call started",

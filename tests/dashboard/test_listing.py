@@ -466,7 +466,8 @@ def test_only_admins_get_in(prod: Any, root: Any) -> None:
             assert client.get(url).status_code == 403, (user, url)
         assert (
             client.post(
-                reverse("dashboard:bulk"), {"action": "expire", "rounds": [round.pk]}
+                reverse("dashboard:bulk"),
+                {"action": "expire", "rounds": [round.pk], "confirmed": "1"},
             ).status_code
             == 403
         )

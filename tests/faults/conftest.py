@@ -288,7 +288,11 @@ class Stack:
         assert f'value="{action}:{round_id}"' in page.text
         return client.post(
             "/dashboard/rounds/bulk/",
-            data={"one": f"{action}:{round_id}", "csrfmiddlewaretoken": csrf_token(page.text)},
+            data={
+                "one": f"{action}:{round_id}",
+                "confirmed": "1",
+                "csrfmiddlewaretoken": csrf_token(page.text),
+            },
         )
 
 

@@ -10,6 +10,7 @@ from django.urls import reverse
 from mrtrweb.calls.models import Call
 from mrtrweb.elicitation import field_name_for
 from mrtrweb.people.roles import END_USERS, OPERATORS
+from mrtrweb.servers.catalog import refresh_catalog
 from mrtrweb.servers.models import Connection, ToolExposure
 from tests.servers.conftest import person, signed_in
 
@@ -27,7 +28,9 @@ def _inline_tasks(inline_tasks: None) -> None:
 
 def test_end_users_see_and_start_only_exposed_tools(fastmcp_peer: Any) -> None:
     conn = Connection.objects.create(name="peer", url=fastmcp_peer.url)
-    Connection.objects.create(name="hidden", url=fastmcp_peer.url)
+    hidden = Connection.objects.create(name="hidden", url=fastmcp_peer.url)
+    for tested in (conn, hidden):  # as an operator does first
+        assert refresh_catalog(tested).ok
     eve = signed_in(person("eve", END_USERS))
     start = reverse("starting:start", kwargs={"connection": "peer"})
 

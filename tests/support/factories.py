@@ -4,7 +4,9 @@
   (roles); whether they must pass a second factor is decided by those roles, and
   ``force_login`` gives them a passed one (tests/support/second_factor.py).
 - :func:`make_connection`: a connection to a running peer (its ``url``), or to an address
-  nothing answers on when the test never reaches a server.
+  nothing answers on when the test never reaches a server; as if an operator had tested it
+  (``tested_at``), so the start pages offer it to end users (pass ``tested_at=None`` for one
+  never tested).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.utils import timezone
 
 from mrtrweb.servers.models import Connection
 
@@ -30,4 +33,5 @@ def make_connection(peer: Any = None, name: str = "peer", **fields: Any) -> Conn
     """The connection ``name`` (titled "<name> server") to ``peer``, or to a closed port."""
     fields.setdefault("url", peer.url if peer is not None else f"http://127.0.0.1:9/{name}/mcp")
     fields.setdefault("title", f"{name} server")
+    fields.setdefault("tested_at", timezone.now())
     return Connection.objects.create(name=name, **fields)
