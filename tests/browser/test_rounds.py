@@ -199,7 +199,7 @@ def test_start_a_call_answer_the_round_and_read_the_result(
     expect(page.get_by_role("button", name="Submit", exact=True)).to_be_visible()
     expect(page.get_by_role("button", name="Decline", exact=True)).to_be_visible()
     expect(page.get_by_role("button", name="Cancel", exact=True)).to_be_visible()
-    expect(page.locator("p.deadline")).to_contain_text("Answer before")
+    expect(page.locator("p.deadline")).to_contain_text(re.compile(r"Due in \d+ minutes — "))
     assert_accessible(page)
 
     page.get_by_label("Approve the deployment").check()
