@@ -356,6 +356,9 @@ def test_times_follow_the_browser_zone_else_say_utc_and_the_account_setting_wins
 ) -> None:
     round = ask(connection(fastmcp_peer), ada)
     web = browser(ada)
+    # The account page is a person's own: nobody signed out reaches it.
+    anonymous = browser().get(reverse("account:settings"))
+    assert anonymous.status_code == 302 and "/login/" in anonymous["Location"]
 
     shown = deadline_text(web, round)
     assert f"{local(round, 'UTC')} UTC" in shown and "set your time zone" in shown

@@ -54,6 +54,12 @@ def who(user: Any) -> str:
     return person_name(user)
 
 
+@register.filter
+def outcome_of(outcomes: dict[int, Outcome], call: Any) -> Outcome | None:
+    """``outcomes|outcome_of:call``: the call's outcome from a list's ``outcomes_for``."""
+    return outcomes.get(call.pk) if isinstance(outcomes, dict) else None
+
+
 @register.inclusion_tag("calls/_outcome.html")
 def outcome_badge(outcome: Outcome | None) -> dict[str, Any]:
     return {"outcome": outcome}
