@@ -82,6 +82,8 @@ MIDDLEWARE = [
     # user.is_verified(), then: no page but the code's own until a second factor is passed.
     "django_otp.middleware.OTPMiddleware",
     "mrtrweb.accounts.middleware.SecondFactorMiddleware",
+    # Each page in the person's own time zone (account page, else browser, else UTC).
+    "mrtrweb.accounts.timezones.TimeZoneMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",

@@ -150,6 +150,8 @@ def is_login_redirect(response: Any) -> bool:
 # -- calls and rounds: one explicit row per view, verb and routing ----------------------------
 
 # Columns follow ROLES. "+"/"-" after 200: the listing shows / does not show the object.
+# A member who comes to a group round another member took is told who took it and when (the
+# "taken" page: 200 to look, 409 to answer or claim), never a 404: they were asked too.
 # The user-routed connection exposes no tool, so only an admin may start its call again
 # (restarting is starting: test_starting_again_is_starting_a_call).
 MATRIX = """
@@ -165,10 +167,10 @@ user  calls:release POST    302      404     404     404     404      404      4
 group calls:call GET        302      404     200     404     200      404      200    404
 group live:next GET         302      404     303     404     303      404      303    404
 group calls:restart POST    302      404     409     404     409      404      409    404
-group calls:round GET       302      404     200     404     200      404      200    404
-group calls:round POST      302      404     404     404     303      404      303    404
+group calls:round GET       302      404     200     404     200      200      200    404
+group calls:round POST      302      404     404     404     303      409      303    404
 group calls:retry POST      302      404     404     404     409      404      409    404
-group calls:claim POST      302      404     404     404     303      404      303    404
+group calls:claim POST      302      404     404     404     303      409      303    404
 group calls:release POST    302      404     404     404     404      404      409    404
 user  inbox:index GET       302      200-    200-    200+    200-     200-     200-   200-
 user  inbox:history GET     302      200-    200+    200-    200-     200-     200-   200-
@@ -684,8 +686,9 @@ def test_the_call_socket_rows_agree_with_the_call_page() -> None:
 # bearer tokens, no sessions) and a person's API token pages ("tokens") have their own access
 # tests in tests/api/ (test_auth.py, test_calls.py, test_rounds.py, test_servers.py,
 # test_token_pages.py). Two-step sign-in ("accounts": a person's own devices only) is tested in
-# tests/accounts/.
-NOT_IN_MATRIX_NAMESPACES = ("admin", "core", "api", "tokens", "accounts")
+# tests/accounts/; the account page ("account": a person's own settings, nobody else's) in
+# tests/inbox/test_answering.py.
+NOT_IN_MATRIX_NAMESPACES = ("admin", "core", "api", "tokens", "accounts", "account")
 NOT_IN_MATRIX_NAMES = frozenset(
     {
         "login",

@@ -43,3 +43,21 @@ class SingleSignOnDevice(Device):
 
     def verify_token(self, token: str) -> bool:
         return False
+
+
+class Preferences(models.Model):
+    """How a person wants the site shown to them. One row per person, made when first saved."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="preferences"
+    )
+    # An IANA zone name ("Europe/Oslo"); "" follows the browser (else UTC). Checked against
+    # zoneinfo when saved and again when used, so a zone a later tzdata drops falls back.
+    time_zone = models.CharField(max_length=64, blank=True, default="")
+
+    class Meta:
+        verbose_name = "preferences"
+        verbose_name_plural = "preferences"
+
+    def __str__(self) -> str:
+        return f"preferences of user {self.user_id}"

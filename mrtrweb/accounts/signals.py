@@ -8,6 +8,7 @@ from django.contrib.auth.signals import user_logged_in
 from django.dispatch import receiver
 
 from .second_factor import CODE_PENDING, has_code_device
+from .timezones import SESSION_KEY
 
 
 @receiver(user_logged_in, dispatch_uid="mrtrweb.accounts.code_pending")
@@ -19,3 +20,15 @@ def note_code_device(sender: Any, request: Any, user: Any, **kwargs: Any) -> Non
         session[CODE_PENDING] = True
     else:
         session.pop(CODE_PENDING, None)
+
+
+@receiver(user_logged_in, dispatch_uid="mrtrweb.accounts.time_zone")
+def note_time_zone(sender: Any, request: Any, user: Any, **kwargs: Any) -> None:
+    """The account's time zone, kept in the new session: pages then need no query for it."""
+    session = getattr(request, "session", None)
+    if session is None:
+        return
+    from .models import Preferences
+
+    name = Preferences.objects.filter(user=user).values_list("time_zone", flat=True).first()
+    session[SESSION_KEY] = [user.pk, name or ""]

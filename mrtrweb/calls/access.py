@@ -62,6 +62,22 @@ def visible_calls(user: Any) -> QuerySet[Call]:
     return calls.filter(Q(started_by=user) | Q(pk__in=mine))
 
 
+def taken_from(user: Any, pk: int) -> Round | None:
+    """Round ``pk`` when ``user`` may no longer see it only because another member of its
+    group took it (claimed or answered it): they were asked too, so they are told who took
+    it and when, instead of a 404. None for anyone else (a 404 as before: nothing leaks)."""
+    if not _active(user):
+        return None
+    return (
+        Round.objects.select_related(
+            "call__connection", "call__started_by", "answered_by", "claimed_by", "assigned_group"
+        )
+        .filter(pk=pk, assigned_group__in=user.groups.all(), claimed_by__isnull=False)
+        .exclude(claimed_by=user)
+        .first()
+    )
+
+
 def can_answer(user: Any, round: Round) -> bool:
     """Whether ``user`` may answer (or abandon) ``round``."""
     if not _active(user):

@@ -10,8 +10,9 @@ from django.core.mail import send_mass_mail
 
 from mrtrweb.mcp.oneline import one_line
 
-from .presenting import present
+from .presenting import person_name, present
 from .waiting import headline, reconnect_url
+from .when import moment_in_utc
 
 # Subjects are headers: what a server sent (tool names, questions) is put on one line there, or
 # Django refuses the whole email (BadHeaderError) and nobody is told.
@@ -40,15 +41,28 @@ def notify_new_round(round: Any) -> None:
     call = round.call
     link = settings.MRTRWEB_BASE_URL.rstrip("/") + round.get_absolute_url()
     first_message = one_line(present(round).first_message, SUBJECT_LENGTH)
-    subject = one_line(
-        f"[mrtrweb] {call.connection} asks: {first_message or call.target}", SUBJECT_LENGTH
-    )
-    body = (
-        f"{call.connection} needs your input for {call.get_method_display()} {call.target}.\n\n"
-        f"{first_message}\n\nAnswer it here: {link}\n"
-    )
+    server = call.connection.title or call.connection.name
+    asker = person_name(call.started_by)
+    subject = one_line(f"[mrtrweb] {asker} asks: {first_message or call.target}", SUBJECT_LENGTH)
+    # Who asks, when, through what, and by when: what a person needs before opening the link.
+    # No reader's zone is known here, so the times name their zone (UTC).
+    lines = [
+        f"{asker} started {call.get_method_display()} {call.target} on {server} "
+        f"({moment_in_utc(call.created_at)}), and it needs your answer:",
+        "",
+        first_message,
+        "",
+        f"Answer it here: {link}",
+    ]
     if round.expires_at:
-        body += f"\nAnswer before {round.expires_at:%Y-%m-%d %H:%M %Z}.\n"
+        waited = (round.expires_at - round.created_at).total_seconds()
+        minutes = max(0, int(waited / 60 + 0.5))  # 9 min 59.9 s reads as the 10 set
+        lines += [
+            "",
+            f"Answer before {moment_in_utc(round.expires_at)} "
+            f"({minutes} minute{'s' if minutes != 1 else ''} after it was asked).",
+        ]
+    body = "\n".join(lines) + "\n"
     try:
         # One message per person: members of a group do not see each other's addresses.
         send_mass_mail([(subject, body, None, [address]) for address in to])
@@ -64,10 +78,12 @@ def notify_expired(round: Any) -> None:
     call = round.call
     link = settings.MRTRWEB_BASE_URL.rstrip("/") + call.get_absolute_url()
     subject = f"[mrtrweb] Expired: {call.connection} {call.get_method_display()} {call.target}"
+    answered = bool(round.answers)
     body = (
-        f"The question from {call.connection} for {call.get_method_display()} {call.target} "
-        "expired: the server no longer keeps its state, so it cannot be answered any more.\n\n"
-        f"Any answers given are kept. Start the call again from: {link}\n"
+        f"The question from {call.connection} for {call.get_method_display()} {call.target}, "
+        f"asked by {person_name(call.started_by)}, expired before it could be "
+        + ("sent to the server. The answers given are kept." if answered else "answered.")
+        + f"\n\nStart the call again from: {link}\n"
     )
     subject = one_line(subject, SUBJECT_LENGTH)
     try:

@@ -7,17 +7,22 @@ Built on the round's typed questions (``Round.questions()``), never on its JSON:
   can be answered; the JSON API answers the same sections;
 - ``RoundAnswers``: those sections with their forms, for the round page;
 - ``round_view``: each question with the answer given, for the call page;
-- ``present(round).headline``: one line for lists (the inbox, the admins' pages) and emails.
+- ``present(round).headline``: one line for lists (the inbox, the admins' pages) and emails;
+- ``typed_values``: what a person typed into a round's form, as they would read it back;
+- ``Outcome`` (``call_outcome``, ``outcomes_for``): what came of a call, in words people use,
+  decided here once for every list and page;
+- ``expiry_of``: why an expired call expired, so pages say what really happened.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
+from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet
 from django.forms.utils import ErrorDict
 
 from mrtrweb.elicitation import (
@@ -35,9 +40,9 @@ from mrtrweb.elicitation.questions import (
     UnsupportedQuestion,
     UrlQuestion,
 )
-from mrtrweb.elicitation.schema import MAX_FIELDS, MAX_FORM_OPTIONS
+from mrtrweb.elicitation.schema import MAX_FIELDS, MAX_FORM_OPTIONS, FieldSpec, Kind
 
-from .models import Round
+from .models import Call, Round
 from .rendering import answer_value
 
 # At most this many questions in one round are shown (a server's 5,000 took 6 s to render,
@@ -194,9 +199,9 @@ def round_view(round: Round) -> RoundView:
 def _asked(question: Question, answer: Any) -> Asked:
     answer = answer if isinstance(answer, Mapping) else {}
     content = answer.get("content")
-    titles: dict[str, str] = {}
+    fields: dict[str, FieldSpec] = {}
     if isinstance(question, FormQuestion) and question.spec is not None:
-        titles = {f.prop: f.title for f in question.spec if f.title and f.title.strip()}
+        fields = {f.prop: f for f in question.spec}
     if isinstance(question, UnsupportedQuestion):
         mode = question.mode if question.mode in ("form", "url") else "other"
         url = question.url if mode == "url" else ""
@@ -212,7 +217,10 @@ def _asked(question: Question, answer: Any) -> Asked:
         url=url,
         action=action if isinstance(action, str) else "",
         content=tuple(
-            AnswerItem(label=titles.get(name, name), value=answer_value(value))
+            AnswerItem(
+                label=fields[name].label if name in fields else name,
+                value=labelled_value(fields.get(name), value),
+            )
             for name, value in content.items()
         )
         if isinstance(content, Mapping)
@@ -321,3 +329,214 @@ class RoundAnswers:
     def refused(self, action: str) -> dict[str, dict[str, Any]]:
         """Decline or cancel sends no content, for every key."""
         return {section.key: {"action": action} for section in self.sections}
+
+
+# -- answers as people chose them ------------------------------------------------------------
+
+
+def labelled_value(field: FieldSpec | None, value: Any) -> str:
+    """An answer as the person saw it when choosing: an option's title ("Operations"), not its
+    code ("ops"); values that match no option (or a field we do not know) as they are."""
+    if field is None or not field.options:
+        return answer_value(value)
+    labels = {option.value: option.label for option in field.options}
+    if isinstance(value, list):
+        return ", ".join(labels.get(v, answer_value(v)) for v in value) or "(none)"
+    return labels.get(value, answer_value(value)) if isinstance(value, str) else answer_value(value)
+
+
+@dataclass(frozen=True)
+class TypedQuestion:
+    message: str
+    items: tuple[AnswerItem, ...]
+
+
+def typed_values(answers: RoundAnswers) -> tuple[TypedQuestion, ...]:
+    """What was typed into ``answers``' forms (bound to a post), field by field, as the person
+    reads it back: labels for choices, every value kept, valid or not, nothing dropped."""
+    typed: list[TypedQuestion] = []
+    for section in answers.sections:
+        form = section.form
+        if form is None or not form.is_bound or section.spec is None:
+            continue
+        items = []
+        for spec in section.spec:
+            shown = _typed(spec, form, form.add_prefix(spec.field_name))
+            if shown:
+                items.append(AnswerItem(label=spec.label, value=shown))
+        if items:
+            typed.append(TypedQuestion(message=section.message, items=tuple(items)))
+    return tuple(typed)
+
+
+def _typed(spec: FieldSpec, form: ElicitationForm, name: str) -> str:
+    data = form.data
+    if spec.kind == Kind.BOOLEAN:
+        return "yes" if data.get(name) not in (None, "", "false", "off") else "no"
+    raw = data.getlist(name) if hasattr(data, "getlist") else [data.get(name)]
+    values = [str(v) for v in raw if v not in (None, "")]
+    if spec.options:
+        # The page posts option indices: read them back as the options' titles.
+        labels = []
+        for v in values:
+            index = int(v) if v.isdigit() else -1
+            labels.append(spec.options[index].label if 0 <= index < len(spec.options) else v)
+        values = labels
+    return ", ".join(values)
+
+
+# -- what came of a call ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What came of a call, as one badge: ``key`` (its CSS class) and ``label``."""
+
+    key: str
+    label: str
+    tone: str  # live, good, refused, stopped, bad: the badge's colour
+
+    def __str__(self) -> str:
+        return self.label
+
+
+OUTCOMES = {
+    "running": Outcome("running", "Running", "live"),
+    "waiting": Outcome("waiting", "Waiting for an answer", "live"),
+    "answered": Outcome("answered", "Answered", "good"),
+    "completed": Outcome("completed", "Completed", "good"),
+    "declined": Outcome("declined", "Declined", "refused"),
+    "cancelled": Outcome("cancelled", "Cancelled", "stopped"),
+    "expired": Outcome("expired", "Expired", "stopped"),
+    "failed": Outcome("failed", "Failed", "bad"),
+    "tool_error": Outcome("tool_error", "Tool error", "bad"),
+}
+
+
+def round_action(answers: Any) -> str:
+    """accept, decline or cancel when every question got the same answer; "mixed" when they
+    differ; "" before an answer."""
+    if not isinstance(answers, Mapping):
+        return ""
+    actions = {a.get("action") for a in answers.values() if isinstance(a, Mapping)}
+    if len(actions) == 1:
+        action = actions.pop()
+        return action if isinstance(action, str) else ""
+    return "mixed" if actions else ""
+
+
+def call_outcome(status: str, *, is_error: bool = False, actions: Sequence[str] = ()) -> Outcome:
+    """The outcome of a call in ``status``, from its result's ``isError`` and the answers
+    given to its rounds in order (``round_action`` of each): the last answer decides."""
+    if status != Call.Status.COMPLETED:
+        key = {
+            Call.Status.RUNNING: "running",
+            Call.Status.WAITING: "waiting",
+            Call.Status.FAILED: "failed",
+            Call.Status.CANCELLED: "cancelled",
+            Call.Status.EXPIRED: "expired",
+        }.get(status, "failed")
+        return OUTCOMES[key]
+    if is_error:
+        return OUTCOMES["tool_error"]
+    answered = [a for a in actions if a]
+    if not answered:
+        return OUTCOMES["completed"]
+    last = answered[-1]
+    if last == "decline":
+        return OUTCOMES["declined"]
+    if last == "cancel":
+        return OUTCOMES["cancelled"]
+    return OUTCOMES["answered"]
+
+
+def with_error_flag(calls: QuerySet[Call]) -> QuerySet[Call]:
+    """``calls`` with ``result_is_error`` worked out in the database (lists need no results)."""
+    return calls.annotate(
+        result_is_error=ExpressionWrapper(Q(result__isError=True), output_field=BooleanField())
+    )
+
+
+def _is_error(call: Call) -> bool:
+    # Annotated (``with_error_flag``): NULL, for a call without a result, is no error.
+    if hasattr(call, "result_is_error"):
+        return bool(call.result_is_error)
+    return isinstance(call.result, Mapping) and call.result.get("isError") is True
+
+
+def outcome_of(call: Call, rounds: Sequence[Round]) -> Outcome:
+    """The outcome of one call whose rounds are at hand (the call page)."""
+    ordered = sorted(rounds, key=lambda r: r.index)
+    return call_outcome(
+        call.status, is_error=_is_error(call), actions=[round_action(r.answers) for r in ordered]
+    )
+
+
+def outcomes_for(calls: Sequence[Call]) -> dict[int, Outcome]:
+    """The outcome of each call of a list, in one query for all their answers (the calls
+    should come through ``with_error_flag``, or their results are read)."""
+    finished = [c.pk for c in calls if c.status == Call.Status.COMPLETED]
+    actions: dict[int, list[str]] = {}
+    if finished:
+        answered = (
+            Round.objects.filter(call_id__in=finished, answers__isnull=False)
+            .order_by("call_id", "index")
+            .values_list("call_id", "answers")
+        )
+        for call_id, answers in answered:
+            actions.setdefault(call_id, []).append(round_action(answers))
+    return {
+        c.pk: call_outcome(c.status, is_error=_is_error(c), actions=actions.get(c.pk, ()))
+        for c in calls
+    }
+
+
+@dataclass(frozen=True)
+class ListedCall:
+    """A call in a list, with its outcome."""
+
+    call: Call
+    outcome: Outcome
+
+
+def listed_calls(calls: Sequence[Call]) -> list[ListedCall]:
+    outcomes = outcomes_for(calls)
+    return [ListedCall(c, outcomes[c.pk]) for c in calls]
+
+
+# -- why a call expired -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Expiry:
+    """Why an expired call expired: ``unanswered`` (nobody answered before the deadline;
+    nothing was sent), ``refused`` (the server no longer accepted the round) or
+    ``waited`` (it expired while it waited for an account to be reconnected)."""
+
+    why: str
+    answered: bool  # whether any answer was given (and is kept)
+    round: Round | None
+
+
+def expiry_of(rounds: Sequence[Round]) -> Expiry:
+    expired = [r for r in rounds if r.status == Round.Status.EXPIRED]
+    answered = any(r.answers for r in rounds)
+    if not expired:
+        return Expiry("refused", answered, None)
+    last = expired[-1]
+    if not last.answers:
+        return Expiry("unanswered", answered, last)
+    if last.delivery_error:
+        return Expiry("refused", answered, last)
+    return Expiry("waited", answered, last)
+
+
+# -- people ---------------------------------------------------------------------------------
+
+
+def person_name(user: Any) -> str:
+    """A person as others read them: their full name, else their username ("" for nobody)."""
+    if user is None:
+        return ""
+    full = user.get_full_name().strip() if hasattr(user, "get_full_name") else ""
+    return full or str(user.get_username())

@@ -55,6 +55,15 @@ class Message:
 
 
 @dataclass(frozen=True)
+class Field:
+    """One entry of a tool's structured content, as a row of a labelled table."""
+
+    label: str
+    value: str
+    nested: bool = False  # the value is JSON (an object or a list of objects)
+
+
+@dataclass(frozen=True)
 class ResultView:
     """What the call page shows as the final result of ``tools/call``, ``prompts/get`` or
     ``resources/read``."""
@@ -63,6 +72,7 @@ class ResultView:
     is_error: bool = False
     blocks: tuple[Block, ...] = ()
     structured: str = ""  # pretty JSON, "" when absent
+    fields: tuple[Field, ...] = ()  # the structured content as a table, when an object
     description: str = ""
     messages: tuple[Message, ...] = ()
     contents: tuple[Block, ...] = ()
@@ -202,6 +212,7 @@ def result_view(method: str, result: Any) -> ResultView | None:
             is_error=result.get("isError") is True,
             blocks=content_blocks(result.get("content")),
             structured="" if structured is None else pretty_json(structured),
+            fields=structured_fields(structured),
         )
     if method == "prompts/get":
         messages = []
@@ -232,3 +243,30 @@ def answer_value(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False)
+
+
+def _label(key: str) -> str:
+    """``canary_percent`` -> ``Canary percent``: a key as a table's label."""
+    words = key.replace("_", " ").strip()
+    return words[:1].upper() + words[1:] if words else "(no name)"
+
+
+def structured_fields(structured: Any) -> tuple[Field, ...]:
+    """A tool's ``structuredContent`` as the rows of a labelled table, when it is an object:
+    scalars and lists of scalars read as words; anything nested stays JSON (shown as such)."""
+    if not isinstance(structured, Mapping):
+        return ()
+    rows = []
+    for key, value in structured.items():
+        flat = value is None or isinstance(value, str | int | float | bool)
+        if isinstance(value, list) and all(
+            isinstance(item, str | int | float | bool) for item in value
+        ):
+            flat = True
+        if value is None:
+            rows.append(Field(label=_label(str(key)), value="(none)"))
+        elif flat:
+            rows.append(Field(label=_label(str(key)), value=answer_value(value)))
+        else:
+            rows.append(Field(label=_label(str(key)), value=pretty_json(value), nested=True))
+    return tuple(rows)

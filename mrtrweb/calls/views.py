@@ -14,6 +14,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.safestring import SafeString
@@ -26,9 +27,24 @@ from mrtrweb.people.roles import is_admin
 from mrtrweb.servers.models import Connection
 
 from . import engine
-from .access import can_act_on_call, can_answer, next_page, visible_calls, visible_rounds
+from .access import (
+    can_act_on_call,
+    can_answer,
+    next_page,
+    taken_from,
+    visible_calls,
+    visible_rounds,
+)
 from .models import Call, Round
-from .presenting import RoundAnswers, round_view
+from .presenting import (
+    RoundAnswers,
+    expiry_of,
+    listed_calls,
+    outcome_of,
+    round_view,
+    typed_values,
+    with_error_flag,
+)
 from .rendering import pretty_json, result_view
 from .waiting import authorization_wait
 
@@ -42,7 +58,9 @@ CONSENT_SESSION_KEY = "calls.url_consent"
 @login_required
 @require_http_methods(["GET", "POST"])
 def round_page(request: HttpRequest, pk: int) -> HttpResponse:
-    round = get_object_or_404(visible_rounds(request.user), pk=pk)
+    round = visible_rounds(request.user).filter(pk=pk).first()
+    if round is None:
+        return _taken_or_404(request, pk)
     consented = _consented(request, round)
     saved = engine.saved_answers_for(round) if round.is_pending else {}
     if request.method == "GET":
@@ -51,10 +69,10 @@ def round_page(request: HttpRequest, pk: int) -> HttpResponse:
 
     if not can_answer(request.user, round):
         raise Http404("No round matches the given query.")
-    if not round.is_pending:
-        return _already_answered(request, round)
     post = request.POST
     answers = RoundAnswers(round, data=post, saved=saved, consented=consented, tz=_tz())
+    if not round.is_pending:
+        return _taken(request, round, answers)
 
     if "consent" in post:
         section = answers.section_for_prefix(post["consent"])
@@ -99,7 +117,7 @@ def round_page(request: HttpRequest, pk: int) -> HttpResponse:
             return _render_round(request, round, answers, status=400, problem="no_action")
     except engine.AlreadyAnswered:
         round.refresh_from_db()
-        return _already_answered(request, round)
+        return _taken(request, round, answers)
     except engine.NotAnswerable:
         round.refresh_from_db()
         return _render_round(request, round, answers, status=409, problem="unanswerable")
@@ -135,13 +153,31 @@ def _render_round(
     return render(request, "calls/round.html", context, status=status)
 
 
-def _already_answered(request: HttpRequest, round: Round) -> HttpResponse:
-    return render(
-        request,
-        "calls/already_answered.html",
-        {"round": round, "call": round.call},
-        status=409,
-    )
+def _taken_or_404(request: HttpRequest, pk: int) -> HttpResponse:
+    """A round this person no longer sees: the "taken" page when another member of their
+    group took it (what they posted kept), else the 404 anyone else gets."""
+    round = taken_from(request.user, pk)
+    if round is None:
+        raise Http404("No round matches the given query.")
+    if request.method == "POST":
+        return _taken(request, round, RoundAnswers(round, data=request.POST, tz=_tz()))
+    return _taken(request, round, None, status=200)
+
+
+def _taken(
+    request: HttpRequest, round: Round, answers: RoundAnswers | None, *, status: int = 409
+) -> HttpResponse:
+    """Who took (or closed) ``round`` and when, what this person typed (read back, nothing
+    dropped), and where to go on: never a dead end."""
+    call = round.call
+    context = {
+        "round": round,
+        "call": call,
+        "typed": typed_values(answers) if answers is not None else (),
+        "may_see_call": visible_calls(request.user).filter(pk=call.pk).exists(),
+        "server_name": _server_name(call.connection),
+    }
+    return render(request, "calls/taken.html", context, status=status)
 
 
 def _tz() -> Any:
@@ -170,16 +206,20 @@ def _server_name(conn: Connection) -> str:
     return str((conn.server_info().get("info") or {}).get("name", ""))
 
 
+# A list shows none of these, and results can be big: the outcome reads ``result_is_error``.
+LIST_DEFERRED = ("result", "arguments_json", "credentials", "tool")
+
+
 # -- the call page -------------------------------------------------------------------------------
 
 
 @login_required
 @require_safe
 def call_list(request: HttpRequest) -> HttpResponse:
-    calls = visible_calls(request.user)
+    calls = with_error_flag(visible_calls(request.user)).defer(*LIST_DEFERRED)
     if is_admin(request.user) and request.GET.get("mine"):
         calls = calls.filter(started_by=request.user)
-    return render(request, "calls/list.html", {"calls": calls[:200]})
+    return render(request, "calls/list.html", {"rows": listed_calls(calls[:200])})
 
 
 def _in_flight(call: Call, rounds: list[Round]) -> bool:
@@ -203,6 +243,9 @@ def call_page(request: HttpRequest, pk: int) -> HttpResponse:
     pending = [r for r in rounds if r.status == Round.Status.PENDING]
     context = {
         "call": call,
+        "crumb": _crumb(request.user, call),
+        "outcome": outcome_of(call, rounds),
+        "expiry": expiry_of(rounds) if call.status == Call.Status.EXPIRED else None,
         "progress": _progress(call, rounds) if in_flight else None,
         "rounds": [round_view(r) for r in rounds],
         "pending": pending[-1] if pending else None,
@@ -222,6 +265,16 @@ def call_page(request: HttpRequest, pk: int) -> HttpResponse:
         "authorization_wait": waiting,
     }
     return render(request, "calls/call.html", context)
+
+
+def _crumb(user: Any, call: Call) -> tuple[str, str]:
+    """Where the call page's breadcrumb leads: "My calls" for its caller only; an admin's
+    way in is the dashboard, anyone else's their inbox."""
+    if call.started_by_id == user.pk:
+        return "My calls", reverse("calls:list") + ("?mine=1" if is_admin(user) else "")
+    if is_admin(user):
+        return "Dashboard", reverse("dashboard:rounds")
+    return "Inbox", reverse("inbox:index")
 
 
 def _progress(call: Call, rounds: list[Round]) -> SafeString | None:
@@ -328,6 +381,8 @@ def claim(request: HttpRequest, pk: int) -> HttpResponse:
     if round is None or not can_answer(request.user, round):
         if request.htmx:
             return _claim_lost(request)
+        if round is None:
+            return _taken_or_404(request, pk)
         raise Http404("No round matches the given query.")
     if round.claimed_by_id != request.user.pk:
         if not (round.is_pending and round.assigned_group_id is not None):
@@ -341,7 +396,8 @@ def claim(request: HttpRequest, pk: int) -> HttpResponse:
         except engine.AlreadyAnswered:
             if request.htmx:
                 return _claim_lost(request)
-            return _claim_conflict(request, round, "claimed")
+            round.refresh_from_db()
+            return _taken(request, round, None)
     return SeeOther(_next_or(request, round.get_absolute_url()))
 
 

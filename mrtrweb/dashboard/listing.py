@@ -26,7 +26,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from mrtrweb.calls.models import Call, Round
-from mrtrweb.calls.presenting import present
+from mrtrweb.calls.presenting import present, with_error_flag
 from mrtrweb.servers.models import Connection
 
 PAGE_SIZE = 50
@@ -200,7 +200,9 @@ def filtered_rounds(filters: RoundFilters) -> QuerySet[Round]:
 
 
 def filtered_calls(filters: CallFilters) -> QuerySet[Call]:
-    calls = Call.objects.select_related("connection", "started_by").defer(*CALL_LIST_DEFERRED)
+    calls = with_error_flag(
+        Call.objects.select_related("connection", "started_by").defer(*CALL_LIST_DEFERRED)
+    )
     if not filters.is_valid():
         return calls.none()
     data = filters.cleaned_data

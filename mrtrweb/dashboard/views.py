@@ -32,6 +32,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Event, Round
+from mrtrweb.calls.presenting import outcomes_for
 from mrtrweb.http import SeeOther
 from mrtrweb.people.roles import is_admin
 
@@ -328,6 +329,8 @@ def calls(request: HttpRequest) -> HttpResponse:
         "sort": sort or "-created",
         "first_direction": FIRST_DIRECTION_CALLS,
         "list_url": reverse("dashboard:calls"),
+        # What came of each call, in words (one query for the page's answers).
+        "outcomes": outcomes_for(page.items),
     }
     if _partial(request):
         return _vary(render(request, "dashboard/_call_results.html", context))

@@ -25,7 +25,7 @@ from django.views.decorators.http import require_safe
 
 from mrtrweb.calls.access import routed_to
 from mrtrweb.calls.models import Call, Round
-from mrtrweb.calls.presenting import present
+from mrtrweb.calls.presenting import Outcome, outcomes_for, present, round_action
 
 PAGE_SIZE = 25
 SNIPPET_CHARS = 200
@@ -52,7 +52,7 @@ def pending_rounds(user: Any) -> QuerySet[Round]:
     return (
         Round.objects.filter(status=Round.Status.PENDING)
         .filter(routed_to(user))
-        .select_related("call__connection", "assigned_group")
+        .select_related("call__connection", "call__started_by", "assigned_group")
         .defer("answers", *_ROUND_HEAVY)
         .order_by("-created_at", "-id")
     )
@@ -62,8 +62,13 @@ def answered_rounds(user: Any) -> QuerySet[Round]:
     """Rounds ``user`` answered (or cancelled, for admins), newest answer first."""
     return (
         Round.objects.filter(answered_by=user)
-        .select_related("call__connection", "assigned_group")
+        .select_related("call__connection", "call__started_by", "assigned_group")
         .defer(*_ROUND_HEAVY)
+        .annotate(
+            call_is_error=ExpressionWrapper(
+                Q(call__result__isError=True), output_field=BooleanField()
+            )
+        )
         .order_by("-answered_at", "-id")
     )
 
@@ -97,17 +102,6 @@ def started_calls(user: Any) -> QuerySet[Call]:
 # -- rows ------------------------------------------------------------------------------------
 
 
-def answer_action(answers: Any) -> str:
-    """accept, decline or cancel when every key got the same action; "mixed" otherwise."""
-    if not isinstance(answers, dict):
-        return ""
-    actions = {a.get("action") for a in answers.values() if isinstance(a, dict)}
-    if len(actions) == 1:
-        action = actions.pop()
-        return action if isinstance(action, str) else ""
-    return "mixed" if actions else ""
-
-
 @dataclass(frozen=True)
 class PendingRow:
     round: Round
@@ -122,6 +116,13 @@ class AnsweredRow:
     round: Round
     question: str
     action: str
+    outcome: Outcome
+
+
+@dataclass(frozen=True)
+class StartedRow:
+    call: Call
+    outcome: Outcome
 
 
 def _pending_row(round: Round, user: Any, now: Any) -> PendingRow:
@@ -225,14 +226,21 @@ def history(request: HttpRequest) -> HttpResponse:
     if wanted in (None, "history-answered"):
         number = request.GET.get("answered")
         answered = CappedPaginator(answered_rounds(user), PAGE_SIZE, number).get_page(number)
+        rounds = list(answered)
+        for r in rounds:  # what the call's outcome needs of its (deferred) result
+            r.call.result_is_error = r.call_is_error  # type: ignore[attr-defined]
+        outcomes = outcomes_for([r.call for r in rounds])
         context["answered"] = [
-            AnsweredRow(r, present(r).headline, answer_action(r.answers)) for r in answered
+            AnsweredRow(r, present(r).headline, round_action(r.answers), outcomes[r.call_id])
+            for r in rounds
         ]
         context["answered_pager"] = _pager(request, answered, "answered", "history-answered")
     if wanted in (None, "history-started"):
         number = request.GET.get("started")
         started = CappedPaginator(started_calls(user), PAGE_SIZE, number).get_page(number)
-        context["started"] = list(started)
+        calls = list(started)
+        outcomes = outcomes_for(calls)
+        context["started"] = [StartedRow(c, outcomes[c.pk]) for c in calls]
         context["started_pager"] = _pager(request, started, "started", "history-started")
     if wanted == "history-answered":
         return _vary(render(request, "inbox/_answered.html", context))

@@ -240,7 +240,7 @@ def test_oauth_per_person_story(
     control.set_subject(None)
     _press(eve, "Call the tool")
     call_url = _to_the_call(eve)
-    expect(eve.locator(".call-status")).to_contain_text("waiting for input")
+    expect(eve.locator(".call-status")).to_contain_text("Waiting for an answer")
     seen.snapshot(eve)
 
     # 3. Ann answers; the resubmission carries Eve's token.

@@ -194,7 +194,7 @@ def test_operator_end_user_approvers_and_admin(
     assert requester.goto("/operators/").status in (403, 404)
     call_url = _start_deploy(requester, "billing")
     requester.goto(call_url)
-    expect(requester.locator(".call-status")).to_contain_text("waiting for input")
+    expect(requester.locator(".call-status")).to_contain_text("Waiting for an answer")
     assert_accessible(requester)
 
     # Both approvers see it in their inbox, with the group named.
@@ -206,7 +206,8 @@ def test_operator_end_user_approvers_and_admin(
     ann.goto("/inbox/")
     item = _inbox_item(ann, question)
     expect(item).to_contain_text(f"For the group {APPROVERS}")
-    expect(item).to_contain_text("answer before")
+    expect(item).to_contain_text("due in")
+    expect(item).to_contain_text(f"Asked by {END_USER[0]}")
     assert_accessible(ann)
     shoot(ann, "inbox-group-round")
 

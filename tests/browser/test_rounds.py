@@ -199,7 +199,7 @@ def test_start_a_call_answer_the_round_and_read_the_result(
     expect(page.get_by_role("button", name="Submit", exact=True)).to_be_visible()
     expect(page.get_by_role("button", name="Decline", exact=True)).to_be_visible()
     expect(page.get_by_role("button", name="Cancel", exact=True)).to_be_visible()
-    expect(page.locator("p.deadline")).to_contain_text("Answer before")
+    expect(page.locator("p.deadline")).to_contain_text(re.compile(r"Due in \d+ minutes — "))
     assert_accessible(page)
 
     page.get_by_label("Approve the deployment").check()
@@ -213,12 +213,14 @@ def test_start_a_call_answer_the_round_and_read_the_result(
     person.press("Submit")
 
     person.expect_result("Deployed billing to production: 4 replicas, window tonight")
-    expect(page.locator(".call-status")).to_contain_text("completed")
+    expect(page.locator(".call-status")).to_contain_text("Answered")
     # The answers are on the call page, with who gave them.
     rounds = page.locator("ol.rounds")
     expect(rounds).to_contain_text("submitted")
     expect(rounds).to_contain_text(f"answered by {PERSON[0]}")
-    structured = json.loads(page.locator("section.result pre.json").inner_text())
+    structured = json.loads(
+        page.locator("section.result details.raw-json pre").text_content() or ""
+    )
     assert structured["answers"] == {
         "approve": True,
         "replicas": 4,
@@ -394,7 +396,9 @@ def test_every_field_kind(person: Person, peer_connection: str) -> None:
     person.press("Submit")
 
     person.expect_result('"action": "accept"')
-    structured = json.loads(page.locator("section.result pre.json").inner_text())
+    structured = json.loads(
+        page.locator("section.result details.raw-json pre").text_content() or ""
+    )
     assert structured["content"] == {
         "text": "hello",
         "email": "ada@example.com",
@@ -451,7 +455,9 @@ def test_url_mode_asks_consent_before_the_link(
 
     person.press("I've finished")
     person.expect_result("Connected to acme")
-    structured = json.loads(page.locator("section.result pre.json").inner_text())
+    structured = json.loads(
+        page.locator("section.result details.raw-json pre").text_content() or ""
+    )
     assert structured["visited"] is True
 
 
@@ -473,7 +479,7 @@ def test_expired_state_then_start_again_with_answers_kept(
     time.sleep(2.5)
     person.press("Submit")
 
-    expect(page.locator(".call-status")).to_contain_text("expired", timeout=DELIVERY_TIMEOUT)
+    expect(page.locator(".call-status")).to_contain_text("Expired", timeout=DELIVERY_TIMEOUT)
     person.saw()
     expect(
         page.get_by_role("heading", name="The server no longer accepts this round")

@@ -52,7 +52,7 @@ def person(signed_in_page: Page, live_app: LiveApp) -> Iterator[Person]:
 
 
 def structured(page: Any) -> dict[str, Any]:
-    return json.loads(page.locator("section.result pre.json").inner_text())
+    return json.loads(page.locator("section.result details.raw-json pre").text_content() or "")
 
 
 def test_guide_approve_a_deployment(person: Person, demo_connection: str) -> None:

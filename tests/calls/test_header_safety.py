@@ -42,7 +42,7 @@ def test_a_tool_named_with_crlf_still_emails_its_round(
     (email,) = mailoutbox
     assert email.recipients() == [otto.email]
     assert "\r" not in email.subject and "\n" not in email.subject
-    assert email.subject.startswith("[mrtrweb] hostile server asks: ")
+    assert email.subject.startswith("[mrtrweb] otto asks: ")  # who started the call
     assert "Bcc: evil@example.com" in email.subject  # shown, on one line, inside the subject
     sent = email.message()
     assert sent["Bcc"] is None and sent["Subject"] is not None

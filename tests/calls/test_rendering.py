@@ -156,8 +156,10 @@ def test_a_web_resource_link_is_a_link_that_leaks_nothing():
 
 def test_text_is_escaped_and_kept_verbatim():
     html = render({"type": "text", "text": f"line 1\n{EVIL}"})
-    (pre,) = tags(html, "pre")
-    assert pre.text == f"line 1\n{EVIL}"
+    # Text reads in normal type (its line breaks kept by the stylesheet), not as code.
+    assert tags(html, "pre") == []
+    (shown,) = [div for div in tags(html, "div") if "prose" in div.attrs.get("class", "")]
+    assert shown.text == f"line 1\n{EVIL}"
     assert EVIL not in html
 
 

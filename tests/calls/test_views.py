@@ -91,7 +91,9 @@ def test_approve_deploy_from_start_to_result(
     assert page.status_code == 200
     assert "Deploy api to staging?" in body
     assert "Test peer" in body and "mrtrweb-fastmcp-peer" in body and "approve_deploy" in body
-    assert re.search(r"Answer before .*\d\d:\d\d", body)
+    # Who asks, and by when: relative, then the date (in UTC, said so: no zone is known).
+    assert "Asked by ada just now" in body
+    assert re.search(r"Due in \d+ minutes — \d+ \w{3}, \d\d:\d\d UTC", body)
     for label in ("Approve the deployment", "Replicas", "Deployment window", "Contact e-mail"):
         assert any(label in found for found in label_texts(page)), label
     assert form_buttons(page) == ["Submit", "Decline", "Cancel"]
@@ -123,9 +125,16 @@ def test_approve_deploy_from_start_to_result(
     body = visible_text(result)
     assert "Deployed api to staging: 3 replicas, window tonight" in body
     assert '"status": "deployed"' in unescape(text(result))  # structuredContent, pretty-printed
-    assert "Completed" in body or "completed" in body
+    assert "Outcome: Answered" in body
     assert "answered by ada" in body
     assert "Replicas 3" in body  # the answer given, labelled with the question's title
+    # Choices read back by the titles the person chose, not the server's codes.
+    assert "Deployment window Tonight at 22:00" in body and "Notify Operations" in body
+    # The structured content as a labelled table, its JSON behind a disclosure.
+    assert "Status deployed" in body and "Service api" in body
+    assert re.search(r"<details class=\"raw-json\">\s*<summary>", text(result))
+    # The tool's text reads as text, not code.
+    assert not re.search(r"<pre[^>]*>\s*Deployed api", text(result))
 
 
 def test_invalid_answers_are_shown_inline_kept_and_nothing_is_sent(
@@ -393,7 +402,9 @@ def test_an_expired_round_can_be_started_again_with_the_answers_filled_in(
     page = pages.get(call.get_absolute_url())
     body = visible_text(page)
     assert "no longer accepts this round" in body
-    assert "Your answers are kept" in body
+    assert "The answers given are kept" in body
+    # The server refused it: not the words of a round that timed out unanswered.
+    assert "Nobody answered in time" not in body
     assert "Start again" in buttons(page)
     assert "hotfix" in body  # the answers given are still shown
 

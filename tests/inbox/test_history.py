@@ -6,6 +6,7 @@ the outcomes shown are what the server really answered.
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -73,8 +74,10 @@ def test_answered_rounds_and_started_calls_with_their_outcomes(fastmcp_peer: Any
     assert "Rounds I answered" in shown
     assert "Deploy api to staging? Answered" in shown
     assert "Deploy web to staging? Declined" in shown
-    assert shown.count("Round: delivered") == 2
-    assert f"call {accepted.call_id} : completed" in shown
+    assert shown.count("Asked by ada") == 2
+    # Each call's outcome in words: the one declined is not "completed" like the other.
+    assert f"Call {accepted.call_id} : Answered" in shown
+    assert f"Call {declined.call_id} : Declined" in shown
     assert "You have not started any call yet." in shown
 
     theirs = browser(ada).get(HISTORY)
@@ -87,6 +90,13 @@ def test_answered_rounds_and_started_calls_with_their_outcomes(fastmcp_peer: Any
     assert unreachable.error.startswith("NotDelivered")
     assert unreachable.error[:60] in shown
     assert "You have not answered any round yet." in shown
+    # Each started call with its own outcome badge.
+    started = r'href="/calls/(\d+)/">Call \d+</a>.*?outcome-(\w+)'
+    badges = dict(re.findall(started, text(theirs), re.S))
+    assert badges[str(accepted.call_id)] == "answered"
+    assert badges[str(declined.call_id)] == "declined"
+    assert badges[str(failing.pk)] == "tool_error"
+    assert badges[str(unreachable.pk)] == "failed"
 
 
 @pytest.mark.django_db

@@ -64,7 +64,9 @@ def test_my_rounds_and_my_groups_rounds_newest_first_with_what_is_asked(
     assert "Deploy api to staging?" in shown and "Deploy web to staging?" in shown
     assert "Tool approve_deploy on to-group server" in shown
     assert "Tool approve_deploy on peer server" in shown
-    assert "ago" in shown and "answer before" in shown
+    # Who asks and when, through what, and by when.
+    assert "Asked by carl just now" in shown and "Asked by ada just now" in shown
+    assert "due in 9 minutes" in shown or "due in 10 minutes" in shown
     assert f'datetime="{for_group.expires_at.isoformat()}"' in body
     assert "For the group Approvers" in shown
     # One Claim button: the group's round; a round of my own needs no claiming.
@@ -93,7 +95,8 @@ def test_a_claimed_round_leaves_the_other_members_inboxes(
     theirs = bea_web.get(INBOX)
     assert round.pk not in round_links(theirs)
     assert 'aria-label="0 waiting"' in text(theirs)
-    assert bea_web.get(round.get_absolute_url()).status_code == 404
+    taken = bea_web.get(round.get_absolute_url())
+    assert taken.status_code == 200 and "ada took this round" in visible_text(taken)
 
 
 def test_claiming_with_htmx_swaps_just_the_list(fastmcp_peer: Any, ada: Any) -> None:
@@ -210,5 +213,8 @@ def test_a_claim_lost_to_another_member_reloads_the_inbox_with_a_word(
     # The same words for a round that does not exist: nothing is revealed.
     missing = bea_web.post(reverse("calls:claim", args=[round.pk + 1000]), **htmx("inbox-pending"))
     assert (missing.status_code, missing["HX-Refresh"]) == (200, "true")
-    # Without htmx it is the plain 404 of the access matrix.
-    assert bea_web.post(reverse("calls:claim", args=[round.pk])).status_code == 404
+    # Without htmx, the page that says who took it (409); a stranger's is the 404.
+    lost_page = bea_web.post(reverse("calls:claim", args=[round.pk]))
+    assert lost_page.status_code == 409 and "took this round" in visible_text(lost_page)
+    stranger = browser(person("zed")).post(reverse("calls:claim", args=[round.pk]))
+    assert stranger.status_code == 404

@@ -105,9 +105,12 @@ def test_a_group_round_claimed_by_one_member_and_answered(fastmcp_peer: Any) -> 
 
     before = state()
     assert round.pk not in round_links(bea_web.get(INBOX))
-    assert bea_web.get(round.get_absolute_url()).status_code == 404
-    assert bea_web.post(round.get_absolute_url(), answer_data()).status_code == 404
-    assert bea_web.post(reverse("calls:claim", args=[round.pk])).status_code == 404
+    # Another member is told who took it, never a bare 404; nothing they post changes a thing.
+    looked = bea_web.get(round.get_absolute_url())
+    assert looked.status_code == 200 and "ada took this round" in visible_text(looked)
+    assert 'value="accept"' not in text(looked)
+    assert bea_web.post(round.get_absolute_url(), answer_data()).status_code == 409
+    assert bea_web.post(reverse("calls:claim", args=[round.pk])).status_code == 409
     assert bea_web.post(reverse("calls:release", args=[round.pk])).status_code == 404
     assert state() == before
 
@@ -184,7 +187,7 @@ def test_claims_that_cannot_be(fastmcp_peer: Any) -> None:
     assert browser(ada).post(reverse("calls:claim", args=[grouped.pk])).status_code == 303
     taken = browser(root).post(reverse("calls:claim", args=[grouped.pk]))
     assert taken.status_code == 409
-    assert "Someone else claimed this round first: ada" in visible_text(taken)
+    assert "ada took this round" in visible_text(taken)
     grouped.refresh_from_db()
     assert grouped.claimed_by == ada
 

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from django import template
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
+from mrtrweb.calls.presenting import Outcome, person_name
 from mrtrweb.calls.rendering import Block, pretty_json
+from mrtrweb.calls.when import moment
 
 register = template.Library()
+
+STYLES = ("both", "relative", "date")
 
 
 @register.inclusion_tag("calls/_block.html")
@@ -19,3 +26,40 @@ def content_block(block: Block) -> dict[str, Any]:
 @register.filter(name="pretty_json")
 def pretty_json_filter(value: Any) -> str:
     return pretty_json(value)
+
+
+@register.simple_tag(takes_context=True)
+def when(context: Any, at: dt.datetime | None, style: str = "both") -> SafeString | str:
+    """``<time>`` saying ``at`` in the reader's zone: "in 8 minutes — 2 Dec, 07:29" (both),
+    "5 minutes ago" (relative) or "2 Dec, 07:29" (date); the full date and zone as its title.
+
+    When the zone is only the default (no account setting, no browser zone known), the text
+    says so ("UTC"), so nobody takes it for their own.
+    """
+    if at is None:
+        return ""
+    if style not in STYLES:
+        raise template.TemplateSyntaxError(f"when: style must be one of {STYLES}")
+    shown = moment(at)
+    text = {"both": shown.both, "relative": shown.relative, "date": shown.date}[style]
+    request = context.get("request")
+    if style != "relative" and getattr(request, "time_zone_source", "") == "default":
+        text += f" {shown.zone}"
+    return format_html('<time datetime="{}" title="{}">{}</time>', at.isoformat(), shown.full, text)
+
+
+@register.filter
+def who(user: Any) -> str:
+    """A person as others read them: their full name, else their username."""
+    return person_name(user)
+
+
+@register.filter
+def outcome_of(outcomes: dict[int, Outcome], call: Any) -> Outcome | None:
+    """``outcomes|outcome_of:call``: the call's outcome from a list's ``outcomes_for``."""
+    return outcomes.get(call.pk) if isinstance(outcomes, dict) else None
+
+
+@register.inclusion_tag("calls/_outcome.html")
+def outcome_badge(outcome: Outcome | None) -> dict[str, Any]:
+    return {"outcome": outcome}
