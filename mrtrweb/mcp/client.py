@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import httpx
 import mcp_types
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from . import era as eras
 from . import io_loop
@@ -45,15 +45,14 @@ from .errors import (
 )
 from .headers import invalid_x_mcp_header, param_headers, x_mcp_header_map
 from .listing import Listing, ListingCache, list_all
+from .notifications import NotificationCallback, notification_handler
 from .results import complete, outcome
 from .transport import HTTPTransport, RawResponse
-from .unfit import unfit
 
 __all__ = ["Era", "Listing", "MCPClient", "NotificationCallback", "forget_era"]
 
 logger = logging.getLogger(__name__)
 
-NotificationCallback = Callable[[mcp_types.ServerNotification], Awaitable[None] | None]
 ItemT = TypeVar("ItemT", bound=BaseModel)
 
 
@@ -186,7 +185,7 @@ class MCPClient:
                     **(extra_headers or {}),
                 }
                 return await self._transport.post(
-                    body, request_id, headers, self._notification_handler(on_notification)
+                    body, request_id, headers, notification_handler(on_notification)
                 )
 
             response = await self._authorized(post)
@@ -260,29 +259,6 @@ class MCPClient:
             eras.remember(self.settings.url, "legacy")
             raise LegacyServer(self.settings.url, f"it supports only {', '.join(supported)}")
         return False
-
-    @staticmethod
-    def _notification_handler(
-        callback: NotificationCallback | None,
-    ) -> Callable[[dict[str, Any]], Awaitable[None]] | None:
-        if callback is None:
-            return None
-
-        async def handle(message: dict[str, Any]) -> None:
-            why = unfit(message)
-            if why is not None:
-                logger.warning("ignoring a notification %r holding %s", message.get("method"), why)
-                return
-            try:
-                notification = mcp_types.server_notification_adapter.validate_python(message)
-            except ValidationError:
-                logger.warning("ignoring an unparseable notification %r", message.get("method"))
-                return
-            outcome = callback(notification)
-            if outcome is not None:
-                await outcome
-
-        return handle
 
     # -- era detection (mcp/era.py) ---------------------------------------------------------
 

@@ -51,6 +51,7 @@ from .errors import (
 )
 from .jsonparse import loads
 from .listing import Listing, list_all
+from .notifications import NotificationCallback, notification_handler
 from .results import complete
 from .transport import HTTPTransport, Resumption
 from .unfit import unfit
@@ -71,7 +72,6 @@ HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18")
 DEFAULT_QUESTION_DEADLINE = 600.0
 
 ElicitHandler = Callable[[mcp_types.ElicitRequest], Awaitable[mcp_types.ElicitResult]]
-NotificationCallback = Callable[[mcp_types.ServerNotification], Awaitable[None] | None]
 ItemT = TypeVar("ItemT", bound=BaseModel)
 ResultT = TypeVar("ResultT", bound=mcp_types.Result)
 
@@ -380,7 +380,7 @@ class HandshakeClient:
             body,
             request_id,
             headers,
-            _notification_handler(on_notification),
+            notification_handler(on_notification),
             on_request=self._answer_server_request,
             resumption=Resumption(headers) if self.session_id else None,
             deadlines=self._deadlines,
@@ -505,26 +505,3 @@ class HandshakeClient:
     ) -> mcp_types.ReadResourceResult:
         result = await self.request("resources/read", {"uri": uri}, on_notification=on_notification)
         return complete("resources/read", result, mcp_types.ReadResourceResult)
-
-
-def _notification_handler(
-    callback: NotificationCallback | None,
-) -> Callable[[dict[str, Any]], Awaitable[None]] | None:
-    if callback is None:
-        return None
-
-    async def handle(message: dict[str, Any]) -> None:
-        why = unfit(message)
-        if why is not None:
-            logger.warning("ignoring a notification %r holding %s", message.get("method"), why)
-            return
-        try:
-            notification = mcp_types.server_notification_adapter.validate_python(message)
-        except ValidationError:
-            logger.debug("ignoring an unparseable notification %r", message.get("method"))
-            return
-        outcome = callback(notification)
-        if outcome is not None:
-            await outcome
-
-    return handle
