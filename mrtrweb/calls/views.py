@@ -41,6 +41,7 @@ from .presenting import (
     expiry_of,
     listed_calls,
     outcome_of,
+    person_name,
     round_view,
     typed_values,
     with_error_flag,
@@ -380,14 +381,14 @@ def claim(request: HttpRequest, pk: int) -> HttpResponse:
     round = visible_rounds(request.user).filter(pk=pk).first()
     if round is None or not can_answer(request.user, round):
         if request.htmx:
-            return _claim_lost(request)
+            return _claim_lost(request, pk)
         if round is None:
             return _taken_or_404(request, pk)
         raise Http404("No round matches the given query.")
     if round.claimed_by_id != request.user.pk:
         if not (round.is_pending and round.assigned_group_id is not None):
             return (
-                _claim_lost(request)
+                _claim_lost(request, pk)
                 if request.htmx
                 else _claim_conflict(request, round, "not_claimable")
             )
@@ -395,19 +396,28 @@ def claim(request: HttpRequest, pk: int) -> HttpResponse:
             engine.claim(round, request.user)
         except engine.AlreadyAnswered:
             if request.htmx:
-                return _claim_lost(request)
+                return _claim_lost(request, pk)
             round.refresh_from_db()
             return _taken(request, round, None)
     return SeeOther(_next_or(request, round.get_absolute_url()))
 
 
-def _claim_lost(request: HttpRequest) -> HttpResponse:
+def _claim_lost(request: HttpRequest, pk: int) -> HttpResponse:
     """From the inbox (htmx), a claim someone else won: say so and reload the list.
 
-    htmx swaps nothing on an error status, so the Claim button would just do nothing. The
-    words are the same whether the round exists or not, so they tell nobody anything.
+    htmx swaps nothing on an error status, so the Claim button would just do nothing. A
+    member of the round's group is told who took it; anyone else gets the same words whether
+    the round exists or not, so they tell nobody anything.
     """
-    messages.info(request, "That round is no longer waiting for you: someone else took it.")
+    taken = taken_from(request.user, pk)
+    taker = (taken.answered_by or taken.claimed_by) if taken is not None else None
+    if taker is not None:
+        messages.info(
+            request,
+            f"That round is no longer waiting for you: {person_name(taker)} took it.",
+        )
+    else:
+        messages.info(request, "That round is no longer waiting for you: someone else took it.")
     return HttpResponseClientRefresh()
 
 

@@ -208,11 +208,17 @@ def test_a_claim_lost_to_another_member_reloads_the_inbox_with_a_word(
     assert lost.status_code == 200 and lost["HX-Refresh"] == "true"
     assert state() == before
     page = bea_web.get(INBOX)
-    assert "That round is no longer waiting for you" in visible_text(page)
+    # A member of the group is told who took it.
+    assert "That round is no longer waiting for you: ada took it." in visible_text(page)
     assert round.pk not in round_links(page)
     # The same words for a round that does not exist: nothing is revealed.
     missing = bea_web.post(reverse("calls:claim", args=[round.pk + 1000]), **htmx("inbox-pending"))
     assert (missing.status_code, missing["HX-Refresh"]) == (200, "true")
+    assert "someone else took it" in visible_text(bea_web.get(INBOX))
+    # And a stranger learns nothing of who took it.
+    zoe = browser(person("zoe"))
+    zoe.post(reverse("calls:claim", args=[round.pk]), **htmx("inbox-pending"))
+    assert "someone else took it" in visible_text(zoe.get(INBOX))
     # Without htmx, the page that says who took it (409); a stranger's is the 404.
     lost_page = bea_web.post(reverse("calls:claim", args=[round.pk]))
     assert lost_page.status_code == 409 and "took this round" in visible_text(lost_page)
