@@ -56,6 +56,7 @@ call_command("migrate", interactive=False, verbosity=0)
 call_command("collectstatic", interactive=False, verbosity=0)
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.utils import timezone
 from mrtrweb.servers.models import Connection, ToolExposure
 User = get_user_model()
 person = User.objects.create_user({person!r}, email={email!r}, password={person_pw!r})
@@ -67,9 +68,10 @@ enrol(User.objects.create_superuser({admin!r}, email="", password={admin_pw!r}))
 fields = {{f.name for f in Connection._meta.get_fields()}}
 for spec in json.loads({connections!r}):
     extra = {{k: v for k, v in spec["fields"].items() if k in fields}}
+    # Tested by an operator, as every connection end users are offered must be.
     connection = Connection.objects.create(
         name=spec["name"], url=spec["url"], bearer_token={token!r},
-        headers={{"X-Api-Key": {header!r}}}, **extra,
+        headers={{"X-Api-Key": {header!r}}}, tested_at=timezone.now(), **extra,
     )
     ToolExposure.objects.create(connection=connection, tool_name=spec["tool"], exposed=True)
 """
