@@ -35,6 +35,9 @@ def _test_settings(settings):
         **settings.STORAGES,
         "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
     }
+    # Links as a plain `make run` serves them, whatever HOST and PORT the tests run under
+    # (`PORT=8080 make test` passes them on; mrtrweb/env.py, base_url).
+    settings.MRTRWEB_BASE_URL = "http://127.0.0.1:8000"
     # The production hasher is slow on purpose; tests create users by the dozen.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     # In-process tests drive delivery through the task queue, step by step; the delivery

@@ -11,17 +11,20 @@ Django's own views (``django.contrib.auth.views``) with our forms and templates
 Django's reset form already reveals nothing about unknown addresses (the same "check your
 email" page follows, and no email is sent), sends nothing to inactive people or to those who
 sign in only through single sign-on (no usable password), and its link works once: the token
-is bound to the password hash, which the reset changes.
+is bound to the password hash, which the reset changes. At most ``RESETS_PER_ADDRESS`` emails
+go to one address an hour, whoever asks.
 """
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.forms import AuthenticationForm
-from django.http import HttpResponse
+from django.core.cache import cache
+from django.http import HttpResponse, HttpResponseRedirect
 
 RESET_EMAIL = "registration/password_reset_email.txt"
 RESET_SUBJECT = "registration/password_reset_subject.txt"
@@ -51,6 +54,28 @@ class PasswordReset(auth_views.PasswordResetView):
     subject_template_name = RESET_SUBJECT
 
     def form_valid(self, form: Any) -> HttpResponse:
+        if not _may_send_to(form.cleaned_data["email"]):
+            # The same page as ever: the limit says nothing about the address either.
+            return HttpResponseRedirect(self.get_success_url())
         # Read at each request, so a changed setting (and a test's) applies.
         self.extra_email_context = {"base_url": base_url()}
         return super().form_valid(form)
+
+
+# Anyone may ask for a reset link for any address; without a limit the form would mail an
+# inbox as often as someone presses the button. Counted in the cache (per process unless a
+# shared cache is configured: a soft limit, enough against a flood from one form).
+RESETS_PER_ADDRESS = 3
+RESET_WINDOW = 3600  # seconds
+
+
+def _may_send_to(email: str) -> bool:
+    digest = hashlib.sha256(email.strip().lower().encode()).hexdigest()
+    key = f"mrtrweb:password-reset:{digest}"
+    cache.add(key, 0, RESET_WINDOW)
+    try:
+        sent = cache.incr(key)
+    except ValueError:  # expired between add and incr
+        cache.set(key, 1, RESET_WINDOW)
+        sent = 1
+    return sent <= RESETS_PER_ADDRESS

@@ -253,8 +253,8 @@ def person_active(request: HttpRequest, pk: int) -> HttpResponse:
         request,
         f"{person.get_username()} can sign in again."
         if turn_on
-        else f"{person.get_username()} is switched off: they cannot sign in, their API tokens "
-        "stop working and nothing is routed to them any more.",
+        else f"{person.get_username()} is switched off: they cannot sign in and their API "
+        "tokens stop working. Reassign the rounds waiting for them.",
     )
     return SeeOther(here)
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 from django.core import mail
+from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
 
@@ -21,6 +22,7 @@ BASE_URL = "https://mrtr.example.org:8443"
 def _site(settings: Any) -> None:
     settings.MRTRWEB_BASE_URL = BASE_URL + "/"
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    cache.clear()  # the count of reset emails per address (mrtrweb/accounts/signin.py)
 
 
 def ada() -> Any:
@@ -155,3 +157,12 @@ def test_changing_the_password_on_the_sites_own_page() -> None:
     assert response["Location"] == reverse("password_change_done")
     user.refresh_from_db()
     assert user.check_password("another-long-password-7")
+
+
+def test_one_address_gets_a_few_links_an_hour_not_a_flood() -> None:
+    ada()
+    for _ in range(6):
+        response = Client().post(reverse("password_reset"), {"email": "ADA@example.org "})
+        assert response["Location"] == reverse("password_reset_done")
+
+    assert len(mail.outbox) == 3
