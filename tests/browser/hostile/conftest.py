@@ -68,10 +68,12 @@ enrol(User.objects.create_superuser({admin!r}, email="", password={admin_pw!r}))
 fields = {{f.name for f in Connection._meta.get_fields()}}
 for spec in json.loads({connections!r}):
     extra = {{k: v for k, v in spec["fields"].items() if k in fields}}
-    # Tested by an operator, as every connection end users are offered must be.
+    # Tested by an operator, as every connection end users are offered must be; a static
+    # token, so a 401 is the server refusing it (not a person to send to an OAuth server).
     connection = Connection.objects.create(
         name=spec["name"], url=spec["url"], bearer_token={token!r},
-        headers={{"X-Api-Key": {header!r}}}, tested_at=timezone.now(), **extra,
+        headers={{"X-Api-Key": {header!r}}}, tested_at=timezone.now(),
+        **{{"auth": "header", **extra}},
     )
     ToolExposure.objects.create(connection=connection, tool_name=spec["tool"], exposed=True)
 """
