@@ -65,14 +65,12 @@ class Mcp1Peer:
                 self.process.wait(timeout=5)
 
 
-def start_mcp1_peer(*args: str, port: int | None = None, timeout: float = 20.0) -> Mcp1Peer:
-    if not MCP1_PYTHON.exists():
-        pytest.fail("var/mcp1 is missing: run `make mcp1` (make test does)", pytrace=False)
-    port = port or free_port()
-    fd, log_name = tempfile.mkstemp(prefix="peer-mcp1-", suffix=".log")
-    command = [str(MCP1_PYTHON), str(SERVER), "--port", str(port), *args]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    env.pop("PYTHONPATH", None)
+def launch(
+    command: list[str], env: dict[str, str], args: tuple[str, ...], port: int, timeout: float
+) -> Mcp1Peer:
+    """Start one handshake-era peer process (the SDK 1.x or the TypeScript SDK) and wait until
+    it accepts connections; its output goes to a log file the failure message quotes."""
+    fd, log_name = tempfile.mkstemp(prefix="peer-handshake-", suffix=".log")
     with os.fdopen(fd, "wb") as log:
         process = subprocess.Popen(
             command, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
@@ -87,6 +85,16 @@ def start_mcp1_peer(*args: str, port: int | None = None, timeout: float = 20.0) 
         time.sleep(0.05)
     peer.stop()
     raise PeerStartError(command, "did not accept connections", peer.output())
+
+
+def start_mcp1_peer(*args: str, port: int | None = None, timeout: float = 20.0) -> Mcp1Peer:
+    if not MCP1_PYTHON.exists():
+        pytest.fail("var/mcp1 is missing: run `make mcp1` (make test does)", pytrace=False)
+    port = port or free_port()
+    command = [str(MCP1_PYTHON), str(SERVER), "--port", str(port), *args]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.pop("PYTHONPATH", None)
+    return launch(command, env, args, port, timeout)
 
 
 @pytest.fixture(scope="session")

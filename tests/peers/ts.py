@@ -10,16 +10,12 @@ Fixtures: ``ts_peer`` (session, stateful), ``ts_stateless_peer`` (session). The 
 from __future__ import annotations
 
 import os
-import subprocess
-import tempfile
-import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from .fixtures import REPO_ROOT, PeerStartError, _accepts, free_port
-from .mcp1 import Mcp1Peer
+from .fixtures import REPO_ROOT, free_port
+from .mcp1 import Mcp1Peer, launch
 
 NODE = REPO_ROOT / "var" / "node" / "node_modules" / "node" / "bin" / "node"
 SDK_MODULES = REPO_ROOT / "var" / "node-sdk" / "node_modules"
@@ -31,23 +27,9 @@ def start_ts_peer(*args: str, port: int | None = None, timeout: float = 20.0) ->
     if missing:
         pytest.fail(f"missing {missing}: run `make node-sdk` (make test does)", pytrace=False)
     port = port or free_port()
-    fd, log_name = tempfile.mkstemp(prefix="peer-ts-", suffix=".log")
     command = [str(NODE), str(SERVER), "--port", str(port), *args]
     env = {**os.environ, "NODE_PATH": str(SDK_MODULES)}
-    with os.fdopen(fd, "wb") as log:
-        process = subprocess.Popen(
-            command, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
-        )
-    peer = Mcp1Peer(port, process, args, Path(log_name))
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise PeerStartError(command, f"exited with {process.returncode}", peer.output())
-        if _accepts(port):
-            return peer
-        time.sleep(0.05)
-    peer.stop()
-    raise PeerStartError(command, "did not accept connections", peer.output())
+    return launch(command, env, args, port, timeout)
 
 
 @pytest.fixture(scope="session")
