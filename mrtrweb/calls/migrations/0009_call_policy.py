@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('calls', '0008_call_waiting_for_authorization'),
+        ("calls", "0008_call_waiting_for_authorization"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='call',
-            name='policy',
+            model_name="call",
+            name="policy",
             field=models.JSONField(blank=True, default=dict),
         ),
     ]
