@@ -138,6 +138,10 @@ def test_proposal_then_approval_through_the_pages(setup: dict[str, Any]) -> None
     shown = visible_text(page)
     assert "Comments" in shown and "alice proposed answers" in shown
     assert "bob approved" in shown and "Fine by me." in shown
+    # The audit trail keeps the proposal, the vote and their comments.
+    audit = visible_text(admin.get(reverse("dashboard:call_audit", kwargs={"pk": call.pk})))
+    assert "Proposed: waiting for approvals" in audit and "Voted on the proposal" in audit
+    assert "Fine by me." in audit and "Ops <b>agreed</b> on the call" in audit
     # A late vote: the round is closed.
     late = client_for(setup["cy"]).post(url, {"action": "approve"})
     assert late.status_code == 409
