@@ -130,6 +130,7 @@ def test_a_rejection_delivers_a_decline(fastmcp_in_process: Any, finance: dict[s
     round.refresh_from_db()
     call.refresh_from_db()
     assert round.answers == {"approval": {"action": "decline"}}
+    assert round.answered_by == finance["cy"]  # whose rejection declined it
     assert call.status == Call.Status.COMPLETED
     assert call.result["structuredContent"]["status"] == "declined"
     sent = retries(fastmcp_in_process, since)

@@ -158,7 +158,7 @@ def propose(
         )
         # A quorum of one approval more than the proposer's is never met by proposing; the
         # check keeps the rule in one place should the proposer's vote alone suffice.
-        _settle(round, policy, sending, deliver_within)
+        _settle(round, policy, sending, deliver_within, user)
     return _finish(round, sending, deliver_within)
 
 
@@ -209,7 +209,7 @@ def vote(
             rejections=rejections,
             **({"comment": comment} if comment else {}),
         )
-        _settle(locked, policy, sending, deliver_within)
+        _settle(locked, policy, sending, deliver_within, user)
     return _finish(round, sending, deliver_within)
 
 
@@ -218,8 +218,11 @@ def _settle(
     policy: PolicySnapshot,
     sending: list[Future[None]],
     deliver_within: float | None,
+    deciding: Any,
 ) -> None:
-    """Submit the round if the votes so far decide it (inside the caller's transaction)."""
+    """Submit the round if the votes so far decide it (inside the caller's transaction).
+    Approved, the answers are the proposer's; rejected, the decline is ``deciding``'s, the
+    person whose rejection made the count."""
     approvals, rejections = tally(round)
     round.refresh_from_db(fields=["proposal", "proposed_by", "status"])
     if approvals >= policy.approvals_required:
@@ -228,7 +231,7 @@ def _settle(
         detail: dict[str, Any] = {"quorum": "approved", "approvals": approvals}
     elif rejections >= max(policy.rejections_to_decline, 1):
         answers = {key: {"action": "decline"} for key in round.input_requests}
-        answered_by_id = round.proposed_by_id
+        answered_by_id = deciding.pk
         detail = {"quorum": "rejected", "rejections": rejections}
     else:
         return
@@ -251,7 +254,7 @@ def _settle(
         round.call,
         "answered",
         round=round,
-        actor=round.proposed_by,
+        actor=round.proposed_by if detail["quorum"] == "approved" else deciding,
         answers=answers,
         **detail,
     )
