@@ -168,7 +168,7 @@ def test_description_is_help_text_tied_with_aria_describedby():
     help_id = age.attrs["aria-describedby"]
     assert help_id == f"{age.attrs['id']}_helptext"
     # The description, then the limits in words ("A whole number.": it is an integer).
-    assert by_id(html)[help_id].text.split() == "In whole years A whole number.".split()
+    assert by_id(html)[help_id].text.split() == ["In", "whole", "years", "A", "whole", "number."]
 
 
 def test_limits_are_said_before_submitting_and_set_as_attributes():
