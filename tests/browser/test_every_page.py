@@ -159,6 +159,7 @@ PAGES: tuple[Visit, ...] = (
     ),
     Visit("servers:catalog", "person", lambda s: "/operators/peer/catalog/"),
     Visit("servers:exposure", "person", lambda s: "/operators/peer/exposure/"),
+    Visit("policies:policy", "person", lambda s: "/operators/peer/policy/?tool=approve_deploy"),
     Visit("authorizations:connection", "person", lambda s: "/oauth/connections/peer/"),
     Visit(
         "authorizations:connect",
