@@ -34,6 +34,7 @@ from .conftest import (
     _close,
     _new_page,
     format_violations,
+    shoot,
     sign_in,
 )
 
@@ -81,6 +82,17 @@ def _password_given(page: Any) -> None:
     page.wait_for_url("**/account/two-step/code/**")
 
 
+def _open_menu(page: Any) -> None:
+    """On a phone, the header's Menu button opens the links (no script needed)."""
+    summary = page.locator("details.menu > summary")
+    if summary.is_visible():
+        summary.click()
+        if page.viewport_size["width"] < 500 and "en" in (
+            page.evaluate("document.documentElement.lang") or ""
+        ):
+            shoot(page, "phone-menu")
+
+
 PAGES: tuple[Visit, ...] = (
     # Signing in, and out of it.
     Visit("login", "anonymous", lambda s: "/accounts/login/"),
@@ -96,6 +108,13 @@ PAGES: tuple[Visit, ...] = (
     Visit("core:home", "anonymous", lambda s: "/"),
     # An end user's pages.
     Visit("core:home", "end_user", lambda s: "/"),
+    Visit(
+        "core:home",
+        "end_user",
+        lambda s: "/",
+        then=_open_menu,
+        label="(the menu open)",
+    ),
     Visit("inbox:index", "end_user", lambda s: "/inbox/"),
     Visit("inbox:history", "end_user", lambda s: "/inbox/history/"),
     Visit("calls:list", "end_user", lambda s: "/calls/"),
@@ -199,6 +218,14 @@ PAGES: tuple[Visit, ...] = (
     Visit("dashboard:group", "admin", lambda s: f"/dashboard/groups/{s['group_pk']}/"),
     Visit("calls:list", "admin", lambda s: "/calls/"),
 )
+
+# Pictures for docs/user-guide.md ("On a phone"), with MRTRWEB_SCREENSHOTS set.
+PHONE_SHOTS = {
+    "calls:round (deploy) as person": "phone-round",
+    "calls:call (answered) as person": "phone-call",
+    "calls:list as person": "phone-calls",
+}
+
 
 # Named patterns that are not pages a person reads, each with the reason.
 NOT_PAGES: dict[str, str] = {
@@ -526,6 +553,9 @@ def test_every_page_fits_and_passes_axe(
         if status != visit.status:
             failures.append(f"{visit.id} as {visit.role}: {path} answered {status}")
             continue
+        shot = PHONE_SHOTS.get(f"{visit.id} as {visit.role}")
+        if screen == "phone" and language == "en" and shot:
+            shoot(page, shot)
         problems = _problems(page, phone=screen == "phone")
         if problems:
             failures.append(
