@@ -11,7 +11,8 @@ Built on the round's typed questions (``Round.questions()``), never on its JSON:
 - ``typed_values``: what a person typed into a round's form, as they would read it back;
 - ``Outcome`` (``call_outcome``, ``outcomes_for``): what came of a call, in words people use,
   decided here once for every list and page;
-- ``expiry_of``: why an expired call expired, so pages say what really happened.
+- ``expiry_of``: why an expired call expired, so pages say what really happened;
+- ``policy_state``: each approval policy's state on a round ("parts answered 1 of 2").
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet
 from django.forms.utils import ErrorDict
+from django.utils.translation import gettext
 
 from mrtrweb.elicitation import (
     ElicitationForm,
@@ -42,7 +44,7 @@ from mrtrweb.elicitation.questions import (
 )
 from mrtrweb.elicitation.schema import MAX_FIELDS, MAX_FORM_OPTIONS, FieldSpec, Kind
 
-from .models import Call, Round
+from .models import Call, Round, RoundPart
 from .rendering import answer_value
 
 # At most this many questions in one round are shown (a server's 5,000 took 6 s to render,
@@ -540,3 +542,27 @@ def person_name(user: Any) -> str:
         return ""
     full = user.get_full_name().strip() if hasattr(user, "get_full_name") else ""
     return full or str(user.get_username())
+
+
+# -- approval policies (issue 17) ---------------------------------------------------------------
+
+
+def policy_state(round: Round) -> list[str]:
+    """Each approval policy's state on ``round``, in words for the round, call and dashboard
+    pages ("parts answered 1 of 2"); empty for a round no policy acts on.
+
+    Added by the split rounds (a minimal one: the quorum's and renewal's labels join it).
+    """
+    labels: list[str] = []
+    if round.split:
+        statuses = list(
+            RoundPart.objects.filter(round_id=round.pk).values_list("status", flat=True)
+        )
+        done = sum(status in RoundPart.ANSWERED_STATUSES for status in statuses)
+        labels.append(
+            gettext("parts answered %(done)d of %(total)d") % {"done": done, "total": len(statuses)}
+        )
+        declined = statuses.count(RoundPart.Status.DECLINED)
+        if declined:
+            labels.append(gettext("%(count)d declined") % {"count": declined})
+    return labels

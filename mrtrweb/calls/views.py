@@ -31,6 +31,7 @@ from .access import (
     can_act_on_call,
     can_answer,
     next_page,
+    shown_to,
     taken_from,
     visible_calls,
     visible_rounds,
@@ -42,6 +43,7 @@ from .presenting import (
     listed_calls,
     outcome_of,
     person_name,
+    policy_state,
     round_view,
     typed_values,
     with_error_flag,
@@ -62,6 +64,7 @@ def round_page(request: HttpRequest, pk: int) -> HttpResponse:
     round = visible_rounds(request.user).filter(pk=pk).first()
     if round is None:
         return _taken_or_404(request, pk)
+    round = shown_to(request.user, round)  # a split round: only this person's part
     consented = _consented(request, round)
     saved = engine.saved_answers_for(round) if round.is_pending else {}
     if request.method == "GET":
@@ -150,6 +153,8 @@ def _render_round(
         "can_release": _can_release(request.user, round),
         "claim_problem": claim_problem,
         "authorization_wait": authorization_wait(call, request.user),
+        "part": getattr(round, "part", None),
+        "policy_state": policy_state(round),
     }
     return render(request, "calls/round.html", context, status=status)
 
@@ -248,7 +253,7 @@ def call_page(request: HttpRequest, pk: int) -> HttpResponse:
         "outcome": outcome_of(call, rounds),
         "expiry": expiry_of(rounds) if call.status == Call.Status.EXPIRED else None,
         "progress": _progress(call, rounds) if in_flight else None,
-        "rounds": [round_view(r) for r in rounds],
+        "rounds": [round_view(shown_to(request.user, r)) for r in rounds],
         "pending": pending[-1] if pending else None,
         # Whoever cannot answer the waiting round (a requester whose round went to a
         # group, say) sees where it stands, not an "Answer" button that leads nowhere.
@@ -345,6 +350,7 @@ def retry_delivery(request: HttpRequest, pk: int) -> HttpResponse:
 def _can_claim(user: Any, round: Round) -> bool:
     return (
         round.is_pending
+        and not round.split  # a split round's parts are answered, not claimed
         and round.assigned_group_id is not None
         and round.claimed_by_id is None
         and can_answer(user, round)

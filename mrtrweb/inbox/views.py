@@ -23,7 +23,7 @@ from django.utils.cache import patch_vary_headers
 from django.utils.functional import cached_property
 from django.views.decorators.http import require_safe
 
-from mrtrweb.calls.access import routed_to
+from mrtrweb.calls.access import shown_to, waiting_for
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.calls.presenting import Outcome, outcomes_for, present, round_action
 
@@ -48,10 +48,11 @@ _ROUND_HEAVY = (
 
 
 def pending_rounds(user: Any) -> QuerySet[Round]:
-    """Pending rounds routed to ``user`` (theirs, or their groups' unclaimed), newest first."""
+    """Pending rounds routed to ``user`` (theirs, or their groups' unclaimed; split rounds
+    while a part of theirs waits), newest first."""
     return (
         Round.objects.filter(status=Round.Status.PENDING)
-        .filter(routed_to(user))
+        .filter(waiting_for(user))
         .select_related("call__connection", "call__started_by", "assigned_group")
         .defer("answers", *_ROUND_HEAVY)
         .order_by("-created_at", "-id")
@@ -109,6 +110,8 @@ class PendingRow:
     late: bool
     claimable: bool
     claimed_by_me: bool
+    # A split round: the key of the part waiting for this person ("" for the unrouted rest).
+    part: str | None = None
 
 
 @dataclass(frozen=True)
@@ -126,9 +129,15 @@ class StartedRow:
 
 
 def _pending_row(round: Round, user: Any, now: Any) -> PendingRow:
-    group_round = round.assigned_group_id is not None
+    part = None
+    if round.split:
+        # Only their part's questions, never another's (one query more for such a row).
+        round = shown_to(user, round)
+        part = round.part.key if hasattr(round, "part") else None
+    group_round = round.assigned_group_id is not None and not round.split
     return PendingRow(
         round=round,
+        part=part,
         question=present(round).headline,
         late=round.expires_at is not None and round.expires_at <= now,
         claimable=group_round and round.claimed_by_id is None and not round.unsupported_reason,

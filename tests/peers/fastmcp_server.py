@@ -452,7 +452,9 @@ def register_flow_tools(mcp: FastMCP) -> None:
         # that splits the round between people must still send every answer under its key.
         if load_state(ctx.request_state).get("step") == "ask":
             replies = {key: answer(ctx, key) for key in ("budget", "schedule")}
-            actions = {key: (r.action if r is not None else "missing") for key, r in replies.items()}
+            actions = {
+                key: (r.action if r is not None else "missing") for key, r in replies.items()
+            }
             if any(action != "accept" for action in actions.values()):
                 return result(f"{project}: not planned", {"status": "declined", "actions": actions})
             budget = (replies["budget"].content or {}).get("amount")  # type: ignore[union-attr]

@@ -136,6 +136,14 @@ def answer_part(
         raise AlreadyAnswered(f"Round {locked.index} was already answered.")
     wanted = set(responses)
     parts = list(locked.parts.order_by("id"))
+    call = locked.call
+    if wanted == set(locked.input_requests) and all(
+        str(a.get("action")) in REFUSALS for a in responses.values()
+    ):
+        # The whole round refused at once (its call cancelled): no part is asked any more.
+        for other in parts:
+            transition_part(other, RoundPart.Status.PENDING, RoundPart.Status.CLOSED)
+        return {key: dict(responses[key]) for key in locked.input_requests}
     part = next((p for p in parts if set(p.keys) == wanted), None)
     if part is None:
         raise NotAnswerable("Answer exactly the questions of one part of this round.")
@@ -150,7 +158,6 @@ def answer_part(
         answered_at=now,
     ):
         raise AlreadyAnswered("This part of the round was already answered.")
-    call = locked.call
     policy = PolicySnapshot.from_json(call.policy)
     record(
         call,
