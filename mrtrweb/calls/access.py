@@ -156,9 +156,9 @@ def can_answer(user: Any, round: Round) -> bool:
     if not _active(user):
         return False
     if round.split:
-        # Only through a part: the one waiting for them (admins' included).
-        part = part_for(user, round)
-        return part is not None and part.is_pending and part.answered_by_id is None
+        # Only through a part routed to them (admins' included); whether it still waits is
+        # the engine's to say (a second post is told it was answered).
+        return part_for(user, round) is not None
     if is_admin(user):
         return True
     if round.assigned_user_id is not None:

@@ -18,6 +18,7 @@ from mrtrweb.elicitation import prefix_for_key
 from mrtrweb.policies.models import Policy
 from mrtrweb.policies.snapshot import PolicySnapshot
 from tests.api.support import api_for
+from tests.elicitation.support import post
 from tests.support.factories import make_connection, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -217,6 +218,11 @@ def test_the_sdk_peer_gets_one_retry_with_both_keys(sdk_peer: Any, people: dict[
     assert "Atlas: budget 9, starting 2027-01-04" in call.result["content"][0]["text"]
 
 
+def form(key: str, answers: dict[str, Any]) -> dict[str, Any]:
+    data = post(prefix_for_key(key), answers)
+    return {k: data.getlist(k) for k in data}
+
+
 def _client(user: Any) -> Client:
     client = Client()
     client.force_login(user)
@@ -254,8 +260,8 @@ def test_a_person_sees_and_answers_only_their_part(
     # here, her accept: her post cannot carry Bob's answer.
     since = peer.mark()
     data = {
-        f"{prefix_for_key('budget')}-amount": "5000",
-        f"{prefix_for_key('schedule')}-start": "1999-01-01",
+        **form("budget", {"amount": 5000}),
+        **form("schedule", {"start": "1999-01-01"}),
         "action": "accept",
     }
     response = alice.post(round.get_absolute_url(), data)
@@ -267,7 +273,7 @@ def test_a_person_sees_and_answers_only_their_part(
     assert alice.post(round.get_absolute_url(), data).status_code == 409
     response = bob.post(
         round.get_absolute_url(),
-        {f"{prefix_for_key('schedule')}-start": "2027-01-04", "action": "accept"},
+        {**form("schedule", {"start": "2027-01-04"}), "action": "accept"},
     )
     assert response.status_code == 303
     (sent,) = retries(peer, since)
