@@ -97,6 +97,8 @@ def shown_to(user: Any, round: Round) -> Round:
     shown.input_requests = {key: requests[key] for key in part.keys if key in requests}
     shown.answers = part.answers
     shown.part = part  # type: ignore[attr-defined]
+    # What the live socket compares with the database (templates/calls/_live_socket.html).
+    shown.live_status = round.status  # type: ignore[attr-defined]
     if not part.is_pending:
         shown.answered_by = part.answered_by
         shown.answered_at = part.answered_at

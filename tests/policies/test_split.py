@@ -170,7 +170,9 @@ def test_keys_no_route_names_stay_with_the_rounds_own_routing(
     conn = make_connection(peer)
     # Set as operators do: a Policy row for the tool; the snapshot is taken at the start.
     Policy.objects.create(
-        connection=conn, tool_name="plan_budget_schedule", split_routes={"budget": {"user": "alice"}}
+        connection=conn,
+        tool_name="plan_budget_schedule",
+        split_routes={"budget": {"user": "alice"}},
     )
     call = engine.start_call(
         connection=conn,
@@ -209,7 +211,9 @@ def test_the_sdk_peer_gets_one_retry_with_both_keys(sdk_peer: Any, people: dict[
     engine.answer(round, {"__main__:ask_schedule": SCHEDULE}, people["bob"])
     assert retries(sdk_peer, since) == []
     engine.answer(
-        round, {"__main__:ask_budget": {"action": "accept", "content": {"amount": 9}}}, people["alice"]
+        round,
+        {"__main__:ask_budget": {"action": "accept", "content": {"amount": 9}}},
+        people["alice"],
     )
     (sent,) = retries(sdk_peer, since)
     assert set(sent["inputResponses"]) == set(routes)

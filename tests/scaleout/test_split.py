@@ -52,7 +52,11 @@ async def _both_at_once(topology: Topology, round_id: int) -> list[tuple[int, st
     """admin1 (web A) answers the budget and admin2 (web B) the schedule, posted together."""
     people = [
         (topology.url_a, topology.sessions["admin1"][0], {_field("budget", "amount"): "5000"}),
-        (topology.url_b, topology.sessions["admin2"][0], {_field("schedule", "start"): "2027-01-04"}),
+        (
+            topology.url_b,
+            topology.sessions["admin2"][0],
+            {_field("schedule", "start"): "2027-01-04"},
+        ),
     ]
     clients = [
         httpx.AsyncClient(base_url=base, cookies={"sessionid": key}, timeout=60.0)
