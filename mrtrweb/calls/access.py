@@ -87,8 +87,11 @@ def shown_to(user: Any, round: Round) -> Round:
     see the round (its caller, an admin) reads it whole.
     """
     part = part_for(user, round)
-    if part is None:
-        return round
+    return round if part is None else narrowed(round, part)
+
+
+def narrowed(round: Round, part: RoundPart) -> Round:
+    """An unsaved copy of ``round`` showing only ``part`` (see :func:`shown_to`)."""
     shown = copy.copy(round)
     # Not shared with the original: the copy's cached relations are its own.
     shown._state = copy.copy(round._state)

@@ -37,11 +37,11 @@ def _inline_tasks(inline_tasks: None) -> None:
 @pytest.fixture
 def people(db: Any) -> dict[str, Any]:
     ops = Group.objects.create(name="Ops")
-    bob = make_user("bob")
+    bob = make_user("bob", email="bob@example.org")
     bob.groups.add(ops)
     return {
         "ada": make_user("ada"),  # starts the calls
-        "alice": make_user("alice"),  # Finance: the budget
+        "alice": make_user("alice", email="alice@example.org"),  # Finance: the budget
         "bob": bob,  # Ops: the schedule
         "carol": make_user("carol"),  # nobody asked her
     }
@@ -313,3 +313,15 @@ def test_the_api_shows_and_takes_only_the_tokens_part(
     assert answered.status_code == 202
     (sent,) = retries(peer, since)
     assert sent["inputResponses"] == {"budget": BUDGET, "schedule": SCHEDULE}
+
+
+def test_each_part_is_emailed_to_its_own_people_with_its_own_question(
+    fastmcp_in_process: Any, people: dict[str, Any], mailoutbox: list[Any]
+) -> None:
+    start_split(fastmcp_in_process, people)
+    sent = {tuple(mail.to): mail.subject + "\n" + mail.body for mail in mailoutbox}
+    assert set(sent) == {("alice@example.org",), ("bob@example.org",)}
+    assert BUDGET_Q in sent[("alice@example.org",)]
+    assert SCHEDULE_Q not in sent[("alice@example.org",)]
+    assert SCHEDULE_Q in sent[("bob@example.org",)]
+    assert BUDGET_Q not in sent[("bob@example.org",)]
