@@ -222,6 +222,39 @@ def test_the_sdk_peer_gets_one_retry_with_both_keys(sdk_peer: Any, people: dict[
     assert "Atlas: budget 9, starting 2027-01-04" in call.result["content"][0]["text"]
 
 
+@pytest.mark.parametrize("mode", ["decline-round", "send-with-others"])
+def test_the_sdk_peer_is_sent_a_declined_part_as_the_policy_says(
+    sdk_peer: Any, people: dict[str, Any], mode: str
+) -> None:
+    conn = make_connection(sdk_peer, "sdk")
+    budget, schedule = "__main__:ask_budget", "__main__:ask_schedule"
+    call = engine.start_call(
+        connection=conn,
+        method=Call.Method.TOOL,
+        target="plan_quarter",
+        arguments={"project": "Atlas"},
+        user=people["ada"],
+        policy=PolicySnapshot(
+            split_routes={budget: {"user": "alice"}, schedule: {"group": "Ops"}},
+            split_decline=mode,
+        ),
+    )
+    round = call.rounds.get()
+    since = sdk_peer.mark()
+    engine.answer(round, {budget: {"action": "decline"}}, people["alice"])
+    if mode == "send-with-others":
+        assert retries(sdk_peer, since) == []
+        engine.answer(round, {schedule: SCHEDULE}, people["bob"])
+    (sent,) = retries(sdk_peer, since)
+    assert sent["inputResponses"] == {
+        budget: {"action": "decline"},
+        schedule: {"action": "decline"} if mode == "decline-round" else SCHEDULE,
+    }
+    call.refresh_from_db()
+    # The SDK's resolvers answer a declined elicitation with a tool error.
+    assert call.status == Call.Status.COMPLETED and call.result["isError"] is True
+
+
 def form(key: str, answers: dict[str, Any]) -> dict[str, Any]:
     data = post(prefix_for_key(key), answers)
     return {k: data.getlist(k) for k in data}
