@@ -15,7 +15,7 @@ import pytest
 
 from tests.peers.fixtures import Peer
 
-from .conftest import PERSON, LiveApp, assert_accessible, expect, shoot, sign_in
+from .conftest import LiveApp, assert_accessible, expect, shoot
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
@@ -60,17 +60,18 @@ def _part_from_inbox(page: Page, question: str, other: str, key: str) -> None:
     assert_accessible(page)
 
 
+# Four people sign in through the login page (password hashing is slow on purpose).
+@pytest.mark.timeout(300)
 def test_two_people_answer_their_own_parts_of_one_round(
-    browser: Any,
     live_app: LiveApp,
     peer_connection: str,
     fastmcp_peer: Peer,
     page_as: Any,
-    page: Page,
+    signed_in_page: Page,
 ) -> None:
     live_app.shell(_POLICY.format(connection=peer_connection, tool=TOOL))
     # The caller starts the call: both questions go to others.
-    sign_in(page, *PERSON)
+    page = signed_in_page
     page.goto(f"/calls/start/{peer_connection}/?tool={TOOL}")
     page.get_by_role("button", name="Call the tool", exact=True).click()
     page.wait_for_load_state()
