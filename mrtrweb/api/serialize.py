@@ -11,6 +11,7 @@ from typing import Any
 
 from django.http import HttpRequest
 from django.urls import reverse
+from pydantic.alias_generators import to_camel
 
 from mrtrweb.calls.access import shown_to
 from mrtrweb.calls.models import Call, Round
@@ -85,6 +86,7 @@ def call_out(request: HttpRequest, call: Call) -> CallOut:
         rounds=[round_out(request, r) for r in rounds],
         result=call.result if isinstance(call.result, dict) else None,
         error=call.error,
+        policy={to_camel(key): value for key, value in (call.policy or {}).items()},
         waiting_for_authorization=_waiting(request, call),
     )
 
