@@ -239,6 +239,8 @@ def history(request: HttpRequest) -> HttpResponse:
         for r in rounds:  # what the call's outcome needs of its (deferred) result
             r.call.result_is_error = r.call_is_error  # type: ignore[attr-defined]
         outcomes = outcomes_for([r.call for r in rounds])
+        # A split round they sent last: only their own part's question and answer.
+        rounds = [shown_to(user, r) if r.split else r for r in rounds]
         context["answered"] = [
             AnsweredRow(r, present(r).headline, round_action(r.answers), outcomes[r.call_id])
             for r in rounds

@@ -315,6 +315,9 @@ def test_a_person_sees_and_answers_only_their_part(
     assert response.status_code == 303
     (sent,) = retries(peer, since)
     assert sent["inputResponses"] == {"budget": BUDGET, "schedule": SCHEDULE}
+    # Bob sent the round, so his history lists it: with his own part's question only.
+    history = bob.get("/inbox/history/").content.decode()
+    assert SCHEDULE_Q in history and BUDGET_Q not in history
 
 
 def test_the_api_shows_and_takes_only_the_tokens_part(
