@@ -131,7 +131,8 @@ def answer_part(
     Raises :class:`AlreadyAnswered` when the part (or the round) was answered first.
     """
     # Taken one after the other: see the module's docstring.
-    locked = Round.objects.select_for_update().select_related("call").get(pk=round.pk)
+    # The round's row only (``of``): its call is not locked with it.
+    locked = Round.objects.select_for_update(of=("self",)).select_related("call").get(pk=round.pk)
     if locked.status != Round.Status.PENDING:
         raise AlreadyAnswered(f"Round {locked.index} was already answered.")
     wanted = set(responses)
