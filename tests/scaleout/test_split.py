@@ -18,7 +18,7 @@ from tests.scaleout.conftest import Topology, start_call
 from tests.support.web import csrf_token
 
 TOOL = "plan_budget_schedule"
-RACES = 3
+RACES = 2
 BUDGET_Q = "Budget for Atlas?"
 SCHEDULE_Q = "When does Atlas start?"
 
