@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.utils.translation import gettext_lazy as _
+
 from mrtrweb.calls.models import Event, Round
 from mrtrweb.calls.rendering import answer_value, pretty_json
 
@@ -35,6 +37,10 @@ TITLES = {
     "released": "Claim released",
     "reassigned": "Reassigned",
     "abandoned": "Abandoned",
+    # Split rounds (issue 17).
+    "round_split": _("Round split between people"),
+    "part_answered": _("Part answered"),
+    "split_declined": _("A part declined the whole round"),
 }
 # Detail keys shown in their own columns; anything else is listed as it is.
 SHOWN = {

@@ -26,6 +26,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.utils.translation import gettext
 
 from mrtrweb.policies.snapshot import PolicySnapshot
 
@@ -134,7 +135,9 @@ def answer_part(
     # The round's row only (``of``): its call is not locked with it.
     locked = Round.objects.select_for_update(of=("self",)).select_related("call").get(pk=round.pk)
     if locked.status != Round.Status.PENDING:
-        raise AlreadyAnswered(f"Round {locked.index} was already answered.")
+        raise AlreadyAnswered(
+            gettext("Round %(index)d was already answered.") % {"index": locked.index}
+        )
     wanted = set(responses)
     parts = list(locked.parts.order_by("id"))
     call = locked.call
@@ -147,7 +150,7 @@ def answer_part(
         return {key: dict(responses[key]) for key in locked.input_requests}
     part = next((p for p in parts if set(p.keys) == wanted), None)
     if part is None:
-        raise NotAnswerable("Answer exactly the questions of one part of this round.")
+        raise NotAnswerable(gettext("Answer exactly the questions of one part of this round."))
     refusal = _refusal(responses)
     answers = {key: dict(responses[key]) for key in part.keys}
     if not transition_part(
@@ -158,7 +161,7 @@ def answer_part(
         answered_by=user,
         answered_at=now,
     ):
-        raise AlreadyAnswered("This part of the round was already answered.")
+        raise AlreadyAnswered(gettext("This part of the round was already answered."))
     policy = PolicySnapshot.from_json(call.policy)
     record(
         call,
