@@ -15,6 +15,7 @@ from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Event, Round, RoundPart
 from mrtrweb.calls.presenting import policy_state
 from mrtrweb.elicitation import prefix_for_key
+from mrtrweb.people.roles import ADMINS
 from mrtrweb.policies.models import Policy
 from mrtrweb.policies.snapshot import PolicySnapshot
 from tests.api.support import api_for
@@ -153,6 +154,11 @@ def test_send_with_others_waits_and_sends_the_declined_part_as_declined(
     round.refresh_from_db()
     assert round.status == Round.Status.PENDING and retries(peer, since) == []
     assert policy_state(round) == ["parts answered 1 of 2", "1 declined"]
+    # Admins read it on the dashboard, and who answered which part in the audit trail.
+    admin = _client(make_user("root", ADMINS))
+    assert "parts answered 1 of 2" in admin.get("/dashboard/rounds/").content.decode()
+    audit = admin.get(f"/dashboard/calls/{call.pk}/audit/").content.decode()
+    assert "Round split between people" in audit and "Part answered" in audit
     engine.answer(round, {"schedule": SCHEDULE}, people["bob"])
     (sent,) = retries(peer, since)
     assert sent["inputResponses"] == {"budget": {"action": "decline"}, "schedule": SCHEDULE}
