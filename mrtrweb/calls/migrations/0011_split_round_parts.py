@@ -10,7 +10,7 @@ import mrtrweb.calls.fields
 class Migration(migrations.Migration):
     dependencies = [
         ("auth", "0012_alter_user_first_name_max_length"),
-        ("calls", "0009_call_policy"),
+        ("calls", "0010_quorum_votes"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
