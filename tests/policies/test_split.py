@@ -18,6 +18,7 @@ from mrtrweb.elicitation import prefix_for_key
 from mrtrweb.people.roles import ADMINS
 from mrtrweb.policies.models import Policy
 from mrtrweb.policies.snapshot import PolicySnapshot
+from mrtrweb.policies.validation import problems
 from tests.api.support import api_for
 from tests.elicitation.support import post
 from tests.support.factories import make_connection, make_user
@@ -367,3 +368,11 @@ def test_each_part_is_emailed_to_its_own_people_with_its_own_question(
     assert SCHEDULE_Q not in sent[("alice@example.org",)]
     assert SCHEDULE_Q in sent[("bob@example.org",)]
     assert BUDGET_Q not in sent[("bob@example.org",)]
+
+
+def test_a_policy_is_split_or_a_quorum_never_both(people: dict[str, Any]) -> None:
+    both = PolicySnapshot(approvals_required=2, split_routes=ROUTES)
+    assert problems(both)["split_routes"] == (
+        "A round is split between people or needs a quorum, not both."
+    )
+    assert "split_routes" not in problems(PolicySnapshot(split_routes=ROUTES))

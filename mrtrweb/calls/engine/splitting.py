@@ -60,7 +60,8 @@ def split(round: Round, call: Call) -> None:
     (called by ``parking.park`` in its transaction; does nothing for any other round)."""
     policy = PolicySnapshot.from_json(call.policy)
     keys = list(round.input_requests or {})
-    if not policy.split or round.unsupported_reason or len(keys) < 2:
+    # With a quorum too (a policy validation refuses), the quorum has the round: not split.
+    if not policy.split or policy.quorum or round.unsupported_reason or len(keys) < 2:
         return
     parts: list[RoundPart] = []
     unrouted: list[str] = []
