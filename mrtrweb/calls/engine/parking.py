@@ -11,6 +11,7 @@ from django.utils import timezone
 from ..models import Call, Round
 from ..notify import notify_new_round
 from ..routing import route
+from . import renewal
 from .expiry import schedule_expiry
 from .trail import record
 from .transitions import set_call
@@ -31,13 +32,15 @@ def park(
         index = call.rounds.count() + 1
         user, group = route(call)
         requests = dict(requests)
+        now = timezone.now()
         parked = Round(
             call=call,
             index=index,
             input_requests=requests,
             summary=Round.summary_of(requests),
             unsupported_reason=unsupported,
-            expires_at=timezone.now() + call.connection.state_lifetime,
+            expires_at=now + call.connection.state_lifetime,
+            renew_until=renewal.deadline(call, now),
             assigned_user=user,
             assigned_group=group,
         )
