@@ -39,6 +39,7 @@ def park(
             input_requests=requests,
             summary=Round.summary_of(requests),
             unsupported_reason=unsupported,
+            created_at=now,
             expires_at=now + call.connection.state_lifetime,
             renew_until=renewal.deadline(call, now),
             assigned_user=user,
