@@ -547,9 +547,9 @@ class RenewalState:
     def label(self) -> str:
         if self.changed:
             return gettext("questions changed: asked again")
-        return ngettext(
-            "renewed %(count)d time", "renewed %(count)d times", self.renewals
-        ) % {"count": self.renewals}
+        return ngettext("renewed %(count)d time", "renewed %(count)d times", self.renewals) % {
+            "count": self.renewals
+        }
 
 
 def renewal_state(round: Round) -> RenewalState | None:

@@ -130,7 +130,7 @@ def _pending_row(round: Round, user: Any, now: Any) -> PendingRow:
     return PendingRow(
         round=round,
         question=present(round).headline,
-        late=round.expires_at is not None and round.expires_at <= now,
+        late=round.answer_by is not None and round.answer_by <= now,  # the person's deadline
         claimable=group_round and round.claimed_by_id is None and not round.unsupported_reason,
         claimed_by_me=group_round and round.claimed_by_id == user.pk,
     )

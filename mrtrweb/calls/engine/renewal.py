@@ -24,6 +24,7 @@ from typing import Any
 from django.db import transaction
 
 from mrtrweb.policies.snapshot import PolicySnapshot
+from mrtrweb.policies.validation import renewable_tool
 
 from .. import queue
 from ..models import Call, Round
@@ -34,22 +35,9 @@ __all__ = [
     "claim",
     "deadline",
     "renewable",
-    "renewable_tool",
     "same_questions",
     "what_changed",
 ]
-
-_SAFE_HINTS = ("readOnlyHint", "idempotentHint")
-
-
-def renewable_tool(tool: Mapping[str, Any] | None) -> bool:
-    """Whether a tool (as listed, or as ``Call.tool`` keeps it) may be run again up to its
-    question without an operator's say-so: it declares ``readOnlyHint`` or
-    ``idempotentHint``."""
-    annotations = (tool or {}).get("annotations")
-    return isinstance(annotations, Mapping) and any(
-        annotations.get(hint) is True for hint in _SAFE_HINTS
-    )
 
 
 def renewable(call: Call) -> bool:
