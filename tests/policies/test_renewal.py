@@ -15,6 +15,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
+from django.test import Client
+from django.urls import reverse
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
@@ -23,13 +25,14 @@ from mrtrweb.calls.engine import expiry_bucket
 from mrtrweb.calls.engine.renewal import same_questions, what_changed
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.calls.presenting import RenewalState, renewal_state
+from mrtrweb.people.roles import ADMINS
 from mrtrweb.policies.models import Policy
 from mrtrweb.policies.snapshot import PolicySnapshot
 from mrtrweb.servers.catalog import refresh_catalog
 from tests.calls.delivery_support import DATABASE_QUEUE, kinds, run_tasks, run_until
 from tests.peers.fixtures import running_peer
 from tests.peers.inprocess import InProcessPeer, in_process_peer
-from tests.support.factories import make_connection
+from tests.support.factories import make_connection, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -188,7 +191,12 @@ def test_a_renewed_round_answered_after_three_lifetimes_is_resubmitted_once(
     assert trail.count("renewed") == 3 and "expired" not in trail
     assert [e.detail["renewals"] for e in round.events.filter(kind="renewed")] == [1, 2, 3]
     assert renewal_state(round) == RenewalState(3, False)
-    assert renewal_state(round).label == "renewed 3 times"
+    # The admins' list of rounds says so beside its status.
+    admin = Client()
+    admin.force_login(make_user("root", ADMINS))
+    listing = admin.get(reverse("dashboard:rounds"))
+    assert listing.status_code == 200
+    assert "renewed 3 times" in listing.content.decode()
 
 
 def test_a_renewal_whose_questions_changed_asks_again(peer: Any, user: Any) -> None:
@@ -220,6 +228,17 @@ def test_a_renewal_whose_questions_changed_asks_again(peer: Any, user: Any) -> N
     ]
     assert "renewal_changed" in kinds(round)
     assert renewal_state(round) == RenewalState(0, True)
+    # The person is told what changed, in words, and asked again.
+    person = Client()
+    person.force_login(user)
+    page = person.get(asked.get_absolute_url())
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "its questions changed since round 2 was asked" in text
+    assert (
+        "Now reads: Does order B-2 at 12 EUR look right to you, Bo? "
+        "(was: Does order B-2 at 10 EUR look right to you, Bo?)"
+    ) in text
     accept(asked, user, ok=False)
     asked = run_until(asked, Round.Status.DELIVERED)
     call = Call.objects.get(pk=round.call_id)
