@@ -194,7 +194,7 @@ def test_a_renewed_round_answered_after_three_lifetimes_is_resubmitted_once(
     # The admins' list of rounds says so beside its status.
     admin = Client()
     admin.force_login(make_user("root", ADMINS))
-    listing = admin.get(reverse("dashboard:rounds"))
+    listing = admin.get(reverse("dashboard:rounds"), {"status": "all"})
     assert listing.status_code == 200
     assert "renewed 3 times" in listing.content.decode()
 
@@ -337,3 +337,35 @@ def test_the_questions_compare_by_keys_kinds_schemas_and_messages() -> None:
     ]
     removed = {"key": "d", "change": "removed", "was": "D?"}
     assert what_changed(new, {"a": form("A!")})[-1] == removed
+
+
+def test_a_late_answer_to_changed_questions_is_kept_and_not_sent(
+    fastmcp_renewal: Any, user: Any
+) -> None:
+    connection = connect(fastmcp_renewal, "renew-late-changed", renew_expired=True)
+    round = verdict_round(connection, user, "review_order", "F-6")
+    engine.start_call(
+        connection=connection,
+        method=Call.Method.TOOL,
+        target="set_price",
+        arguments={"order": "F-6", "price": "99 EUR"},
+        user=user,
+    )
+    outlive_state(round)
+    mark = fastmcp_renewal.mark()
+    accept(round, user, ok=True)
+    round = run_until(round, Round.Status.CHANGED)
+    assert round.status == Round.Status.CHANGED
+    assert round.answers == {"verdict": {"action": "accept", "content": {"ok": True}}}
+    asked = round.call.rounds.get(status=Round.Status.PENDING)
+    assert "at 99 EUR" in asked.summary
+    # The answer went only to the dead state (refused there); never to a question it was not
+    # given for.
+    sent = calls_of(fastmcp_renewal, mark, "review_order")
+    with_verdict = [e for e in sent if "verdict" in (params(e).get("inputResponses") or {})]
+    assert len(with_verdict) == 1 and params(with_verdict[0])["requestState"] != asked.request_state
+    person = Client()
+    person.force_login(user)
+    text = person.get(asked.get_absolute_url()).content.decode()
+    assert "What was answered before (not sent):" in text
+    assert "&quot;ok&quot;: true" in text or '"ok": true' in text
