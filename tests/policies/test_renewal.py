@@ -197,6 +197,8 @@ def test_a_renewed_round_answered_after_three_lifetimes_is_resubmitted_once(
     listing = admin.get(reverse("dashboard:rounds"), {"status": "all"})
     assert listing.status_code == 200
     assert "renewed 3 times" in listing.content.decode()
+    audit = admin.get(reverse("dashboard:call_audit", kwargs={"pk": call.pk})).content.decode()
+    assert audit.count("Renewed: the call ran again up to this round") == 3
 
 
 def test_a_renewal_whose_questions_changed_asks_again(peer: Any, user: Any) -> None:
