@@ -22,7 +22,7 @@ from django_tasks_db.models import DBTaskResult
 
 from mrtrweb.calls import engine
 from mrtrweb.calls.engine import expiry_bucket
-from mrtrweb.calls.engine.renewal import same_questions, what_changed
+from mrtrweb.calls.engine.renewal import asks_consent, same_questions, what_changed
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.calls.presenting import RenewalState, renewal_state
 from mrtrweb.people.roles import ADMINS
@@ -296,6 +296,20 @@ def test_a_tool_that_may_act_is_not_renewed_without_the_operators_say_so(
     assert engine.renewable(call)
 
 
+def test_a_round_asking_consent_to_a_link_is_never_renewed(fastmcp_renewal: Any, user: Any) -> None:
+    connection = connect(fastmcp_renewal, "renew-url", renew_expired=True, renew_unsafe=True)
+    call = engine.start_call(
+        connection=connection, method=Call.Method.TOOL, target="url_login", arguments={}, user=user
+    )
+    assert engine.renewable(call)  # the operator allowed it...
+    round = call.rounds.get()
+    assert round.renew_until is None and round.answer_by == round.expires_at
+    outlive_state(round)
+    # ...but a link's consent is given afresh by the person, never by a renewal.
+    assert expiry_runs(round) is True
+    assert round.status == Round.Status.EXPIRED
+
+
 def test_the_persons_deadline_ends_renewals(fastmcp_renewal: Any, user: Any) -> None:
     connection = connect(fastmcp_renewal, "renew-deadline", renew_expired=True)
     call = start(connection, user, "review_order", "E-5")
@@ -337,6 +351,7 @@ def test_the_questions_compare_by_keys_kinds_schemas_and_messages() -> None:
         {"key": "c", "change": "kind", "message": "Sign in", "was": "Sign in"},
         {"key": "d", "change": "added", "message": "D?"},
     ]
+    assert asks_consent(old) and not asks_consent(new)
     removed = {"key": "d", "change": "removed", "was": "D?"}
     assert what_changed(new, {"a": form("A!")})[-1] == removed
 

@@ -41,7 +41,7 @@ def park(
             unsupported_reason=unsupported,
             created_at=now,
             expires_at=now + call.connection.state_lifetime,
-            renew_until=renewal.deadline(call, now),
+            renew_until=renewal.deadline(call, now, requests),
             assigned_user=user,
             assigned_group=group,
         )

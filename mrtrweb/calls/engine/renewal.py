@@ -32,6 +32,7 @@ from .transitions import transition
 from .watchdogs import stuck_after
 
 __all__ = [
+    "asks_consent",
     "claim",
     "deadline",
     "renewable",
@@ -53,10 +54,13 @@ def renewable(call: Call) -> bool:
     return call.method == Call.Method.TOOL and renewable_tool(call.tool)
 
 
-def deadline(call: Call, parked_at: datetime) -> datetime | None:
-    """The person's deadline of a round of ``call`` parked at ``parked_at`` (``renew_until``),
-    or None when the call's rounds are not renewed."""
-    if not renewable(call):
+def deadline(
+    call: Call, parked_at: datetime, requests: Mapping[str, Any] | None = None
+) -> datetime | None:
+    """The person's deadline of a round of ``call`` asking ``requests``, parked at
+    ``parked_at`` (``renew_until``), or None when it is not renewed (the call's policy, or a
+    round that asks consent to a link: :func:`asks_consent`)."""
+    if not renewable(call) or asks_consent(requests or {}):
         return None
     seconds = PolicySnapshot.from_json(call.policy).renew_for_seconds
     return parked_at + timedelta(seconds=seconds)
@@ -76,6 +80,7 @@ def claim(round: Round, now: datetime, schedule: Callable[[datetime], None]) -> 
         or round.renew_until is None
         or round.renew_until <= now
         or not round.has_request_state
+        or asks_consent(round.input_requests)
         or not renewable(round.call)
     ):
         return False
@@ -127,6 +132,13 @@ def _signature(request: Any) -> str:
             "schema": params.get("requestedSchema"),
         }
     )
+
+
+def asks_consent(requests: Mapping[str, Any]) -> bool:
+    """Whether a round asks for a URL-mode step (a sign-in or payment elsewhere). Such a round
+    is never renewed nor replayed: its answer is consent to one URL, which the server mints
+    afresh each time, so it must be given afresh."""
+    return any(_kind(request) == ("elicitation/create", "url") for request in requests.values())
 
 
 def same_questions(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:

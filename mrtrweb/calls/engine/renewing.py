@@ -41,7 +41,7 @@ from ..models import Call, Round, state_sha256
 from .expiry import expire, schedule_expiry
 from .outcomes import complete
 from .parking import park
-from .renewal import renewable, same_questions, what_changed
+from .renewal import asks_consent, renewable, same_questions, what_changed
 from .trail import dump, record
 from .transitions import AlreadyAnswered, this_attempt, transition
 
@@ -100,7 +100,14 @@ def replay(call: Call, round: Round, send: Send) -> Renewal:
         requests = {key: dump(request) for key, request in result.input_requests.items()}
         if same_questions(round.input_requests, requests):
             return Renewal("renewed", state=result.request_state, replayed=replayed)
-        match = next((r for r in earlier if same_questions(r.input_requests, requests)), None)
+        match = next(
+            (
+                r
+                for r in earlier
+                if same_questions(r.input_requests, requests) and not asks_consent(r.input_requests)
+            ),
+            None,
+        )
         if match is None:
             expected = earlier[0] if earlier else round
             return Renewal(
@@ -122,6 +129,7 @@ def _wanted(call: Call, round: Round) -> bool:
         round.renew_until is not None
         and round.renew_until > timezone.now()
         and round.has_request_state
+        and not asks_consent(round.input_requests)
         and renewable(call)
     )
 
