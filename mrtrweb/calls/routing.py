@@ -1,10 +1,12 @@
 """Who is asked when a call needs input: whom the call names, else the tool's policy, else
-the connection's."""
+the connection's; and, for a person who is away, whoever they delegated to
+(``policies.Delegation``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from mrtrweb.policies.resolve import delegate_of
 from mrtrweb.servers.models import Routing, ToolExposure
 
 from .models import Call
@@ -32,3 +34,27 @@ def route(call: Call) -> tuple[Any, Any]:
         return None, policy.route_group
     # The default, and the fallback when a named user or group was deleted.
     return call.started_by, None
+
+
+def stand_in(user: Any) -> tuple[Any, Any]:
+    """``(whom to ask, for whom)`` for a round routed to ``user``: their delegate and them
+    while a delegation of theirs runs, else ``(user, None)``. Groups are not delegated: the
+    other members are there."""
+    if user is None:
+        return None, None
+    delegate = delegate_of(user)
+    if delegate.pk == user.pk:
+        return user, None
+    return delegate, user
+
+
+def answering_for(round: Any, user: Any) -> Any:
+    """The person ``user`` answers ``round`` for as their delegate, or None (their own round,
+    a group's, or an admin's answer)."""
+    if round.assigned_user_id is None:
+        return None
+    if round.delegated_from_id is not None and round.assigned_user_id == user.pk:
+        return round.delegated_from
+    if round.assigned_user_id != user.pk and delegate_of(round.assigned_user).pk == user.pk:
+        return round.assigned_user
+    return None

@@ -54,6 +54,13 @@ def expire_rounds_due() -> int:
 
 
 @task()
+def remind_rounds_due() -> int:
+    """Send the reminders and escalations due by now (the engine enqueues one per minute of
+    such moments, like expire_rounds_due)."""
+    return engine.remind_due()
+
+
+@task()
 def watch_delivery(round_id: int, attempt: int) -> None:
     engine.check_delivery(round_id, attempt)
 
@@ -74,6 +81,7 @@ QUEUED_BY_THE_ENGINE = (
     deliver_unclaimed_round,
     send_call,
     expire_rounds_due,
+    remind_rounds_due,
     watch_delivery,
     watch_call,
 )

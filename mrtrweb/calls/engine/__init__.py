@@ -21,6 +21,9 @@ This module is the front door: callers write ``from mrtrweb.calls import engine`
 - ``progress``: a server's progress announced (``calls.signals.call_progress``), kept, heard;
 - ``outcomes``: how each outcome of a request settles its call or round;
 - ``expiry``, ``watchdogs``, ``sweep``: state lifetimes, dead senders, the safety net;
+- ``reminders``: a pending round's reminders planned and sent, once each, as its call's
+  policy says; ``escalation``: a round unanswered too long reassigned to the policy's
+  fallback, and :func:`remind_due`, what the reminder tasks and the sweep run;
 - ``parking``: :func:`park`, a round a person must answer;
 - ``resuming``: :func:`resume_authorized`, what waited for an account queued once it is
   connected;
@@ -47,6 +50,7 @@ from .actions import (
     retry_delivery,
 )
 from .answering import answer, saved_answers_for
+from .escalation import remind_due, remind_if_due
 from .expiry import expire, expire_if_due, expiry_bucket
 from .parking import park
 from .resubmitting import resubmit
@@ -84,6 +88,8 @@ __all__ = [
     "park",
     "reassign",
     "release",
+    "remind_due",
+    "remind_if_due",
     "resend",
     "restart",
     "resubmit",

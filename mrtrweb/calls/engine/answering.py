@@ -15,6 +15,7 @@ from mrtrweb.elicitation import answers_match
 
 from .. import handoff, queue
 from ..models import Round
+from ..routing import answering_for
 from .resubmitting import queue_resubmission, resubmit
 from .trail import record
 from .transitions import AlreadyAnswered, NotAnswerable, transition
@@ -63,7 +64,16 @@ def answer(
             # Registered before the event's hooks, so the delivery starts once the answers are
             # committed, while this thread tells the receivers.
             transaction.on_commit(lambda: sending.append(handoff.start(resubmit, round.pk)))
-        record(round.call, "answered", round=round, actor=user, answers=answers)
+        # "answered by bob for ada": a delegate's answer says whom it stood in for.
+        for_whom = answering_for(round, user)
+        record(
+            round.call,
+            "answered",
+            round=round,
+            actor=user,
+            answers=answers,
+            **({"for_user": for_whom.get_username()} if for_whom is not None else {}),
+        )
         # In the same transaction as the answers (database queue): both are kept, or neither.
         if hand_off:
             queue.enqueue("deliver_unclaimed_round", round.pk, at=now + handoff.GRACE)
