@@ -36,12 +36,13 @@ def route(call: Call) -> tuple[Any, Any]:
     return call.started_by, None
 
 
-def stand_in(user: Any) -> tuple[Any, Any]:
-    """``(whom to ask, for whom)`` for a round routed to ``user``: their delegate and them
-    while a delegation of theirs runs, else ``(user, None)``. Groups are not delegated: the
-    other members are there."""
-    if user is None:
-        return None, None
+def stand_in(call: Call, user: Any) -> tuple[Any, Any]:
+    """``(whom to ask, for whom)`` for a round of ``call`` routed to ``user``: their delegate
+    and them while a delegation of theirs runs, else ``(user, None)``. Groups are not
+    delegated (the other members are there), nor a round of a call its own person started
+    (they are there: they just started it)."""
+    if user is None or user.pk == call.started_by_id:
+        return user, None
     delegate = delegate_of(user)
     if delegate.pk == user.pk:
         return user, None

@@ -52,7 +52,13 @@ def pending_rounds(user: Any) -> QuerySet[Round]:
     return (
         Round.objects.filter(status=Round.Status.PENDING)
         .filter(routed_to(user))
-        .select_related("call__connection", "call__started_by", "assigned_group")
+        .select_related(
+            "call__connection",
+            "call__started_by",
+            "assigned_group",
+            "assigned_user",
+            "delegated_from",
+        )
         .defer("answers", *_ROUND_HEAVY)
         .order_by("-created_at", "-id")
     )
@@ -109,6 +115,9 @@ class PendingRow:
     late: bool
     claimable: bool
     claimed_by_me: bool
+    # Delegations: the person I answer this round for, or the one who answers it for me.
+    for_person: Any = None
+    handed_to: Any = None
 
 
 @dataclass(frozen=True)
@@ -127,7 +136,16 @@ class StartedRow:
 
 def _pending_row(round: Round, user: Any, now: Any) -> PendingRow:
     group_round = round.assigned_group_id is not None
+    for_person = handed_to = None
+    if round.assigned_user_id == user.pk:
+        for_person = round.delegated_from
+    elif round.assigned_user_id is not None and round.delegated_from_id == user.pk:
+        handed_to = round.assigned_user
+    elif round.assigned_user_id is not None:
+        for_person = round.assigned_user  # waited for them before they went away
     return PendingRow(
+        for_person=for_person,
+        handed_to=handed_to,
         round=round,
         question=present(round).headline,
         late=round.expires_at is not None and round.expires_at <= now,

@@ -31,7 +31,7 @@ def park(
     with transaction.atomic():
         index = call.rounds.count() + 1
         user, group = route(call)
-        user, delegated_from = stand_in(user)  # a delegate answers for who is away
+        user, delegated_from = stand_in(call, user)  # a delegate answers for who is away
         requests = dict(requests)
         parked = Round(
             call=call,
