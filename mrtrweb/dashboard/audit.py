@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.utils.translation import gettext_lazy
+
 from mrtrweb.calls.models import Event, Round
 from mrtrweb.calls.rendering import answer_value, pretty_json
 
@@ -34,6 +36,8 @@ TITLES = {
     "claimed": "Claimed",
     "released": "Claim released",
     "reassigned": "Reassigned",
+    "reminded": gettext_lazy("Reminder sent"),
+    "escalated": gettext_lazy("Escalated: not answered in time, passed to the fallback"),
     "abandoned": "Abandoned",
 }
 # Detail keys shown in their own columns; anything else is listed as it is.
@@ -47,6 +51,7 @@ SHOWN = {
     "is_error",
     "http_status",
     "index",
+    "for_user",
 }
 
 
@@ -79,6 +84,8 @@ class EventView:
     outcome_ok: bool | None = None
     request_state_sha256: str = ""
     assigned: str = ""
+    # Whom the actor answered for, as their delegate ("answered by bob for ada").
+    for_user: str = ""
     other: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -203,6 +210,7 @@ def event_views(events: Iterable[Event]) -> list[EventView]:
                 outcome_ok=ok,
                 request_state_sha256=_text(detail.get("request_state_sha256")),
                 assigned=_assigned(detail),
+                for_user=_text(detail.get("for_user")),
                 other=other,
             )
         )
