@@ -135,3 +135,11 @@ def test_a_callers_own_round_stays_with_them_while_they_are_away(
     go_away(ada, "bob")
     own = start(make_connection(fastmcp_in_process), ada)
     assert (own.assigned_user, own.delegated_from) == (ada, None)
+
+
+def test_admins_see_delegations_on_the_people_pages(people: dict[str, Any]) -> None:
+    go_away(people["ada"], "bob")
+    admin = signed_in(make_user("root", ADMINS))
+    for person in ("ada", "bob"):
+        page = admin.get(reverse("dashboard:person", kwargs={"pk": people[person].pk}))
+        assert "ada's rounds go to bob from" in page.content.decode().replace("&#x27;", "'")
