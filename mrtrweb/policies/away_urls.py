@@ -2,11 +2,11 @@
 
 from django.urls import path
 
-from . import views
+from . import away
 
 app_name = "away"
 
 urlpatterns = [
-    path("", views.away, name="away"),
-    path("<int:pk>/end/", views.end, name="end"),
+    path("", away.away, name="away"),
+    path("<int:pk>/end/", away.end, name="end"),
 ]
