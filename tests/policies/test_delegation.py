@@ -10,6 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
@@ -124,6 +125,10 @@ def test_the_away_page_refuses_oneself_strangers_and_past_days(people: dict[str,
         assert response.status_code == 200
         assert says in response.content.decode()
     assert not Delegation.objects.exists()
+    # Only for a person signed in, and only their own.
+    anonymous = Client()
+    assert anonymous.get(reverse("away:away")).status_code == 302
+    assert anonymous.post(reverse("away:away"), {"delegate": "bob"}).status_code == 302
     # The account page leads there.
     assert reverse("away:away") in page.get(reverse("account:settings")).content.decode()
 
