@@ -8,8 +8,7 @@
   rounds (those routed to them before, and the new ones routed to the delegate); they still
   see and may answer the rounds routed to their delegate for them.
 - A round is answered by its assignee (or their delegate, or the person it was delegated
-  from), or by a member of its group who has not been beaten
-  to it by another member's claim.
+  from), or by a member of its group who has not been beaten to it by another member's claim.
 """
 
 from __future__ import annotations
