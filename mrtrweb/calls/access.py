@@ -4,8 +4,11 @@
 - Anyone else sees the calls they started, and the rounds routed to them: assigned to them,
   or to one of their groups and not claimed by someone else. Through such a round they also
   see its call.
-- A round is answered by its assignee, or by a member of its group who has not been beaten
-  to it by another member's claim.
+- Delegations: while a person is away, whoever stands in for them sees and answers their
+  rounds (those routed to them before, and the new ones routed to the delegate); they still
+  see and may answer the rounds routed to their delegate for them.
+- A round is answered by its assignee (or their delegate, or the person it was delegated
+  from), or by a member of its group who has not been beaten to it by another member's claim.
 - A split round (issue 17) is routed by its parts instead: each person sees and answers only
   the part (the questions) routed to them, or to one of their groups (:func:`part_for`,
   :func:`shown_to`); its own assignee answers only the part no route named.
@@ -20,6 +23,7 @@ from django.db.models import Q, QuerySet
 from django.urls import reverse
 
 from mrtrweb.people.roles import is_admin
+from mrtrweb.policies.resolve import delegate_of, delegating_to
 from mrtrweb.servers.exposure import may_start, sees_whole_catalog
 
 from .models import Call, Round, RoundPart
@@ -30,8 +34,17 @@ def _active(user: Any) -> bool:
 
 
 def _own(user: Any) -> Q:
-    return Q(assigned_user=user) | (
-        Q(assigned_group__in=user.groups.all()) & (Q(claimed_by__isnull=True) | Q(claimed_by=user))
+    """Rounds (not split) routed to ``user``: theirs, or their groups' that nobody else
+    claimed; and with delegations (``policies.Delegation``), those of the people ``user``
+    stands in for now, and those routed to someone standing in for ``user``."""
+    return (
+        Q(assigned_user=user)
+        | Q(assigned_user__in=delegating_to(user))
+        | Q(delegated_from=user)
+        | (
+            Q(assigned_group__in=user.groups.all())
+            & (Q(claimed_by__isnull=True) | Q(claimed_by=user))
+        )
     )
 
 
@@ -167,7 +180,10 @@ def can_answer(user: Any, round: Round) -> bool:
     if is_admin(user):
         return True
     if round.assigned_user_id is not None:
-        return round.assigned_user_id == user.pk
+        return (
+            user.pk in (round.assigned_user_id, round.delegated_from_id)
+            or delegate_of(round.assigned_user).pk == user.pk
+        )
     if round.assigned_group_id is not None:
         return (round.claimed_by_id in (None, user.pk)) and user.groups.filter(
             pk=round.assigned_group_id

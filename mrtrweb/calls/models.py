@@ -306,6 +306,24 @@ class Round(models.Model):
         db_index=False,
     )
     proposed_at = models.DateTimeField(null=True, blank=True)
+    # Reminders and escalation (engine.reminders, engine.escalation; the call's policy says
+    # when): how many of the policy's reminders were sent (each is sent once, whichever task
+    # or sweep gets there first), when the next reminder or the escalation is due (NULL when
+    # nothing more is; indexed where set, what the reminder tasks look up), and when the
+    # round was escalated to the policy's fallback (once).
+    reminders_sent = models.PositiveSmallIntegerField(default=0)
+    remind_at = models.DateTimeField(null=True, blank=True)
+    escalated_at = models.DateTimeField(null=True, blank=True)
+    # The person the round was routed to when their delegate got it instead (a delegation,
+    # mrtrweb.policies): the delegate answers "for" them, and they still see it.
+    delegated_from = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_index=False,
+    )
 
     class Meta:
         ordering = ["call_id", "index"]
@@ -318,6 +336,8 @@ class Round(models.Model):
             models.Index(fields=["status", "expires_at"], name="round_status_deadline"),
             _where_set("answered_by", "round_answerer_answered", "-answered_at"),
             _where_set("claimed_by", "round_claimer_set"),
+            _where_set("remind_at", "round_remind_at_set"),
+            _where_set("delegated_from", "round_delegated_from_set"),
         ]
         constraints = [
             models.UniqueConstraint(fields=["call", "index"], name="round_index_unique_per_call")

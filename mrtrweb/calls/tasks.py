@@ -61,6 +61,13 @@ def renew_round(round_id: int) -> None:
 
 
 @task()
+def remind_rounds_due() -> int:
+    """Send the reminders and escalations due by now (the engine enqueues one per minute of
+    such moments, like expire_rounds_due)."""
+    return engine.remind_due()
+
+
+@task()
 def watch_delivery(round_id: int, attempt: int) -> None:
     engine.check_delivery(round_id, attempt)
 
@@ -82,6 +89,7 @@ QUEUED_BY_THE_ENGINE = (
     send_call,
     expire_rounds_due,
     renew_round,
+    remind_rounds_due,
     watch_delivery,
     watch_call,
 )

@@ -40,6 +40,8 @@ TITLES = {
     "claimed": "Claimed",
     "released": "Claim released",
     "reassigned": "Reassigned",
+    "reminded": gettext_lazy("Reminder sent"),
+    "escalated": gettext_lazy("Escalated: not answered in time, passed to the fallback"),
     "abandoned": "Abandoned",
     # Split rounds (issue 17).
     "round_split": gettext_lazy("Round split between people"),
@@ -62,6 +64,7 @@ SHOWN = {
     "is_error",
     "http_status",
     "index",
+    "for_user",
 }
 
 
@@ -94,6 +97,8 @@ class EventView:
     outcome_ok: bool | None = None
     request_state_sha256: str = ""
     assigned: str = ""
+    # Whom the actor answered for, as their delegate ("answered by bob for ada").
+    for_user: str = ""
     other: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -218,6 +223,7 @@ def event_views(events: Iterable[Event]) -> list[EventView]:
                 outcome_ok=ok,
                 request_state_sha256=_text(detail.get("request_state_sha256")),
                 assigned=_assigned(detail),
+                for_user=_text(detail.get("for_user")),
                 other=other,
             )
         )

@@ -59,7 +59,13 @@ def pending_rounds(user: Any) -> QuerySet[Round]:
     return (
         Round.objects.filter(status=Round.Status.PENDING)
         .filter(waiting_for(user))
-        .select_related("call__connection", "call__started_by", "assigned_group")
+        .select_related(
+            "call__connection",
+            "call__started_by",
+            "assigned_group",
+            "assigned_user",
+            "delegated_from",
+        )
         .defer("answers", *_ROUND_HEAVY)
         .order_by("-created_at", "-id")
     )
@@ -120,6 +126,9 @@ class PendingRow:
     part: str | None = None
     # Each approval policy's state ("approvals 1 of 2"), calls.presenting.policy_states.
     policy: tuple[str, ...] = ()
+    # Delegations: the person I answer this round for, or the one who answers it for me.
+    for_person: Any = None
+    handed_to: Any = None
 
 
 @dataclass(frozen=True)
@@ -143,7 +152,16 @@ def _pending_row(round: Round, user: Any, now: Any, policy: list[str]) -> Pendin
         round = shown_to(user, round)
         part = round.part.key if hasattr(round, "part") else None
     group_round = round.assigned_group_id is not None and not round.split
+    for_person = handed_to = None
+    if round.assigned_user_id == user.pk:
+        for_person = round.delegated_from
+    elif round.assigned_user_id is not None and round.delegated_from_id == user.pk:
+        handed_to = round.assigned_user
+    elif round.assigned_user_id is not None and not round.split:
+        for_person = round.assigned_user  # waited for them before they went away
     return PendingRow(
+        for_person=for_person,
+        handed_to=handed_to,
         round=round,
         part=part,
         question=present(round).headline,

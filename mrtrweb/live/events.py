@@ -180,12 +180,14 @@ def concerned_users(
             "claimed_by_id",
             "answered_by_id",
             "split",
+            "delegated_from_id",
         ):
             users |= {
                 row["call__started_by_id"],
                 row["assigned_user_id"],
                 row["claimed_by_id"],
                 row["answered_by_id"],
+                row["delegated_from_id"],  # who is away still sees the rounds handed on
             }
             groups.add(row["assigned_group_id"])
             if row["split"]:
@@ -195,10 +197,10 @@ def concerned_users(
                 ):
                     users |= {part["assigned_user_id"], part["answered_by_id"]}
                     groups.add(part["assigned_group_id"])
-        if kind == "reassigned":
+        if kind in ("reassigned", "escalated"):
             # The event names the new route; the one before it names whom the round left.
             routes = Event.objects.filter(
-                round_id=round_id, kind__in=("round_parked", "reassigned")
+                round_id=round_id, kind__in=("round_parked", "reassigned", "escalated")
             ).order_by("-id")
             for previous in routes[1:2]:
                 username = previous.detail.get("assigned_user")

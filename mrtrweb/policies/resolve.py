@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from .models import Delegation, Policy
 from .snapshot import PolicySnapshot
 
-__all__ = ["delegate_of", "policy_for"]
+__all__ = ["delegate_of", "delegating_to", "policy_for"]
 
 
 def _snapshot(row: Policy) -> dict[str, Any]:
@@ -63,3 +64,20 @@ def delegate_of(user: Any, at: Any = None) -> Any:
         .first()
     )
     return delegation.delegate if delegation is not None and delegation.delegate.is_active else user
+
+
+def delegating_to(user: Any, at: Any = None) -> Any:
+    """The people whose rounds ``user`` stands in for at ``at`` (a queryset of their ids, for
+    a subquery): those whose current delegate (:func:`delegate_of`) ``user`` is."""
+    at = at or timezone.now()
+    running = Delegation.objects.filter(starts_at__lte=at, until__gt=at)
+    # A later delegation of the same person to someone else wins (delegate_of's rule).
+    later = running.filter(person=OuterRef("person")).filter(
+        Q(starts_at__gt=OuterRef("starts_at"))
+        | Q(starts_at=OuterRef("starts_at"), pk__gt=OuterRef("pk"))
+    )
+    return (
+        running.filter(delegate=user, delegate__is_active=True)
+        .exclude(Exists(later))
+        .values("person")
+    )

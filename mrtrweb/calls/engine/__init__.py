@@ -23,6 +23,9 @@ This module is the front door: callers write ``from mrtrweb.calls import engine`
 - ``expiry``, ``watchdogs``, ``sweep``: state lifetimes, dead senders, the safety net;
 - ``renewal``: the renewal policy's say (:func:`renewable`: is a call's expired round run
   again rather than expired), and how two rounds' questions compare;
+- ``reminders``: a pending round's reminders planned and sent, once each, as its call's
+  policy says; ``escalation``: a round unanswered too long reassigned to the policy's
+  fallback, and :func:`remind_due`, what the reminder tasks and the sweep run;
 - ``parking``: :func:`park`, a round a person must answer;
 - ``resuming``: :func:`resume_authorized`, what waited for an account queued once it is
   connected;
@@ -53,6 +56,7 @@ from .actions import (
     retry_delivery,
 )
 from .answering import answer, saved_answers_for
+from .escalation import remind_due, remind_if_due
 from .exchange import renew
 from .expiry import expire, expire_if_due, expiry_bucket
 from .parking import park
@@ -96,6 +100,8 @@ __all__ = [
     "park",
     "reassign",
     "release",
+    "remind_due",
+    "remind_if_due",
     "renew",
     "renewable",
     "resend",

@@ -15,6 +15,7 @@ from mrtrweb.elicitation import answers_match
 
 from .. import handoff, queue
 from ..models import Round
+from ..routing import answering_for
 from . import quorum, splitting
 from .resubmitting import queue_resubmission, resubmit
 from .trail import record
@@ -75,6 +76,10 @@ def answer(
             transaction.on_commit(lambda: sending.append(handoff.start(resubmit, round.pk)))
         comment = quorum.clean_comment(comment)
         note = {"comment": comment} if comment else {}
+        # "answered by bob for ada": a delegate's answer says whom it stood in for.
+        for_whom = answering_for(round, user)
+        if for_whom is not None:
+            note["for_user"] = for_whom.get_username()
         record(round.call, "answered", round=round, actor=user, answers=answers, **note)
         # In the same transaction as the answers (database queue): both are kept, or neither.
         if hand_off:

@@ -10,9 +10,10 @@ from django.utils import timezone
 
 from ..models import Call, Round
 from ..notify import notify_new_round
-from ..routing import route
+from ..routing import route, stand_in
 from . import renewal, splitting
 from .expiry import schedule_expiry
+from .reminders import plan as plan_reminders
 from .trail import record
 from .transitions import set_call
 
@@ -31,6 +32,7 @@ def park(
     with transaction.atomic():
         index = call.rounds.count() + 1
         user, group = route(call)
+        user, delegated_from = stand_in(call, user)  # a delegate answers for who is away
         requests = dict(requests)
         now = timezone.now()
         parked = Round(
@@ -44,6 +46,7 @@ def park(
             renew_until=renewal.deadline(call, now, requests),
             assigned_user=user,
             assigned_group=group,
+            delegated_from=delegated_from,
         )
         parked.set_request_state(state)
         parked.save()
@@ -53,6 +56,8 @@ def park(
         routed = {"assigned_user": user.get_username()} if user else {}
         if group:
             routed["assigned_group"] = group.name
+        if delegated_from:
+            routed["delegated_from"] = delegated_from.get_username()
         record(
             call,
             "round_parked",
@@ -68,4 +73,5 @@ def park(
         # Its expiry, due when its state dies: one task per minute of deadlines, not per round
         # (a task row per round was a third of what a parked round stored).
         schedule_expiry(parked.expires_at)
+        plan_reminders(parked)  # reminders and escalation, as the call's policy says
     return parked

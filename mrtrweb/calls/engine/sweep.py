@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from .. import queue
 from ..models import Call, Round
+from .escalation import remind_due
 from .expiry import expire_due
 from .watchdogs import check_call, check_delivery
 
@@ -19,13 +20,14 @@ __all__ = ["sweep"]
 
 def sweep(*, now: datetime | None = None, only_expire: bool = False) -> dict[str, int]:
     """Expire open rounds past their state lifetime, requeue answered rounds whose delivery
-    task was lost, flag deliveries whose sender died, and fail calls left running by a sender
-    that died. Safe to run any time, from any number of processes. ``only_expire`` does the
-    first part alone (the expiry tasks)."""
+    task was lost, send reminders and escalations left behind, flag deliveries whose sender
+    died, and fail calls left running by a sender that died. Safe to run any time, from any
+    number of processes. ``only_expire`` does the first part alone (the expiry tasks)."""
     now = now or timezone.now()
     counts = {"expired": expire_due(now), "requeued": 0, "flagged": 0}
     if only_expire:
         return counts
+    counts["reminded"] = remind_due(now)  # reminders and escalations a lost task left
     grace = timedelta(seconds=float(settings.MRTRWEB_DELIVERY_GRACE))
     # Rounds waiting for an account to be connected are not stranded: the resume sends them.
     stranded = Round.objects.filter(
