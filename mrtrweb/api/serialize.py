@@ -13,6 +13,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from pydantic.alias_generators import to_camel
 
+from mrtrweb.calls.access import shown_to
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.servers.exposure import sees_whole_catalog, startable_tools
 from mrtrweb.servers.forms import lifetime_minutes
@@ -35,6 +36,9 @@ def _username(user: Any) -> str | None:
 
 
 def round_out(request: HttpRequest, round: Round) -> RoundOut:
+    user = getattr(getattr(request, "auth", None), "user", None)
+    if user is not None:
+        round = shown_to(user, round)  # a split round: only the token user's part
     return RoundOut(
         id=round.pk,
         call_id=round.call_id,

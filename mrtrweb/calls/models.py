@@ -202,6 +202,9 @@ class Round(models.Model):
     request_state = EncryptedCompactTextField(null=True, blank=True)
     # Set when a request in this round is of a kind or shape the client cannot answer.
     unsupported_reason = models.TextField(blank=True)
+    # Split between people by the call's split policy (issue 17): its RoundPart rows say who
+    # answers which keys, and they, not the round's own routing, decide who sees it.
+    split = models.BooleanField(default=False)
     # Indexed by round_status_created and round_status_deadline (status first).
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     # inputResponses as sent: {key: {"action": ..., "content": {...}}}.
@@ -378,6 +381,73 @@ class Event(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} on call {self.call_id}"
+
+
+class RoundPart(models.Model):
+    """A part of a split round (issue 17): the keys of its ``inputRequests`` that a split
+    policy routes to one person or group, who sees and answers only these. The keys no route
+    names form one more part, routed as the round itself is. The round is resubmitted once,
+    when every part is answered (``calls.engine.splitting``)."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "waiting for an answer"
+        ANSWERED = "answered", "answered"
+        DECLINED = "declined", "declined"
+        # Another part declined the whole round: this one is no longer asked.
+        CLOSED = "closed", "closed"
+
+    ANSWERED_STATUSES = (Status.ANSWERED, Status.DECLINED)
+
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="parts")
+    # The inputRequests keys of this part, in the server's order (one for a routed key,
+    # several for the remaining part).
+    keys = models.JSONField(default=list)
+    # The route's key ("" for the remaining part), what lists call the part by.
+    key = models.TextField(blank=True, default="")
+    # Indexed by part_assignee_status and part_group_status (each first there).
+    assigned_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="assigned_parts",
+        db_index=False,
+    )
+    assigned_group = models.ForeignKey(
+        Group,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="assigned_parts",
+        db_index=False,
+    )
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    # inputResponses for this part's keys: {key: {"action": ..., "content": {...}}}.
+    answers = CompactJSONField(null=True, blank=True)
+    answered_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="answered_parts",
+        db_index=False,
+    )
+    answered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["round_id", "id"]
+        indexes = [
+            models.Index(fields=["assigned_user", "status"], name="part_assignee_status"),
+            models.Index(fields=["assigned_group", "status"], name="part_group_status"),
+            _where_set("answered_by", "part_answerer_set"),
+        ]
+
+    def __str__(self) -> str:
+        return f"part {self.key or '(rest)'} of round {self.round_id}"
+
+    @property
+    def is_pending(self) -> bool:
+        return self.status == self.Status.PENDING
 
 
 class Vote(models.Model):

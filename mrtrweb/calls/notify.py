@@ -10,6 +10,8 @@ from django.core.mail import send_mass_mail
 
 from mrtrweb.mcp.oneline import one_line
 
+from .access import narrowed
+from .models import RoundPart
 from .presenting import person_name, present
 from .waiting import headline, reconnect_url
 from .when import moment_in_utc
@@ -32,9 +34,23 @@ def recipients(round: Any) -> list[str]:
 
 
 def notify_new_round(round: Any) -> None:
-    """Email the assignee(s) a link to the round. A mail failure never fails the call."""
+    """Email the assignee(s) a link to the round. A mail failure never fails the call.
+
+    A split round's parts are told each to their own people, with their own questions only."""
     if round.unsupported_reason:
         return
+    if getattr(round, "split", False):
+        for part in RoundPart.objects.filter(round_id=round.pk).select_related(
+            "assigned_user", "assigned_group"
+        ):
+            shown = narrowed(round, part)
+            shown.assigned_user, shown.assigned_group = part.assigned_user, part.assigned_group
+            _notify_new(shown)
+        return
+    _notify_new(round)
+
+
+def _notify_new(round: Any) -> None:
     to = recipients(round)
     if not to:
         return

@@ -48,7 +48,7 @@ from mrtrweb.elicitation.questions import (
 from mrtrweb.elicitation.schema import MAX_FIELDS, MAX_FORM_OPTIONS, FieldSpec, Kind
 from mrtrweb.policies.snapshot import PolicySnapshot
 
-from .models import Call, Event, Round, Vote
+from .models import Call, Event, Round, RoundPart, Vote
 from .rendering import answer_value
 
 # At most this many questions in one round are shown (a server's 5,000 took 6 s to render,
@@ -645,7 +645,26 @@ def policy_states(rounds: Sequence[Round]) -> dict[int, list[str]]:
                 counts.get((pk, Vote.Verdict.APPROVE), 0),
                 counts.get((pk, Vote.Verdict.REJECT), 0),
             )
+    split = [r.pk for r in rounds if r.split]
+    if split:
+        # Split rounds: "parts answered 1 of 2" (one query for the parts of all of them).
+        parts: dict[int, list[str]] = {pk: [] for pk in split}
+        for round_id, status in RoundPart.objects.filter(round_id__in=split).values_list(
+            "round_id", "status"
+        ):
+            parts[round_id].append(status)
+        for pk, statuses in parts.items():
+            states[pk] += _split_labels(statuses)
     return states
+
+
+def _split_labels(statuses: Sequence[str]) -> list[str]:
+    done = sum(status in RoundPart.ANSWERED_STATUSES for status in statuses)
+    labels = [_("parts answered %(done)d of %(total)d") % {"done": done, "total": len(statuses)}]
+    declined = list(statuses).count(RoundPart.Status.DECLINED)
+    if declined:
+        labels.append(_("%(count)d declined") % {"count": declined})
+    return labels
 
 
 def policy_state(round: Round) -> list[str]:

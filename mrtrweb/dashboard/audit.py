@@ -40,6 +40,10 @@ TITLES = {
     "released": "Claim released",
     "reassigned": "Reassigned",
     "abandoned": "Abandoned",
+    # Split rounds (issue 17).
+    "round_split": gettext_lazy("Round split between people"),
+    "part_answered": gettext_lazy("Part answered"),
+    "split_declined": gettext_lazy("A part declined the whole round"),
 }
 # Detail keys shown in their own columns; anything else is listed as it is.
 SHOWN = {

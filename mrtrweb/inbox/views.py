@@ -23,7 +23,7 @@ from django.utils.cache import patch_vary_headers
 from django.utils.functional import cached_property
 from django.views.decorators.http import require_safe
 
-from mrtrweb.calls.access import routed_to
+from mrtrweb.calls.access import shown_to, waiting_for
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.calls.presenting import (
     Outcome,
@@ -54,10 +54,11 @@ _ROUND_HEAVY = (
 
 
 def pending_rounds(user: Any) -> QuerySet[Round]:
-    """Pending rounds routed to ``user`` (theirs, or their groups' unclaimed), newest first."""
+    """Pending rounds routed to ``user`` (theirs, or their groups' unclaimed; split rounds
+    while a part of theirs waits), newest first."""
     return (
         Round.objects.filter(status=Round.Status.PENDING)
-        .filter(routed_to(user))
+        .filter(waiting_for(user))
         .select_related("call__connection", "call__started_by", "assigned_group")
         .defer("answers", *_ROUND_HEAVY)
         .order_by("-created_at", "-id")
@@ -115,6 +116,8 @@ class PendingRow:
     late: bool
     claimable: bool
     claimed_by_me: bool
+    # A split round: the key of the part waiting for this person ("" for the unrouted rest).
+    part: str | None = None
     # Each approval policy's state ("approvals 1 of 2"), calls.presenting.policy_states.
     policy: tuple[str, ...] = ()
 
@@ -134,9 +137,15 @@ class StartedRow:
 
 
 def _pending_row(round: Round, user: Any, now: Any, policy: list[str]) -> PendingRow:
-    group_round = round.assigned_group_id is not None
+    part = None
+    if round.split:
+        # Only their part's questions, never another's (one query more for such a row).
+        round = shown_to(user, round)
+        part = round.part.key if hasattr(round, "part") else None
+    group_round = round.assigned_group_id is not None and not round.split
     return PendingRow(
         round=round,
+        part=part,
         question=present(round).headline,
         late=round.expires_at is not None and round.expires_at <= now,
         # A quorum round is never claimed: every approver must keep seeing it.
@@ -245,6 +254,8 @@ def history(request: HttpRequest) -> HttpResponse:
         for r in rounds:  # what the call's outcome needs of its (deferred) result
             r.call.result_is_error = r.call_is_error  # type: ignore[attr-defined]
         outcomes = outcomes_for([r.call for r in rounds])
+        # A split round they sent last: only their own part's question and answer.
+        rounds = [shown_to(user, r) if r.split else r for r in rounds]
         context["answered"] = [
             AnsweredRow(r, present(r).headline, round_action(r.answers), outcomes[r.call_id])
             for r in rounds

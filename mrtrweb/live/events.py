@@ -161,7 +161,7 @@ def concerned_users(
     from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Group
 
-    from mrtrweb.calls.models import Call, Event, Round
+    from mrtrweb.calls.models import Call, Event, Round, RoundPart
 
     users: set[int | None] = set()
     groups: set[int | None] = set()
@@ -177,6 +177,7 @@ def concerned_users(
             "assigned_group_id",
             "claimed_by_id",
             "answered_by_id",
+            "split",
         ):
             users |= {
                 row["call__started_by_id"],
@@ -185,6 +186,13 @@ def concerned_users(
                 row["answered_by_id"],
             }
             groups.add(row["assigned_group_id"])
+            if row["split"]:
+                # A split round's parts go to people of their own (issue 17).
+                for part in RoundPart.objects.filter(round_id=round_id).values(
+                    "assigned_user_id", "assigned_group_id", "answered_by_id"
+                ):
+                    users |= {part["assigned_user_id"], part["answered_by_id"]}
+                    groups.add(part["assigned_group_id"])
         if kind == "reassigned":
             # The event names the new route; the one before it names whom the round left.
             routes = Event.objects.filter(

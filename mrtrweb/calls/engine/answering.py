@@ -15,7 +15,7 @@ from mrtrweb.elicitation import answers_match
 
 from .. import handoff, queue
 from ..models import Round
-from . import quorum
+from . import quorum, splitting
 from .resubmitting import queue_resubmission, resubmit
 from .trail import record
 from .transitions import AlreadyAnswered, NotAnswerable, transition
@@ -55,6 +55,8 @@ def answer(
     sending: list[Future[None]] = []
     with transaction.atomic():
         now = timezone.now()
+        if round.split and (answers := splitting.answer_part(round, answers, user, now)) is None:
+            return Round.objects.get(pk=round.pk)  # a part answered; the round waits for the rest
         if not transition(
             round,
             Round.Status.PENDING,

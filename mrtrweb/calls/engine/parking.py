@@ -11,6 +11,7 @@ from django.utils import timezone
 from ..models import Call, Round
 from ..notify import notify_new_round
 from ..routing import route
+from . import splitting
 from .expiry import schedule_expiry
 from .trail import record
 from .transitions import set_call
@@ -58,6 +59,7 @@ def park(
             request_state_sha256=parked.request_state_sha256,
             **routed,
         )
+        splitting.split(parked, call)  # a split policy's parts, when it routes these keys
         # Robust: a failing notification must not look like a failed exchange.
         transaction.on_commit(lambda: notify_new_round(parked), robust=True)
         # Its expiry, due when its state dies: one task per minute of deadlines, not per round

@@ -13,7 +13,7 @@ from typing import Any
 from django.db.models import Model
 from django.utils import timezone
 
-from ..models import Call, Round
+from ..models import Call, Round, RoundPart
 
 __all__ = [
     "AlreadyAnswered",
@@ -23,6 +23,7 @@ __all__ = [
     "this_attempt",
     "transition",
     "transition_call",
+    "transition_part",
 ]
 
 
@@ -85,6 +86,19 @@ def transition_call(
     """:func:`transition` for a call."""
     pk = call if isinstance(call, int) else call.pk
     return _guarded(Call, pk, from_, to, where, fields)
+
+
+def transition_part(
+    part: RoundPart | int,
+    from_: Statuses,
+    to: str,
+    *,
+    where: Mapping[str, Any] | None = None,
+    **fields: Any,
+) -> bool:
+    """:func:`transition` for a part of a split round (``engine.splitting``)."""
+    pk = part if isinstance(part, int) else part.pk
+    return _guarded(RoundPart, pk, from_, to, where, fields)
 
 
 def this_attempt(round: Round) -> dict[str, Any]:
