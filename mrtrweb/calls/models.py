@@ -157,20 +157,25 @@ class Call(models.Model):
     @staticmethod
     def tool_for_rounds(tool: Mapping[str, Any]) -> dict[str, Any] | None:
         """What a call keeps of its tool's listing (``tool``, as JSON): its name, the part of
-        its input schema that ``x-mcp-header`` mirroring reads, and ``idempotentHint``; None
-        when the tool has neither (nothing later rounds would use). Its description and full
-        schema are the catalog's, not every call's."""
+        its input schema that ``x-mcp-header`` mirroring reads, and the hints ``idempotentHint``
+        (one automatic resend) and ``readOnlyHint`` (with it, the renewal policy may run the
+        call again); None when the tool has none of them (nothing later rounds would use). Its
+        description and full schema are the catalog's, not every call's."""
         schema = header_schema(tool.get("inputSchema"))
         annotations = tool.get("annotations")
-        idempotent = isinstance(annotations, Mapping) and annotations.get("idempotentHint") is True
-        if schema is None and not idempotent:
+        hints = {
+            hint: True
+            for hint in ("idempotentHint", "readOnlyHint")
+            if isinstance(annotations, Mapping) and annotations.get(hint) is True
+        }
+        if schema is None and not hints:
             return None
         kept: dict[str, Any] = {
             "name": tool.get("name"),
             "inputSchema": schema if schema is not None else {"type": "object"},
         }
-        if idempotent:
-            kept["annotations"] = {"idempotentHint": True}
+        if hints:
+            kept["annotations"] = hints
         return kept
 
 
@@ -186,6 +191,9 @@ class Round(models.Model):
         UNKNOWN = "unknown", "sent, outcome unknown: waiting for an admin"
         EXPIRED = "expired", "expired"
         CANCELLED = "cancelled", "cancelled"
+        # Renewal policy: its state expired, the call was issued again and the server asked
+        # something else; the round that asks it now replaces this one (``replaces``).
+        CHANGED = "changed", "replaced: the server's questions changed"
 
     # Indexed by round_index_unique_per_call (call first).
     call = models.ForeignKey(Call, on_delete=models.CASCADE, related_name="rounds", db_index=False)
@@ -249,7 +257,25 @@ class Round(models.Model):
         db_index=False,
     )
     claimed_at = models.DateTimeField(null=True, blank=True)
+    # When the server's state for this round dies (the connection's state_lifetime): the
+    # expiry task's deadline. Without a renewal policy it is also the person's deadline.
     expires_at = models.DateTimeField(null=True, blank=True)
+    # Renewal policy (engine.renewal): the person's deadline (parked + the policy's renew_for),
+    # set only when the call's rounds are renewed; until then an expired state is renewed
+    # instead of expiring the round. ``renewals`` counts the times it was.
+    renew_until = models.DateTimeField(null=True, blank=True)
+    renewals = models.PositiveSmallIntegerField(default=0)
+    # A round parked because a renewal found other questions: the round it replaces, and what
+    # changed ([{"key", "change": added|removed|kind|message|schema, "message", "was"}]).
+    replaces = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_index=False,
+    )
+    changes = CompactJSONField(null=True, blank=True)
     delivery_error = models.TextField(blank=True)
     # Delivery attempts so far (each one claimed submitted -> delivering), when the next
     # automatic one is due, when the current one started, and the last HTTP status seen.
@@ -306,6 +332,12 @@ class Round(models.Model):
     @property
     def is_pending(self) -> bool:
         return self.status == self.Status.PENDING
+
+    @property
+    def answer_by(self) -> Any:
+        """The deadline a person sees: the renewal policy's when it renews the round (the
+        server's state is then renewed behind it), else the server's state deadline."""
+        return self.renew_until or self.expires_at
 
     @property
     def is_flagged(self) -> bool:

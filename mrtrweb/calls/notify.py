@@ -70,12 +70,12 @@ def _notify_new(round: Any) -> None:
         "",
         f"Answer it here: {link}",
     ]
-    if round.expires_at:
-        waited = (round.expires_at - round.created_at).total_seconds()
+    if round.answer_by:  # the renewal policy's deadline when it renews the server's state
+        waited = (round.answer_by - round.created_at).total_seconds()
         minutes = max(0, int(waited / 60 + 0.5))  # 9 min 59.9 s reads as the 10 set
         lines += [
             "",
-            f"Answer before {moment_in_utc(round.expires_at)} "
+            f"Answer before {moment_in_utc(round.answer_by)} "
             f"({minutes} minute{'s' if minutes != 1 else ''} after it was asked).",
         ]
     body = "\n".join(lines) + "\n"

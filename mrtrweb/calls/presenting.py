@@ -28,6 +28,7 @@ from typing import Any
 
 from django.db.models import BooleanField, Count, ExpressionWrapper, Q, QuerySet
 from django.forms.utils import ErrorDict
+from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext as _
 
 from mrtrweb.elicitation import (
@@ -535,6 +536,56 @@ def expiry_of(rounds: Sequence[Round]) -> Expiry:
     if last.delivery_error:
         return Expiry("refused", answered, last)
     return Expiry("waited", answered, last)
+
+
+# -- the renewal policy -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RenewalState:
+    """What the renewal policy did to a round: how often its server state was renewed, and
+    whether the server's questions changed (the round was then asked again, as a new one)."""
+
+    renewals: int
+    changed: bool
+
+    @property
+    def label(self) -> str:
+        if self.changed:
+            return gettext("questions changed: asked again")
+        return ngettext("renewed %(count)d time", "renewed %(count)d times", self.renewals) % {
+            "count": self.renewals
+        }
+
+
+def renewal_state(round: Round) -> RenewalState | None:
+    """The dashboard's note on a round the renewal policy touched; None for the others."""
+    changed = round.status == Round.Status.CHANGED
+    if not round.renewals and not changed:
+        return None
+    return RenewalState(round.renewals, changed)
+
+
+def changes_said(changes: Any) -> list[str]:
+    """What changed since a round was first asked (``Round.changes``), one line a question,
+    for the person asked again. The server's messages stay plain text (the page escapes)."""
+    said = {
+        "added": gettext("New question: %(message)s"),
+        "removed": gettext("No longer asked: %(was)s"),
+        "message": gettext("Now reads: %(message)s (was: %(was)s)"),
+        "schema": gettext("The answer it takes changed: %(message)s"),
+        "kind": gettext("Asked another way: %(message)s"),
+    }
+    lines = []
+    for change in changes if isinstance(changes, list) else ():
+        if not isinstance(change, Mapping) or change.get("change") not in said:
+            continue
+        values = {
+            "message": str(change.get("message") or change.get("key") or ""),
+            "was": str(change.get("was") or change.get("key") or ""),
+        }
+        lines.append(said[str(change["change"])] % values)
+    return lines
 
 
 # -- people ---------------------------------------------------------------------------------

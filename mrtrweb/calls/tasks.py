@@ -54,6 +54,13 @@ def expire_rounds_due() -> int:
 
 
 @task()
+def renew_round(round_id: int) -> None:
+    """The renewal policy: a round whose state died unanswered, its call issued again and the
+    round moved onto the fresh state (claimed by the expiry task)."""
+    engine.renew(round_id)
+
+
+@task()
 def watch_delivery(round_id: int, attempt: int) -> None:
     engine.check_delivery(round_id, attempt)
 
@@ -74,6 +81,7 @@ QUEUED_BY_THE_ENGINE = (
     deliver_unclaimed_round,
     send_call,
     expire_rounds_due,
+    renew_round,
     watch_delivery,
     watch_call,
 )

@@ -193,7 +193,8 @@ def _render_round(
         "answers": answers,
         "problem": problem,
         "server_name": _server_name(call.connection),
-        "deadline_passed": round.expires_at is not None and round.expires_at <= timezone.now(),
+        # The person's deadline: the renewal policy's, when it renews the server's state.
+        "deadline_passed": round.answer_by is not None and round.answer_by <= timezone.now(),
         "can_answer": can_answer(request.user, round),
         "can_claim": _can_claim(request.user, round),
         "can_release": _can_release(request.user, round),

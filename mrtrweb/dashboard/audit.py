@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy as _
 
 from mrtrweb.calls.models import Event, Round
 from mrtrweb.calls.rendering import answer_value, pretty_json
@@ -44,6 +45,11 @@ TITLES = {
     "round_split": gettext_lazy("Round split between people"),
     "part_answered": gettext_lazy("Part answered"),
     "split_declined": gettext_lazy("A part declined the whole round"),
+    # The renewal policy (calls/engine/renewing.py).
+    "renewed": _("Renewed: the call ran again up to this round, which now waits on a fresh state"),
+    "renewal_changed": _("Renewal found other questions: asked again as a new round"),
+    "renewal_completed": _("Renewal: the call ran again and completed without asking"),
+    "renewal_failed": _("Renewal failed"),
 }
 # Detail keys shown in their own columns; anything else is listed as it is.
 SHOWN = {

@@ -147,7 +147,7 @@ def _pending_row(round: Round, user: Any, now: Any, policy: list[str]) -> Pendin
         round=round,
         part=part,
         question=present(round).headline,
-        late=round.expires_at is not None and round.expires_at <= now,
+        late=round.answer_by is not None and round.answer_by <= now,  # the person's deadline
         # A quorum round is never claimed: every approver must keep seeing it.
         claimable=group_round
         and round.claimed_by_id is None

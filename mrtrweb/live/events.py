@@ -28,8 +28,10 @@ from channels.layers import get_channel_layer
 logger = logging.getLogger(__name__)
 
 # Kinds that change nothing a page shows: the call was just created (no page watches it yet),
-# a state-only retry (never shown), and what the webhooks app notes about itself.
-_QUIET_KINDS = frozenset({"started", "state_only_retry"})
+# a state-only retry (never shown), a round's server state renewed or a renewal that failed
+# (the renewal policy: every state lifetime, while a person may be typing; nothing they see
+# changes), and what the webhooks app notes about itself.
+_QUIET_KINDS = frozenset({"started", "state_only_retry", "renewed", "renewal_failed"})
 
 
 def call_group(call_id: int) -> str:

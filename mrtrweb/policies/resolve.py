@@ -16,6 +16,7 @@ __all__ = ["delegate_of", "policy_for"]
 def _snapshot(row: Policy) -> dict[str, Any]:
     return PolicySnapshot(
         renew_expired=row.renew_expired,
+        renew_unsafe=row.renew_unsafe,
         renew_for_seconds=row.renew_for.total_seconds(),
         approvals_required=row.approvals_required,
         approvers_group=row.approvers_group.name if row.approvers_group else "",

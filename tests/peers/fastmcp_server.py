@@ -717,11 +717,18 @@ def main() -> None:
         "--cache-ttl", type=int, default=None, help="seconds; sets ttlMs on cacheable results"
     )
     parser.add_argument("--cache-scope", choices=["public", "private"], default=None)
+    parser.add_argument(
+        "--extra-tools", choices=["renewal"], default=None, help="tests/peers/_renewal_tools.py"
+    )
     args = parser.parse_args()
     BASE_URL["value"] = f"http://{args.host}:{args.port}"
     mcp = build_server(
         args.page_size, args.state_ttl, args.state_key, args.cache_ttl, args.cache_scope
     )
+    if args.extra_tools == "renewal":
+        from tests.peers._renewal_tools import register_fastmcp
+
+        register_fastmcp(mcp)
     app = mcp.http_app(path=MCP_PATH, json_response=args.json_response or None)
     serve(PeerHarness(app), args.host, args.port)
 

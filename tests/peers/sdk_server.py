@@ -258,8 +258,15 @@ def main() -> None:
     add_state_options(parser)
     parser.set_defaults(page_size=2)
     parser.add_argument("--json-response", action="store_true", help="never answer with SSE")
+    parser.add_argument(
+        "--extra-tools", choices=["renewal"], default=None, help="tests/peers/_renewal_tools.py"
+    )
     args = parser.parse_args()
     srv = build_server(args.page_size, args.state_ttl, args.state_key)
+    if args.extra_tools == "renewal":
+        from tests.peers._renewal_tools import register_sdk
+
+        register_sdk(srv)
     app = srv.streamable_http_app(streamable_http_path=MCP_PATH, json_response=args.json_response)
     serve(PeerHarness(app), args.host, args.port)
 

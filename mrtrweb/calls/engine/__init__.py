@@ -21,10 +21,14 @@ This module is the front door: callers write ``from mrtrweb.calls import engine`
 - ``progress``: a server's progress announced (``calls.signals.call_progress``), kept, heard;
 - ``outcomes``: how each outcome of a request settles its call or round;
 - ``expiry``, ``watchdogs``, ``sweep``: state lifetimes, dead senders, the safety net;
+- ``renewal``: the renewal policy's say (:func:`renewable`: is a call's expired round run
+  again rather than expired), and how two rounds' questions compare;
 - ``parking``: :func:`park`, a round a person must answer;
 - ``resuming``: :func:`resume_authorized`, what waited for an account queued once it is
   connected;
-- ``exchange``: one request sent and its outcome settled (the engine's edge);
+- ``renewing``: a round whose state died, its call issued again, verified and moved onto the
+  fresh state (the network handed in by the exchange);
+- ``exchange``: one request sent and its outcome settled (the engine's edge); :func:`renew`;
 - ``starting``: :func:`create_call`, :func:`start_call`, :func:`send_call`, :func:`restart`;
 - ``resubmitting``: :func:`resubmit`, a round's answers sent back, once;
 - ``quorum``: a round N people approve: the first answers kept as a proposal,
@@ -49,9 +53,11 @@ from .actions import (
     retry_delivery,
 )
 from .answering import answer, saved_answers_for
+from .exchange import renew
 from .expiry import expire, expire_if_due, expiry_bucket
 from .parking import park
 from .quorum import AlreadyVoted, NoProposal, SelfApproval, tally, vote, why_cannot_vote
+from .renewal import renewable
 from .resubmitting import resubmit
 from .resuming import resume_authorized
 from .starting import StartRequest, create_call, restart, run_call, send_call, start_call
@@ -90,6 +96,8 @@ __all__ = [
     "park",
     "reassign",
     "release",
+    "renew",
+    "renewable",
     "resend",
     "restart",
     "resubmit",

@@ -34,6 +34,7 @@ from mrtrweb.mcp import (
     ProtocolError,
     ResponseTooLarge,
     UnsupportedInputRequest,
+    io_loop,
 )
 from mrtrweb.mcp.rounds import state_only_backoff
 from mrtrweb.servers.models import Connection
@@ -52,12 +53,13 @@ from .outcomes import (
 )
 from .parking import park
 from .progress import on_progress
+from .renewing import Send, renew_answered, renew_parked
 from .resuming import resume_authorized
 from .trail import dump, record
 from .transitions import set_call, this_attempt
 from .watchdogs import watch_call
 
-__all__ = ["run"]
+__all__ = ["renew", "run"]
 
 logger = logging.getLogger(__name__)
 
@@ -137,6 +139,39 @@ async def _send_modern(
         return result, client.last_http_status
 
 
+def _sender(call: Call, authenticator: DatabaseAuthenticator | None) -> Send:
+    """The call's request sent again (new id, same arguments), for the renewal policy."""
+
+    def send(responses: Mapping[str, Any] | None, state: str | None) -> Any:
+        _release_pooled_connection()
+        return async_to_sync(_send)(call, responses, state, None, authenticator)[0]
+
+    return send
+
+
+def _authenticator(call: Call) -> DatabaseAuthenticator | None:
+    connection = call.connection
+    return authenticator_for(connection, call.started_by) if connection.uses_oauth else None
+
+
+def renew(round_id: int) -> None:
+    """The renewal policy's task (``renew_round``): issue the call of a pending round whose
+    state died again and move the round onto the fresh state (engine.renewing)."""
+    round = (
+        Round.objects.select_related("call__connection", "call__started_by")
+        .filter(pk=round_id, status=Round.Status.PENDING)
+        .first()
+    )
+    if round is None:
+        return
+    with io_loop.attached():
+        try:
+            renew_parked(round, _sender(round.call, _authenticator(round.call)))
+        except Exception:
+            # Left pending: the claim's deadline passes and the expiry task tries again.
+            logger.exception("call %s: renewing round %s broke in mrtrweb", round.call_id, round.pk)
+
+
 def _crashed(call: Call, round: Round | None, exc: Exception) -> None:
     """Settle what an unexpected exception interrupted (see :func:`run`)."""
     message = f"mrtrweb could not complete the exchange with the server ({type(exc).__name__}: "
@@ -164,6 +199,7 @@ def _exchange(call: Call, *, round: Round | None, responses: Any, state: str | N
         authenticator_for(connection, call.started_by) if connection.uses_oauth else None
     )
     waits = state_only_backoff()
+    renewed = False  # the renewal policy renews a refused state once per attempt
     while True:
         _release_pooled_connection()
         try:
@@ -183,8 +219,18 @@ def _exchange(call: Call, *, round: Round | None, responses: Any, state: str | N
                 delivery_failed(call, round, exc)
             return
         except InvalidRequestState as exc:
-            state_rejected(call, round, exc)
-            return
+            # The renewal policy: issue the call again, then send the answers to the new state.
+            renewal = None
+            if round is not None and not renewed:
+                renewed = True
+                renewal = renew_answered(call, round, _sender(call, authenticator))
+            if renewal is None:
+                state_rejected(call, round, exc)
+                return
+            if renewal.kind != "renewed":
+                return
+            state = renewal.state
+            continue
         except HandshakeQuestionsNotSupported as exc:
             fail_call(call, str(exc), reason="handshake-era question", asked=exc.asked)
             return

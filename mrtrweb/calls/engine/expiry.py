@@ -21,6 +21,7 @@ from django_tasks_db.models import DBTaskResult
 from .. import queue
 from ..models import Call, Round
 from ..notify import notify_expired
+from . import renewal
 from .trail import record
 from .transitions import AlreadyAnswered, set_call, transition
 
@@ -88,6 +89,8 @@ def expire_if_due(round_id: int, *, now: datetime | None = None) -> bool:
         .first()
     )
     if round is None:
+        return False
+    if renewal.claim(round, now, schedule_expiry):  # the renewal policy: renewed instead
         return False
     try:
         expire(round, None, notify=True)

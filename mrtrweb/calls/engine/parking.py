@@ -11,7 +11,7 @@ from django.utils import timezone
 from ..models import Call, Round
 from ..notify import notify_new_round
 from ..routing import route
-from . import splitting
+from . import renewal, splitting
 from .expiry import schedule_expiry
 from .trail import record
 from .transitions import set_call
@@ -32,13 +32,16 @@ def park(
         index = call.rounds.count() + 1
         user, group = route(call)
         requests = dict(requests)
+        now = timezone.now()
         parked = Round(
             call=call,
             index=index,
             input_requests=requests,
             summary=Round.summary_of(requests),
             unsupported_reason=unsupported,
-            expires_at=timezone.now() + call.connection.state_lifetime,
+            created_at=now,
+            expires_at=now + call.connection.state_lifetime,
+            renew_until=renewal.deadline(call, now, requests),
             assigned_user=user,
             assigned_group=group,
         )
