@@ -4,20 +4,26 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('calls', '0008_call_waiting_for_authorization'),
+        ("calls", "0008_call_waiting_for_authorization"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='round',
-            name='carrier',
-            field=models.CharField(choices=[('retry', 'a retry of the request'), ('stream', "the response on the call's open stream")], default='retry', max_length=8),
+            model_name="round",
+            name="carrier",
+            field=models.CharField(
+                choices=[
+                    ("retry", "a retry of the request"),
+                    ("stream", "the response on the call's open stream"),
+                ],
+                default="retry",
+                max_length=8,
+            ),
         ),
         migrations.AddField(
-            model_name='round',
-            name='owner',
-            field=models.CharField(blank=True, default='', max_length=200),
+            model_name="round",
+            name="owner",
+            field=models.CharField(blank=True, default="", max_length=200),
         ),
     ]

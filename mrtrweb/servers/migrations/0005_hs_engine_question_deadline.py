@@ -5,15 +5,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('servers', '0004_connection_tested'),
+        ("servers", "0004_connection_tested"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='connection',
-            name='question_deadline',
-            field=models.FloatField(default=600.0, help_text="Seconds a person has to answer a handshake-era server's question.", validators=[django.core.validators.MinValueValidator(1.0)]),
+            model_name="connection",
+            name="question_deadline",
+            field=models.FloatField(
+                default=600.0,
+                help_text="Seconds a person has to answer a handshake-era server's question.",
+                validators=[django.core.validators.MinValueValidator(1.0)],
+            ),
         ),
     ]
