@@ -46,6 +46,7 @@ from .errors import (
     JSONRPCError,
     MCPError,
     NotDelivered,
+    OutcomeUnknown,
     ProtocolError,
     error_from_jsonrpc,
 )
@@ -59,6 +60,7 @@ from .unfit import unfit
 __all__ = [
     "DEFAULT_QUESTION_DEADLINE",
     "HANDSHAKE_VERSIONS",
+    "AnswerNotDelivered",
     "ElicitHandler",
     "HandshakeClient",
     "UnsupportedHandshakeVersion",
@@ -88,6 +90,12 @@ class UnsupportedHandshakeVersion(ProtocolError):
             f"{', '.join(HANDSHAKE_VERSIONS)} with handshake-era servers"
         )
         self.version = version
+
+
+class AnswerNotDelivered(OutcomeUnknown):
+    """The answer to a server's request on the stream could not be sent (the server went away,
+    or forgot the session): the server never got it, though the request it answered may
+    have done things before asking."""
 
 
 class HandshakeClient:
@@ -419,7 +427,12 @@ class HandshakeClient:
                     "message": f"mrtrweb does not support {str(method)[:100]!r}",
                 }
             }
-        await self._post_message({"jsonrpc": "2.0", "id": request_id, **reply})
+        try:
+            await self._post_message({"jsonrpc": "2.0", "id": request_id, **reply})
+        except MCPError as exc:
+            raise AnswerNotDelivered(
+                f"The answer to the server's {method!r} was not sent: {exc}"
+            ) from exc
 
     async def _elicit(self, message: dict[str, Any]) -> dict[str, Any]:
         assert self._on_elicit is not None

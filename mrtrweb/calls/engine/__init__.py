@@ -22,9 +22,12 @@ This module is the front door: callers write ``from mrtrweb.calls import engine`
 - ``outcomes``: how each outcome of a request settles its call or round;
 - ``expiry``, ``watchdogs``, ``sweep``: state lifetimes, dead senders, the safety net;
 - ``parking``: :func:`park`, a round a person must answer;
+- ``streams``: questions on a handshake-era call's stream as rounds (their owner, its
+  heartbeat, lost rounds), :func:`check_stream`;
 - ``resuming``: :func:`resume_authorized`, what waited for an account queued once it is
   connected;
 - ``exchange``: one request sent and its outcome settled (the engine's edge);
+- ``handshake_calls``: a handshake-era call's conversation, on the shared event loop;
 - ``starting``: :func:`create_call`, :func:`start_call`, :func:`send_call`, :func:`restart`;
 - ``resubmitting``: :func:`resubmit`, a round's answers sent back, once;
 - ``answering``: :func:`answer`, a person's answers stored once;
@@ -52,6 +55,7 @@ from .parking import park
 from .resubmitting import resubmit
 from .resuming import resume_authorized
 from .starting import StartRequest, create_call, restart, run_call, send_call, start_call
+from .streams import check_stream
 from .sweep import sweep
 from .trail import note
 from .transitions import (
@@ -75,6 +79,7 @@ __all__ = [
     "cancel_round",
     "check_call",
     "check_delivery",
+    "check_stream",
     "claim",
     "create_call",
     "expire",

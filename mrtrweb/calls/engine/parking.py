@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
@@ -19,13 +20,24 @@ __all__ = ["park"]
 
 
 def park(
-    call: Call, requests: Mapping[str, Any], state: str | None, *, unsupported: str = ""
+    call: Call,
+    requests: Mapping[str, Any],
+    state: str | None,
+    *,
+    unsupported: str = "",
+    carrier: str = Round.Carrier.RETRY,
+    owner: str = "",
+    lifetime: timedelta | None = None,
 ) -> Round:
     """Store a round of ``call`` asking ``requests`` (the ``inputRequests`` as the server sent
     them) with its ``requestState``, routed to whoever answers, and set the call waiting.
 
     ``unsupported`` says why nobody can answer it (request kinds this client cannot show):
     it is parked anyway, so a person can see it and abandon the call.
+
+    A question asked on a handshake-era call's stream (``carrier`` "stream", see
+    engine.streams) has no state; ``owner`` is the process holding the stream, and
+    ``lifetime`` (the connection's question deadline) replaces the state's lifetime.
     """
     with transaction.atomic():
         index = call.rounds.count() + 1
@@ -37,9 +49,12 @@ def park(
             input_requests=requests,
             summary=Round.summary_of(requests),
             unsupported_reason=unsupported,
-            expires_at=timezone.now() + call.connection.state_lifetime,
+            expires_at=timezone.now() + (lifetime or call.connection.state_lifetime),
             assigned_user=user,
             assigned_group=group,
+            carrier=carrier,
+            owner=owner,
+            heard_at=timezone.now() if owner else None,
         )
         parked.set_request_state(state)
         parked.save()
@@ -56,6 +71,7 @@ def park(
             index=index,
             **({"unsupported": unsupported} if unsupported else {}),
             request_state_sha256=parked.request_state_sha256,
+            **({"carrier": carrier} if carrier != Round.Carrier.RETRY else {}),
             **routed,
         )
         # Robust: a failing notification must not look like a failed exchange.
