@@ -113,9 +113,10 @@ def _lost(caller: Caller, call_id: int) -> dict:
 
 
 def _start_again_with(stack: Stack, call_id: int, name: str) -> str:
-    """ "Start again" on the call's page, as the person: the new call's first round holds the
+    """Start again, from the call's page as the person: the new call's first round holds the
     name given before. Returns that round's page."""
-    with signed_in_client(stack.app.base_url, *PERSON) as web:
+    web = signed_in_client(stack.app.base_url, *PERSON)
+    try:
         page = web.get(f"/calls/{call_id}/")
         assert page.status_code == 200
         assert "Start again" in page.text
@@ -127,6 +128,8 @@ def _start_again_with(stack: Stack, call_id: int, name: str) -> str:
         assert round_page.status_code == 200
         assert re.search(rf'value="{name}"', round_page.text), round_page.text[:3000]
         return str(round_page.url)
+    finally:
+        web.close()
 
 
 def _finish_restarted(caller: Caller, round_url: str, name: str) -> dict:
