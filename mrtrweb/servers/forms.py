@@ -19,6 +19,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.validators import MinValueValidator, URLValidator
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from .headers import HEADER_VALUE, HeaderError, parse_headers
 from .models import Connection, Routing, ToolExposure
@@ -162,6 +163,7 @@ class ConnectionForm(forms.ModelForm):
             "max_rounds",
             "answer_deadline",
             "answer_deadline_max",
+            "question_deadline",
             "routing",
             "route_group",
             "auth",
@@ -178,6 +180,7 @@ class ConnectionForm(forms.ModelForm):
             "max_rounds": "Round cap",
             "answer_deadline": "Answer deadline (seconds)",
             "answer_deadline_max": "Longest answer with progress (seconds)",
+            "question_deadline": _("Question deadline (seconds)"),
             "routing": "Who answers the rounds",
             "route_group": "Group",
             "auth": "How mrtrweb authenticates",
@@ -193,6 +196,11 @@ class ConnectionForm(forms.ModelForm):
             "a question, however it keeps the connection alive.",
             "answer_deadline_max": "Each progress notification gives the server the answer "
             "deadline again, up to this.",
+            "question_deadline": _(
+                "Servers of the older protocol (2025-11-25 and before) hold the call open while "
+                "a person answers their question: how long they are given before mrtrweb "
+                "answers “cancel”. Shown as the round's “answer before”."
+            ),
             "route_group": "With “a group”: its members claim the rounds.",
             "oauth_client_id": "Registered with the authorization server beforehand. Needed for "
             "client credentials; with OAuth per person or shared, only if the server offers "
@@ -223,6 +231,7 @@ class ConnectionForm(forms.ModelForm):
         "max_rounds",
         "answer_deadline",
         "answer_deadline_max",
+        "question_deadline",
         "routing",
         "route_user",
         "route_group",

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from mrtrweb.calls import engine
+from mrtrweb.calls import engine, handoff
 from mrtrweb.calls.engine.handshake_calls import wait_idle
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.servers.catalog import refresh_catalog
@@ -27,7 +27,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def _conversations_end() -> Iterator[None]:
     yield
     # A conversation left running would write into the next test's database.
-    assert wait_idle(20.0)
+    if not wait_idle(20.0):
+        handoff.shutdown()
+        pytest.fail("a conversation was still running after the test")
 
 
 def start(conn: Connection, user: Any, tool: str, arguments: Any) -> Call:

@@ -7,6 +7,7 @@ the JSON-RPC response, exactly once, by the process that holds the stream (engin
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator
 from datetime import timedelta
@@ -15,11 +16,12 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from mrtrweb.calls import engine
+from mrtrweb.calls import engine, handoff
 from mrtrweb.calls.engine import streams
 from mrtrweb.calls.engine.handshake_calls import wait_idle
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.elicitation.questions import FormQuestion, UrlQuestion
+from mrtrweb.servers.catalog import refresh_catalog
 from mrtrweb.servers.models import Connection
 from tests.peers.mcp1 import Mcp1Peer
 from tests.support.factories import make_connection
@@ -33,7 +35,9 @@ KEY = streams.ELICITATION_KEY
 def _conversations_end() -> Iterator[None]:
     yield
     # A conversation left running would write into the next test's database.
-    assert wait_idle(20.0)
+    if not wait_idle(20.0):
+        handoff.shutdown()
+        pytest.fail("a conversation was still running after the test")
 
 
 @pytest.fixture
@@ -273,3 +277,55 @@ def test_a_2026_round_is_not_a_stream_round(peer_conn: Connection, user: Any) ->
     if round is not None:
         assert round.carrier == Round.Carrier.RETRY
         assert round.owner == ""
+
+
+def test_a_clean_shutdown_cancels_the_question_and_loses_its_round(
+    conn: Connection, mcp1_peer: Mcp1Peer, user: Any
+) -> None:
+    before = mcp1_peer.sessions()
+    call = start(conn, user)
+    round = pending(call)
+    handoff.shutdown()
+    assert wait_idle(10.0)
+    round.refresh_from_db()
+    call.refresh_from_db()
+    assert round.status == Round.Status.EXPIRED
+    assert call.status == Call.Status.EXPIRED
+    assert call.error == streams.LOST_BEFORE_ANSWER
+    assert call.events.get(kind="expired").detail["reason"] == "lost"
+    # The server was answered (cancel) and the session closed, not left to time out.
+    after = mcp1_peer.sessions()
+    assert after["closed"] - before["closed"] == after["opened"] - before["opened"] == 1
+    # Nothing is left for the sweep to find.
+    assert engine.sweep(now=timezone.now() + timedelta(minutes=5))["lost"] == 0
+
+
+def test_through_the_pages(
+    conn: Connection, mcp1_peer: Mcp1Peer, ada: Any, web: Any, settings: Any
+) -> None:
+    """Start, answer both questions and read the result with the pages a person uses: each
+    answer's page waited for the server's next question (another round page) or the result."""
+    from tests.calls.pages import Pages, start_tool, visible_text
+    from tests.calls.test_views import answer_data
+
+    # As served: the start page's own process sends the call (a delivery thread, which is
+    # free again once the question is parked).
+    settings.MRTRWEB_DELIVER_ON_ANSWER = True
+    refresh_catalog(conn)
+    pages = Pages(web)
+    started = start_tool(pages, conn, "ask_twice")
+    assert started.status_code == 303
+    page = pages.get(started["Location"])
+    assert "What is your name?" in visible_text(page)
+    # The question deadline is shown as any round's.
+    assert re.search(r"Due in (9|10) minutes", visible_text(page))
+    first = Round.objects.get()
+    asked = pages.post(first.get_absolute_url(), answer_data(KEY, {"name": "Zoë"}))
+    assert asked.status_code == 303
+    second = Round.objects.get(index=2)
+    assert asked["Location"] == second.get_absolute_url()
+    assert "Hello Zoë: your favourite colour?" in visible_text(pages.get(asked["Location"]))
+    done = pages.post(second.get_absolute_url(), answer_data(KEY, {}, action="decline"))
+    call = second.call
+    assert done["Location"] == call.get_absolute_url()
+    assert "stopped at color: decline" in visible_text(pages.get(done["Location"]))

@@ -51,6 +51,7 @@ from .actions import (
 )
 from .answering import answer, saved_answers_for
 from .expiry import expire, expire_if_due, expiry_bucket
+from .handshake_calls import wait_idle
 from .parking import park
 from .resubmitting import resubmit
 from .resuming import resume_authorized
@@ -102,4 +103,5 @@ __all__ = [
     "sweep",
     "transition",
     "transition_call",
+    "wait_idle",
 ]

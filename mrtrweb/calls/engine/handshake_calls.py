@@ -76,6 +76,8 @@ BEAT = 5.0
 # deadline is a backstop this much later (a cancelled database call could leave a round
 # claimed and its answer unsent).
 BACKSTOP = 30.0
+# On shutdown, how long a call is kept after its waiting question was answered "cancel".
+STOP_GRACE = 1.0
 
 _live: set[Future[None]] = set()
 _live_lock = threading.Lock()
@@ -236,16 +238,18 @@ class _Conversation:
             self.asking -= 1
 
     async def _beat(self, talk: asyncio.Task[Any]) -> None:
-        """The owner's heartbeat on its open rounds; on shutdown, the call stopped once a
-        waiting question was answered "cancel"."""
+        """The owner's heartbeat on its open rounds; on shutdown, the call is stopped (its
+        rounds lost) once a waiting question was answered "cancel"."""
         loop = asyncio.get_running_loop()
         next_beat = loop.time() + BEAT
         stop_by: float | None = None
         while not talk.done():
             await asyncio.sleep(POLL)
             if handoff.stopping():
-                stop_by = stop_by or loop.time() + 2.0
-                if self.asking == 0 or loop.time() >= stop_by:
+                # A waiting question sees it too, marks its round lost and answers "cancel":
+                # that answer is given a moment to go out before the call is cut.
+                stop_by = stop_by or loop.time() + STOP_GRACE
+                if loop.time() >= stop_by:
                     talk.cancel()
                     return
             if loop.time() >= next_beat:

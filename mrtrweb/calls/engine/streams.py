@@ -38,7 +38,7 @@ from ..models import Call, Round
 from .outcomes import delivered
 from .parking import park
 from .trail import record
-from .transitions import set_call, transition
+from .transitions import set_call, touch, transition
 
 __all__ = [
     "ELICITATION_KEY",
@@ -200,7 +200,8 @@ def _time_out(round_id: int) -> None:
 
 def beat(call_id: int, owner: str) -> int:
     """The owner is alive and holds the stream: its open rounds' heartbeat; how many."""
-    return _stream(call_id, owner).filter(status__in=OPEN).update(heard_at=timezone.now())
+    where = {"call_id": call_id, "carrier": Round.Carrier.STREAM, "owner": owner}
+    return touch(OPEN, where, heard_at=timezone.now())
 
 
 def lose(round_id: int, *, why: str, answer_sent: bool | None = None) -> bool:
