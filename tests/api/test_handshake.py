@@ -11,12 +11,14 @@ call opened closed.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 
+from mrtrweb.calls.engine.streams import TIMED_OUT
 from tests.api.handshake_live import Caller, request_of, result_text, seed_code
 from tests.api.live import ApiApp, serve
 from tests.peers.mcp1 import Mcp1Peer
@@ -179,3 +181,34 @@ def test_a_stateless_typescript_server_refuses_to_ask(caller: Caller) -> None:
     assert call["result"]["isError"] is True
     assert result_text(call) == "Client does not support form elicitation."
     assert call["rounds"] == []
+
+
+def _deadline_of(round_: dict) -> timedelta:
+    created = datetime.fromisoformat(round_["createdAt"].replace("Z", "+00:00"))
+    return datetime.fromisoformat(round_["expiresAt"].replace("Z", "+00:00")) - created
+
+
+def test_the_question_deadline_is_the_connections(
+    live: ApiApp, caller: Caller, peers: dict[str, Mcp1Peer]
+) -> None:
+    """An operator sets it (``questionDeadline``); the round's "answer before" follows it, and
+    when it passes unanswered the server is told ``cancel`` and the call ends expired."""
+    live.shell(seed_code({"mcp1-quick": peers["mcp1"]}))
+    with Caller(live.base_url, live.operator_token).http as operator:
+        changed = operator.patch("/servers/mcp1-quick", json={"questionDeadline": 2})
+        assert changed.status_code == 200, changed.text
+        assert changed.json()["questionDeadline"] == 2
+    peer = peers["mcp1"]
+    seen = len(peer.answers())
+    call = caller.start("mcp1-quick", "ask_twice")
+    asked = caller.next_round(call)
+    assert asked is not None, call
+    assert abs(_deadline_of(asked) - timedelta(seconds=2)) < timedelta(seconds=1)
+    time.sleep(2.5)  # the deadline itself is what is tested
+    done = caller.finished(call["id"])
+    assert (done["status"], done["error"]) == ("expired", TIMED_OUT), done
+    assert done["rounds"][0]["status"] == "expired"
+    assert [a["action"] for a in peer.answers()[seen:]] == ["cancel"]
+    # Too late now: an answer is refused and never sent.
+    assert caller.answer(asked, "accept", {"name": "Late"}).status_code == 409
+    assert len(peer.answers()) == seen + 1
