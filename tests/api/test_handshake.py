@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -212,3 +212,25 @@ def test_the_question_deadline_is_the_connections(
     # Too late now: an answer is refused and never sent.
     assert caller.answer(asked, "accept", {"name": "Late"}).status_code == 409
     assert len(peer.answers()) == seen + 1
+
+
+def test_a_server_that_gives_up_on_its_question(
+    live: ApiApp, caller: Caller, ts_factory: Callable[..., Mcp1Peer]
+) -> None:
+    """A TypeScript SDK server waits 60 s for an answer unless told otherwise; this one gives
+    up after one second (it sends notifications/cancelled, and its tool fails). The round no
+    longer waits for anybody: a late answer is refused, never sent."""
+    peer = ts_factory("--question-timeout", "1000")
+    live.shell(seed_code({"ts-impatient": peer}))
+    call = caller.start("ts-impatient", "ask_twice")
+    asked = caller.next_round(call)
+    assert asked is not None, call
+    done = caller.finished(call["id"])
+    assert done["status"] == "completed", done
+    assert done["result"]["isError"] is True
+    assert "timed out" in result_text(done).lower(), done
+    assert done["rounds"][0]["status"] != "pending", done
+    assert caller.answer(asked, "accept", {"name": "Late"}).status_code == 409
+    assert peer.answers() == []
+    after = peer.sessions()
+    assert after["opened"] == after["closed"] == 1

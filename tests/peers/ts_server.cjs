@@ -12,6 +12,8 @@
 //   do); "{name} likes {color}", or "stopped at {name|color}: {action}".
 // - url_question: a URL-mode question, on the call's own stream; "url: {action}".
 // - ping_client: server.ping() (standalone stream); "pong".
+// With --question-timeout MS, ask_twice gives up on a question after MS milliseconds (the SDK
+// sends notifications/cancelled for it, and the tool fails with "Request timed out").
 // Sessions are counted: GET /_test/sessions is {opened, closed, active, open_ids}: opened =
 // session ids issued on a 2xx initialize, closed = DELETEs answered 2xx. GET /_test/answers is
 // [{id, session, action, error}] for every JSON-RPC response the client POSTed (its answers).
@@ -33,6 +35,12 @@ const { isInitializeRequest } = require("@modelcontextprotocol/sdk/types.js");
 const args = process.argv.slice(2);
 const port = Number(args[args.indexOf("--port") + 1]);
 const stateless = args.includes("--stateless");
+// --question-timeout MS: how long ask_twice waits for each answer (the SDK's default is 60 s);
+// past it the SDK sends notifications/cancelled for the question and the tool fails.
+const questionTimeout = args.includes("--question-timeout")
+  ? Number(args[args.indexOf("--question-timeout") + 1])
+  : undefined;
+const askOptions = questionTimeout ? { timeout: questionTimeout } : undefined;
 
 function text(value) {
   return { content: [{ type: "text", text: value }] };
@@ -53,7 +61,7 @@ function build() {
         properties: { name: { type: "string", description: "Your name" } },
         required: ["name"],
       },
-    });
+    }, askOptions);
     if (first.action !== "accept") return text(`stopped at name: ${first.action}`);
     const second = await server.server.elicitInput({
       message: `Hello ${first.content.name}: your favourite colour?`,
@@ -61,7 +69,7 @@ function build() {
         type: "object",
         properties: { color: { type: "string", default: "blue" } },
       },
-    });
+    }, askOptions);
     if (second.action !== "accept") return text(`stopped at color: ${second.action}`);
     return text(`${first.content.name} likes ${second.content.color}`);
   });
