@@ -274,14 +274,20 @@ def test_a_2026_round_is_not_a_stream_round(peer_conn: Connection, user: Any) ->
     call = engine.start_call(
         connection=peer_conn,
         method=Call.Method.TOOL,
-        target="book_table",
-        arguments={"restaurant": "Chez Test"},
+        target="purchase",
+        arguments={"item": "tea", "quantity": 2},
         user=user,
     )
-    round = call.rounds.first()
-    if round is not None:
-        assert round.carrier == Round.Carrier.RETRY
-        assert round.owner == ""
+    round = pending(call)
+    assert (round.carrier, round.owner, round.has_request_state) == (
+        Round.Carrier.RETRY,
+        "",
+        True,
+    )
+    # Its expiry is the state's lifetime, not a question deadline.
+    assert round.expires_at is not None
+    left = round.expires_at - timezone.now()
+    assert left > peer_conn.state_lifetime - timedelta(seconds=30)
 
 
 def test_a_clean_shutdown_cancels_the_question_and_loses_its_round(
