@@ -41,12 +41,12 @@ from .config import ConnectionSettings
 from .deadline import AnswerDeadline
 from .envelope import arguments_text, credential_headers, dump, request_body
 from .errors import (
+    AnswerNotDelivered,
     AuthorizationRequired,
     HTTPStatusError,
     JSONRPCError,
     MCPError,
     NotDelivered,
-    OutcomeUnknown,
     ProtocolError,
     error_from_jsonrpc,
 )
@@ -90,12 +90,6 @@ class UnsupportedHandshakeVersion(ProtocolError):
             f"{', '.join(HANDSHAKE_VERSIONS)} with handshake-era servers"
         )
         self.version = version
-
-
-class AnswerNotDelivered(OutcomeUnknown):
-    """The answer to a server's request on the stream could not be sent (the server went away,
-    or forgot the session): the server never got it, though the request it answered may
-    have done things before asking."""
 
 
 class HandshakeClient:

@@ -22,7 +22,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from .headers import HEADER_VALUE, HeaderError, parse_headers
-from .models import Connection, Routing, ToolExposure
+from .models import DEFAULT_QUESTION_DEADLINE, Connection, Routing, ToolExposure
 
 # The modes as the console offers them (shorter than the model's, and no label contains
 # another field's: "Bearer token" stays the token field's alone).
@@ -248,6 +248,8 @@ class ConnectionForm(forms.ModelForm):
         self.fields["url"].validators = [URLValidator(schemes=["http", "https"])]
         self.fields["max_response_bytes"].validators.append(MinValueValidator(1024))
         self.fields["max_response_bytes"].widget.attrs["min"] = 1024
+        # Left empty (or not posted, by a client of the API written before it), the default.
+        self.fields["question_deadline"].required = False
         self.fields["route_group"].queryset = Group.objects.order_by("name")
         self.fields["route_group"].required = False
         self.initial.setdefault("state_lifetime", lifetime_minutes(instance.state_lifetime))
@@ -342,6 +344,12 @@ class ConnectionForm(forms.ModelForm):
 
     def clean_oauth_scopes(self) -> str:
         return " ".join(self.cleaned_data["oauth_scopes"].split())
+
+    def clean_question_deadline(self) -> float:
+        value = self.cleaned_data.get("question_deadline")
+        if value is None:
+            return self.instance.question_deadline or DEFAULT_QUESTION_DEADLINE
+        return float(value)
 
     def clean_state_lifetime(self) -> timedelta:
         minutes: Decimal = self.cleaned_data["state_lifetime"]

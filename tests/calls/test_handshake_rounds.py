@@ -20,6 +20,7 @@ from mrtrweb.calls import engine, handoff
 from mrtrweb.calls.engine import streams
 from mrtrweb.calls.engine.handshake_calls import wait_idle
 from mrtrweb.calls.models import Call, Round
+from mrtrweb.calls.presenting import expiry_of
 from mrtrweb.elicitation.questions import FormQuestion, UrlQuestion
 from mrtrweb.servers.catalog import refresh_catalog
 from mrtrweb.servers.models import Connection
@@ -235,6 +236,10 @@ def test_an_owner_that_stopped_beating_loses_the_round_and_restart_fills_it_in(
     assert call.error == streams.LOST_BEFORE_ANSWER
     lost = call.events.get(kind="expired")
     assert lost.detail["reason"] == "lost"
+    # The call page says so, in those words.
+    expiry = expiry_of(list(call.rounds.all()))
+    assert (expiry.why, expiry.answered) == ("lost", True)
+    assert expiry.round.delivery_error == streams.LOST_BEFORE_ANSWER
     # The real owner, still holding the stream, sees the round closed and answers "cancel".
     assert wait_idle(10.0)
     call.refresh_from_db()
@@ -269,14 +274,20 @@ def test_a_2026_round_is_not_a_stream_round(peer_conn: Connection, user: Any) ->
     call = engine.start_call(
         connection=peer_conn,
         method=Call.Method.TOOL,
-        target="book_table",
-        arguments={"restaurant": "Chez Test"},
+        target="purchase",
+        arguments={"item": "tea", "quantity": 2},
         user=user,
     )
-    round = call.rounds.first()
-    if round is not None:
-        assert round.carrier == Round.Carrier.RETRY
-        assert round.owner == ""
+    round = pending(call)
+    assert (round.carrier, round.owner, round.has_request_state) == (
+        Round.Carrier.RETRY,
+        "",
+        True,
+    )
+    # Its expiry is the state's lifetime, not a question deadline.
+    assert round.expires_at is not None
+    left = round.expires_at - timezone.now()
+    assert left > peer_conn.state_lifetime - timedelta(seconds=30)
 
 
 def test_a_clean_shutdown_cancels_the_question_and_loses_its_round(

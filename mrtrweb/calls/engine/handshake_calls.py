@@ -38,7 +38,8 @@ from django.utils import timezone
 
 from mrtrweb.authorizations.credentials import DatabaseAuthenticator, authenticator_for
 from mrtrweb.mcp import JSONRPCError, MCPError, io_loop
-from mrtrweb.mcp.handshake import AnswerNotDelivered, HandshakeClient
+from mrtrweb.mcp.errors import AnswerNotDelivered
+from mrtrweb.mcp.handshake import HandshakeClient
 
 from .. import handoff
 from ..models import Call, Round

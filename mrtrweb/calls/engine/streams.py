@@ -212,16 +212,23 @@ def lose(round_id: int, *, why: str, answer_sent: bool | None = None) -> bool:
     had claimed it to send); the message says so."""
     with transaction.atomic():
         round = Round.objects.select_related("call").filter(pk=round_id).first()
-        if round is None or not transition(
-            round, OPEN, Round.Status.EXPIRED, where={"carrier": Round.Carrier.STREAM}
-        ):
+        if round is None:
             return False
         sent = round.status == Round.Status.DELIVERING if answer_sent is None else answer_sent
+        error = LOST_AFTER_ANSWER if sent else LOST_BEFORE_ANSWER
+        if not transition(
+            round,
+            OPEN,
+            Round.Status.EXPIRED,
+            where={"carrier": Round.Carrier.STREAM},
+            # What the pages say of it (presenting.expiry_of: "lost").
+            delivery_error=error,
+        ):
+            return False
         call = round.call
         if call.is_finished:
             record(call, "lost", round=round, reason="lost", why=why)
             return True
-        error = LOST_AFTER_ANSWER if sent else LOST_BEFORE_ANSWER
         set_call(call, status=Call.Status.EXPIRED, error=error)
         record(call, "expired", round=round, reason="lost", why=why, answer_sent=sent)
     return True
