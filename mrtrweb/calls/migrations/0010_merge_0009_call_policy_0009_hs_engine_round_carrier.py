@@ -4,11 +4,9 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('calls', '0009_call_policy'),
-        ('calls', '0009_hs_engine_round_carrier'),
+        ("calls", "0009_call_policy"),
+        ("calls", "0009_hs_engine_round_carrier"),
     ]
 
-    operations = [
-    ]
+    operations = []
