@@ -28,7 +28,12 @@ from mrtrweb.calls import engine
 from mrtrweb.calls.access import can_answer, routed_to, visible_calls, visible_rounds
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.servers.catalog import ensure_catalog
-from mrtrweb.servers.exposure import may_start, sees_whole_catalog, startable_connections
+from mrtrweb.servers.exposure import (
+    may_start,
+    offered_connections,
+    sees_whole_catalog,
+    startable_connections,
+)
 from mrtrweb.servers.models import Connection
 
 from . import idempotency
@@ -158,8 +163,13 @@ def calls(
 def _create_call(token: ApiToken, body: StartCall, key: str | None, fingerprint: str) -> Call:
     """Check the request as the start page would, then create the call (not sent yet)."""
     user = token.user
-    connection = startable_connections(user).filter(name=body.server).first()
+    connection = offered_connections(user).filter(name=body.server).first()
     if connection is None:
+        if startable_connections(user).filter(name=body.server).exists():
+            # As on the start pages: an end user meets no server an operator has not tested.
+            raise _field_error(
+                "server", "This server is not ready yet: an operator has to test it first."
+            )
         raise _field_error("server", "No server of this name that you may use.")
     target = _target(body)
     route_user, route_group = _routing(body)
