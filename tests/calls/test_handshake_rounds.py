@@ -262,6 +262,10 @@ def test_an_owner_that_stopped_beating_loses_the_round_and_restart_fills_it_in(
 def test_the_sweep_loses_rounds_whose_owner_stopped(conn: Connection, user: Any) -> None:
     call = start(conn, user)
     round = pending(call)
+    # Its owner beats: neither the watchdog nor the sweep touch it.
+    assert not engine.check_stream(round.pk)
+    assert engine.sweep()["lost"] == 0
+    assert pending(call).pk == round.pk
     later = timezone.now() + timedelta(seconds=60)
     counts = engine.sweep(now=later)
     assert counts["lost"] == 1
