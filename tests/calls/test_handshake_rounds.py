@@ -262,6 +262,10 @@ def test_an_owner_that_stopped_beating_loses_the_round_and_restart_fills_it_in(
 def test_the_sweep_loses_rounds_whose_owner_stopped(conn: Connection, user: Any) -> None:
     call = start(conn, user)
     round = pending(call)
+    # Its owner beats: neither the watchdog nor the sweep touch it.
+    assert not engine.check_stream(round.pk)
+    assert engine.sweep()["lost"] == 0
+    assert pending(call).pk == round.pk
     later = timezone.now() + timedelta(seconds=60)
     counts = engine.sweep(now=later)
     assert counts["lost"] == 1
@@ -340,3 +344,34 @@ def test_through_the_pages(
     call = second.call
     assert done["Location"] == call.get_absolute_url()
     assert "stopped at color: decline" in visible_text(pages.get(done["Location"]))
+
+
+def test_a_server_gone_when_the_answer_goes_out_loses_the_round(
+    mcp1_factory: Any, user: Any
+) -> None:
+    peer = mcp1_factory()
+    conn = make_connection(peer, name="old-restarts", era=Connection.Era.LEGACY)
+    call = start(conn, user)
+    round = pending(call)
+    peer.stop()
+    # The answer is taken (and kept); sending it on the stream fails: the server is gone.
+    accept(round, user, name="Ada")
+    assert wait_idle(15.0)
+    round.refresh_from_db()
+    call.refresh_from_db()
+    assert round.status == Round.Status.EXPIRED
+    assert round.answers == {KEY: {"action": "accept", "content": {"name": "Ada"}}}
+    assert call.status == Call.Status.EXPIRED
+    assert call.error == streams.LOST_BEFORE_ANSWER
+    expired = call.events.get(kind="expired")
+    assert (expired.detail["reason"], expired.detail["answer_sent"]) == ("lost", False)
+
+    # The server is back (a new process, no sessions): "Start again" opens a new session,
+    # and the kept answer is filled in.
+    back = mcp1_factory(port=peer.port)
+    again = engine.restart(call, user)
+    assert again.status == Call.Status.WAITING, again.error
+    assert engine.saved_answers_for(pending(again)) == {KEY: {"name": "Ada"}}
+    engine.answer(pending(again), {KEY: {"action": "cancel"}}, user, deliver_within=10)
+    assert wait_idle(10.0)
+    assert back.sessions()["active"] == 0

@@ -12,6 +12,9 @@
                  └── expired (requestState rejected, or past its lifetime) / cancelled
    a request refused until the caller reconnects their account: delivering ──► submitted
    (call.waiting_for_authorization_since set; the account connected sends it, once)
+   a handshake-era server's question (round.carrier "stream"): the same statuses, its answer
+   claimed and sent on the call's stream by the process holding it (round.owner); never
+   failed, unknown or resent: expired at its deadline, or lost (owner or stream gone)
 
 This module is the front door: callers write ``from mrtrweb.calls import engine`` and
 ``engine.answer(...)``. One job a module behind it, each importing only those before it:

@@ -55,7 +55,7 @@ from .trail import dump, record
 from .transitions import set_call, this_attempt
 from .watchdogs import watch_call
 
-__all__ = ["crashed", "run", "settle_failure"]
+__all__ = ["run", "settle_failure", "settle_result"]
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ def run(call: Call, *, round: Round | None, responses: Any, state: str | None) -
         return _exchange(call, round=round, responses=responses, state=state)
     except Exception as exc:
         logger.exception("call %s: the exchange with the server broke in mrtrweb", call.pk)
-        crashed(call, round, exc)
+        _crashed(call, round, exc)
     return False
 
 
@@ -132,7 +132,7 @@ async def _send_modern(
         return result, client.last_http_status
 
 
-def crashed(call: Call, round: Round | None, exc: Exception) -> None:
+def _crashed(call: Call, round: Round | None, exc: Exception) -> None:
     """Settle what an unexpected exception interrupted (see :func:`run`)."""
     message = f"mrtrweb could not complete the exchange with the server ({type(exc).__name__}: "
     message += f"{str(exc)[:500]})."

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("calls", "0008_call_waiting_for_authorization"),
+        ("calls", "0009_call_policy"),
     ]
 
     operations = [
