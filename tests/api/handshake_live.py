@@ -50,6 +50,7 @@ class Caller:
     """A program using the JSON API of one web process with a bearer token."""
 
     def __init__(self, base_url: str, token: str) -> None:
+        self.base_url = base_url
         self.http = httpx.Client(
             base_url=base_url + "/api/v1",
             headers={"Authorization": f"Bearer {token}"},

@@ -37,8 +37,8 @@ from tests.support.web import csrf_token, signed_in_client
 
 PERSON = ("hana", "hana-faults-pw-1")
 # Seconds after its last heartbeat that a stream's owner counts as dead (MRTRWEB_STREAM_GRACE):
-# short, so a test waits little, but well above the owner's heartbeat (engine BEAT, 5 s).
-STREAM_GRACE = "8"
+# short, so a test waits little (the owner then beats every third of it).
+STREAM_GRACE = "2"
 
 _PERSON = """
 from django.contrib.auth import get_user_model
@@ -146,10 +146,19 @@ def _start_again_with(stack: Stack, caller: Caller, call_id: int, name: str) -> 
         web.close()
 
 
-def _finish_restarted(caller: Caller, first: dict, name: str) -> dict:
+def _finish_restarted(
+    caller: Caller, first: dict, name: str, colour_kept: str | None = None
+) -> dict:
     assert caller.answer(first, "accept", {"name": name}).status_code == 202
     second = caller.next_round(caller.call(first["callId"]), after=first["index"])
     assert second is not None, json.dumps(caller.call(first["callId"]))[:3000]
+    if colour_kept is not None:
+        web = signed_in_client(caller.base_url, *PERSON)
+        try:
+            page = web.get(f"/rounds/{second['id']}/")
+        finally:
+            web.close()
+        assert re.search(rf'value="{colour_kept}"', page.text), page.text[:3000]
     assert caller.answer(second, "accept", {"color": "teal"}).status_code == 202
     done = caller.finished(first["callId"])
     assert (done["status"], result_text(done)) == ("completed", f"{name} likes teal")
@@ -177,15 +186,22 @@ def test_the_owning_web_process_killed_while_a_round_waits(
 def test_the_server_restarted_while_a_round_waits(
     stack: Stack, mcp1_factory: Callable[..., Mcp1Peer]
 ) -> None:
+    """The stream breaks while the person reads the second question. Nothing reads the stream
+    while a question waits (a read timeout would end healthy waits), so the break is found
+    when the answer is sent: the round is lost, the answer kept, and Start again fills in both
+    answers."""
     peer = mcp1_factory()
     stack.register("restarts-mid-call", peer)
     caller = stack.caller()
-    call, _ = _answer_the_name(caller, "Rua", "restarts-mid-call")
+    call, second = _answer_the_name(caller, "Rua", "restarts-mid-call")
     peer.stop()  # the stream breaks
     again = mcp1_factory(port=peer.port)
+    assert caller.answer(second, "accept", {"color": "teal"}).status_code == 202
     _lost(caller, call["id"])
+    lost = caller.call(call["id"])["rounds"][1]
+    assert lost["answeredBy"] == PERSON[0]  # the answer is kept with the round
     first = _start_again_with(stack, caller, call["id"], "Rua")
-    _finish_restarted(caller, first, "Rua")
+    _finish_restarted(caller, first, "Rua", colour_kept="teal")
     after = again.sessions()
     assert after["opened"] == after["closed"] >= 1 and after["active"] == 0
 

@@ -49,6 +49,7 @@ from .progress import on_progress
 from .streams import (
     OPEN,
     beat,
+    grace,
     lose,
     owner_id,
     park_question,
@@ -58,21 +59,35 @@ from .streams import (
 from .trail import dump
 from .watchdogs import watch_call
 
-__all__ = ["BACKSTOP", "BEAT", "POLL", "converse", "wait_idle"]
+__all__ = ["BACKSTOP", "BEAT", "NO_SESSION", "POLL", "beat_interval", "converse", "wait_idle"]
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+# A server without sessions (no Mcp-Session-Id) cannot take an answer: the SDKs post it to a
+# new instance of the server that never asked (tests/peers/test_handshake_peers.py).
+NO_SESSION = (
+    "This server runs without sessions, so it cannot receive an answer to its question. Ask "
+    "its operator to run it with sessions."
+)
 
 STOPPED = (
     "mrtrweb stopped while the server was working on this call, so its answer was lost: the "
     "server may or may not have run it. Start it again if it should run."
 )
 
-# How often a waiting question looks for its answer in the database, and how often the owner
-# beats on its rounds (well inside MRTRWEB_STREAM_GRACE).
+# How often a waiting question looks for its answer in the database, and how often at most the
+# owner beats on its rounds: every BEAT seconds, or a third of MRTRWEB_STREAM_GRACE when that is
+# shorter (a beat slower than the grace would have a live owner's rounds marked lost).
 POLL = 0.3
 BEAT = 5.0
+
+
+def beat_interval() -> float:
+    return max(POLL, min(BEAT, grace().total_seconds() / 3))
+
+
 # The conversation answers a question at its deadline itself; the client's own question
 # deadline is a backstop this much later (a cancelled database call could leave a round
 # claimed and its answer unsent).
@@ -136,6 +151,9 @@ class _Conversation:
     owner: str = dataclasses.field(default_factory=owner_id)
     authenticator: DatabaseAuthenticator | None = None
     asking: int = 0
+    client: HandshakeClient | None = None
+    talk: asyncio.Task[Any] | None = None
+    sessionless: bool = False
 
     async def run(self) -> None:
         try:
@@ -144,12 +162,16 @@ class _Conversation:
             logger.exception("call %s: could not prepare its conversation", self.call.pk)
             self.settled.set()
             return
-        talk = asyncio.create_task(self._talk())
+        talk = self.talk = asyncio.create_task(self._talk())
         heart = asyncio.create_task(self._beat(talk))
         try:
             result, status = await talk
         except asyncio.CancelledError:
             current = asyncio.current_task()
+            if self.sessionless and not (current is not None and current.cancelling()):
+                # Stopped by its question: nobody could ever answer it.
+                await _db(fail_call, self.call, NO_SESSION, reason="no session")
+                return
             if current is not None and current.cancelling():
                 await asyncio.shield(_db(self._lost, "this mrtrweb process stopped"))
                 raise
@@ -193,6 +215,7 @@ class _Conversation:
         async with HandshakeClient(
             settings, on_elicit=self._on_elicit, question_deadline=deadline + BACKSTOP
         ) as client:
+            self.client = client
             if call.method == Call.Method.TOOL:
                 result: Any = await client.call_tool(
                     call.target, call.arguments_json, on_notification=progress
@@ -208,6 +231,12 @@ class _Conversation:
     async def _on_elicit(self, request: mcp_types.ElicitRequest) -> mcp_types.ElicitResult:
         """Park the question, wait for its answer (from any process), return it; "cancel"
         when the call cannot take it, at its deadline, or when this process stops."""
+        if self.client is not None and self.client.session_id is None and self.talk is not None:
+            # No session: the answer would reach a server that never asked, and the tool
+            # would wait for it for ever. No round; the call fails and its stream is closed.
+            self.sessionless = True
+            asyncio.get_running_loop().call_soon(self.talk.cancel)
+            return mcp_types.ElicitResult(action="cancel")
         self.asking += 1
         round_id: int | None = None
         try:
@@ -242,7 +271,8 @@ class _Conversation:
         """The owner's heartbeat on its open rounds; on shutdown, the call is stopped (its
         rounds lost) once a waiting question was answered "cancel"."""
         loop = asyncio.get_running_loop()
-        next_beat = loop.time() + BEAT
+        interval = beat_interval()
+        next_beat = loop.time() + interval
         stop_by: float | None = None
         while not talk.done():
             await asyncio.sleep(POLL)
@@ -254,7 +284,7 @@ class _Conversation:
                     talk.cancel()
                     return
             if loop.time() >= next_beat:
-                next_beat = loop.time() + BEAT
+                next_beat = loop.time() + interval
                 try:
                     await _db(beat, self.call.pk, self.owner)
                 except Exception:
