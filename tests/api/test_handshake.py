@@ -234,4 +234,4 @@ def test_a_server_that_gives_up_on_its_question(
     assert caller.answer(asked, "accept", {"name": "Late"}).status_code == 409
     assert peer.answers() == []
     after = peer.sessions()
-    assert after["opened"] == after["closed"] == 1
+    assert after["opened"] == after["closed"] >= 1 and after["active"] == 0

@@ -55,6 +55,7 @@ from .streams import (
     park_question,
     settle_delivered,
     take,
+    withdraw,
 )
 from .trail import dump
 from .watchdogs import watch_call
@@ -154,6 +155,9 @@ class _Conversation:
     client: HandshakeClient | None = None
     talk: asyncio.Task[Any] | None = None
     sessionless: bool = False
+    # The server's answer to the call came: a question still waiting was given up by it.
+    answered: bool = False
+    outcome: tuple[Any, int | None] | None = None
 
     async def run(self) -> None:
         try:
@@ -171,6 +175,10 @@ class _Conversation:
             if self.sessionless and not (current is not None and current.cancelling()):
                 # Stopped by its question: nobody could ever answer it.
                 await _db(fail_call, self.call, NO_SESSION, reason="no session")
+                return
+            if self.outcome is not None and not (current is not None and current.cancelling()):
+                # The server's answer came; a question it gave up was cancelled on the way out.
+                await _db(self._finished, *self.outcome)
                 return
             if current is not None and current.cancelling():
                 await asyncio.shield(_db(self._lost, "this mrtrweb process stopped"))
@@ -212,21 +220,33 @@ class _Conversation:
             settings = dataclasses.replace(settings, authenticator=self.authenticator)
         progress = on_progress(call.pk)
         deadline = float(call.connection.question_deadline)
-        async with HandshakeClient(
-            settings, on_elicit=self._on_elicit, question_deadline=deadline + BACKSTOP
-        ) as client:
-            self.client = client
-            if call.method == Call.Method.TOOL:
-                result: Any = await client.call_tool(
-                    call.target, call.arguments_json, on_notification=progress
-                )
-            elif call.method == Call.Method.PROMPT:
-                result = await client.get_prompt(
-                    call.target, call.arguments_json, on_notification=progress
-                )
-            else:
-                result = await client.read_resource(call.target, on_notification=progress)
-            return result, client.last_http_status
+        outcome: tuple[Any, int | None] | None = None
+        try:
+            async with HandshakeClient(
+                settings, on_elicit=self._on_elicit, question_deadline=deadline + BACKSTOP
+            ) as client:
+                self.client = client
+                if call.method == Call.Method.TOOL:
+                    result: Any = await client.call_tool(
+                        call.target, call.arguments_json, on_notification=progress
+                    )
+                elif call.method == Call.Method.PROMPT:
+                    result = await client.get_prompt(
+                        call.target, call.arguments_json, on_notification=progress
+                    )
+                else:
+                    result = await client.read_resource(call.target, on_notification=progress)
+                # Leaving the session cancels a question still waiting: the server gave it up.
+                self.answered = True
+                outcome = self.outcome = (result, client.last_http_status)
+        except asyncio.CancelledError:
+            # That question's cancellation may surface here as the session closes; the call
+            # has its answer all the same, unless this task itself is being cancelled.
+            current = asyncio.current_task()
+            if outcome is None or (current is not None and current.cancelling()):
+                raise
+        assert outcome is not None
+        return outcome
 
     async def _on_elicit(self, request: mcp_types.ElicitRequest) -> mcp_types.ElicitResult:
         """Park the question, wait for its answer (from any process), return it; "cancel"
@@ -261,7 +281,9 @@ class _Conversation:
         except asyncio.CancelledError:
             # The client's backstop (or a shutdown) ended the wait: whatever the round held
             # was not sent, so it is lost, the answers kept.
-            if round_id is not None:
+            if round_id is not None and self.answered:
+                await asyncio.shield(_db(withdraw, round_id))
+            elif round_id is not None:
                 await asyncio.shield(_db(lose, round_id, why="the question was given up"))
             raise
         finally:

@@ -54,6 +54,7 @@ __all__ = [
     "park_question",
     "settle_delivered",
     "take",
+    "withdraw",
 ]
 
 # The key of a stream round's one question in its ``inputRequests``-shaped map.
@@ -71,6 +72,7 @@ LOST_AFTER_ANSWER = (
     "The server's connection was lost after your answer was sent, so the server may or may "
     "not have acted on it. Start again if it should run: your answers are filled in."
 )
+WITHDRAWN = "The server stopped waiting for this answer and finished the call without it."
 TIMED_OUT = (
     "Nobody answered before the deadline, so mrtrweb told the server the question was "
     "cancelled. Start the call again to answer afresh."
@@ -237,6 +239,24 @@ def lose(round_id: int, *, why: str, answer_sent: bool | None = None) -> bool:
 def _orphaned(now: datetime) -> Q:
     stale = now - grace()
     return Q(heard_at__lt=stale) | Q(heard_at__isnull=True, created_at__lt=stale)
+
+
+def withdraw(round_id: int) -> bool:
+    """The server ended the call while its question waited (it gave up on it: the TypeScript
+    SDK does after 60 s): the round is cancelled, whatever was typed kept, and the call settles
+    with the server's own result. True if this did it."""
+    with transaction.atomic():
+        round = Round.objects.select_related("call").filter(pk=round_id).first()
+        if round is None or not transition(
+            round,
+            OPEN,
+            Round.Status.CANCELLED,
+            where={"carrier": Round.Carrier.STREAM},
+            delivery_error=WITHDRAWN,
+        ):
+            return False
+        record(round.call, "withdrawn", round=round)
+        return True
 
 
 def lose_if_orphaned(round_id: int, *, now: datetime | None = None) -> bool:
