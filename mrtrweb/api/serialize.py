@@ -166,6 +166,7 @@ def server_settings_out(connection: Connection) -> ServerSettingsOut:
         max_rounds=connection.max_rounds,
         answer_deadline=connection.answer_deadline,
         answer_deadline_max=connection.answer_deadline_max,
+        question_deadline=connection.question_deadline,
         routing=connection.routing,
         route_user=_username(connection.route_user),
         route_group=connection.route_group.name if connection.route_group else None,

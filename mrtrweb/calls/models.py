@@ -195,6 +195,10 @@ class Round(models.Model):
         # something else; the round that asks it now replaces this one (``replaces``).
         CHANGED = "changed", "replaced: the server's questions changed"
 
+    class Carrier(models.TextChoices):
+        RETRY = "retry", "a retry of the request"
+        STREAM = "stream", "the response on the call's open stream"
+
     # Indexed by round_index_unique_per_call (call first).
     call = models.ForeignKey(Call, on_delete=models.CASCADE, related_name="rounds", db_index=False)
     index = models.PositiveSmallIntegerField()
@@ -284,9 +288,16 @@ class Round(models.Model):
     delivering_since = models.DateTimeField(null=True, blank=True)
     # When the server last showed it is still working on the current attempt (a progress
     # notification): the watchdog counts its deadline from here, so a long call that keeps
-    # reporting progress is not taken for a dead one.
+    # reporting progress is not taken for a dead one. On a stream round: the owner's
+    # heartbeat, while it holds the stream.
     heard_at = models.DateTimeField(null=True, blank=True)
     last_http_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    # How the answer reaches the server: as a retry of the request (2026-07-28, with the
+    # requestState), or as the JSON-RPC response to a question asked on the open stream of a
+    # handshake-era call, which only the process holding that stream can send (``owner``:
+    # "host:pid:nonce"; its heartbeat is ``heard_at``, see engine.streams).
+    carrier = models.CharField(max_length=8, choices=Carrier.choices, default=Carrier.RETRY)
+    owner = models.CharField(max_length=200, blank=True, default="")
     # When the outcome of a delivery became unknown, and whether the one automatic resend an
     # idempotent tool is allowed was already spent.
     flagged_at = models.DateTimeField(null=True, blank=True)

@@ -517,8 +517,9 @@ def listed_calls(calls: Sequence[Call]) -> list[ListedCall]:
 @dataclass(frozen=True)
 class Expiry:
     """Why an expired call expired: ``unanswered`` (nobody answered before the deadline;
-    nothing was sent), ``refused`` (the server no longer accepted the round) or
-    ``waited`` (it expired while it waited for an account to be reconnected)."""
+    nothing was sent), ``refused`` (the server no longer accepted the round),
+    ``waited`` (it expired while it waited for an account to be reconnected) or ``lost``
+    (a handshake-era server's question whose connection was lost: engine.streams)."""
 
     why: str
     answered: bool  # whether any answer was given (and is kept)
@@ -531,6 +532,8 @@ def expiry_of(rounds: Sequence[Round]) -> Expiry:
     if not expired:
         return Expiry("refused", answered, None)
     last = expired[-1]
+    if last.carrier == Round.Carrier.STREAM and last.delivery_error:
+        return Expiry("lost", answered, last)
     if not last.answers:
         return Expiry("unanswered", answered, last)
     if last.delivery_error:

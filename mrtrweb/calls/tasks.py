@@ -78,6 +78,13 @@ def watch_call(call_id: int) -> None:
 
 
 @task()
+def watch_stream(round_id: int) -> None:
+    """A question on a handshake-era call's stream: lost if the process holding the stream
+    stopped beating, else looked at again later (engine.streams)."""
+    engine.check_stream(round_id)
+
+
+@task()
 def sweep_rounds() -> dict[str, int]:
     return engine.sweep()
 
@@ -92,4 +99,5 @@ QUEUED_BY_THE_ENGINE = (
     remind_rounds_due,
     watch_delivery,
     watch_call,
+    watch_stream,
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from concurrent.futures import Future
 from typing import Any
@@ -22,6 +23,10 @@ from .trail import record
 from .transitions import AlreadyAnswered, NotAnswerable, transition
 
 __all__ = ["answer", "saved_answers_for"]
+
+# How often a page that waits for a stream round's outcome looks (the owner looks for the
+# answer as often).
+ANSWER_POLL = 0.1
 
 
 def answer(
@@ -51,7 +56,10 @@ def answer(
     if round.unsupported_reason:
         raise NotAnswerable(round.unsupported_reason)
     answers = {key: dict(value) for key, value in responses.items()}
-    hand_off = deliver_within is not None and handoff.enabled()
+    # A question on a handshake-era call's stream: the process holding the stream sends the
+    # answer (engine.streams); nothing is resent from here.
+    stream = round.carrier == Round.Carrier.STREAM
+    hand_off = deliver_within is not None and handoff.enabled() and not stream
     # The delivery started once committed (not when an outer transaction is still open).
     sending: list[Future[None]] = []
     with transaction.atomic():
@@ -84,12 +92,26 @@ def answer(
         # In the same transaction as the answers (database queue): both are kept, or neither.
         if hand_off:
             queue.enqueue("deliver_unclaimed_round", round.pk, at=now + handoff.GRACE)
-        else:
+        elif not stream:
             queue_resubmission(round.pk)
     if sending:
         handoff.wait_for(sending[0], deliver_within or 0.0)
+    elif stream and deliver_within:
+        _wait_for_owner(round.pk, deliver_within)
     round.refresh_from_db()
     return round
+
+
+def _wait_for_owner(round_id: int, wait: float) -> None:
+    """Wait up to ``wait`` seconds while the owner of a stream round (perhaps another
+    process) sends the answer and hears what the server does next (the round is then
+    delivered, or lost)."""
+    until = time.monotonic() + wait
+    busy = (Round.Status.SUBMITTED, Round.Status.DELIVERING)
+    while Round.objects.filter(pk=round_id, status__in=busy).exists():
+        if time.monotonic() >= until:
+            return
+        time.sleep(ANSWER_POLL)
 
 
 def saved_answers_for(round: Round) -> dict[str, dict[str, Any]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
@@ -21,13 +22,24 @@ __all__ = ["park"]
 
 
 def park(
-    call: Call, requests: Mapping[str, Any], state: str | None, *, unsupported: str = ""
+    call: Call,
+    requests: Mapping[str, Any],
+    state: str | None,
+    *,
+    unsupported: str = "",
+    carrier: str = Round.Carrier.RETRY,
+    owner: str = "",
+    lifetime: timedelta | None = None,
 ) -> Round:
     """Store a round of ``call`` asking ``requests`` (the ``inputRequests`` as the server sent
     them) with its ``requestState``, routed to whoever answers, and set the call waiting.
 
     ``unsupported`` says why nobody can answer it (request kinds this client cannot show):
     it is parked anyway, so a person can see it and abandon the call.
+
+    A question asked on a handshake-era call's stream (``carrier`` "stream", see
+    engine.streams) has no state; ``owner`` is the process holding the stream, and
+    ``lifetime`` (the connection's question deadline) replaces the state's lifetime.
     """
     with transaction.atomic():
         index = call.rounds.count() + 1
@@ -42,11 +54,17 @@ def park(
             summary=Round.summary_of(requests),
             unsupported_reason=unsupported,
             created_at=now,
-            expires_at=now + call.connection.state_lifetime,
-            renew_until=renewal.deadline(call, now, requests),
+            expires_at=now + (lifetime or call.connection.state_lifetime),
+            # A question on a stream has no state to renew: its deadline is the stream's.
+            renew_until=(
+                None if carrier == Round.Carrier.STREAM else renewal.deadline(call, now, requests)
+            ),
             assigned_user=user,
             assigned_group=group,
             delegated_from=delegated_from,
+            carrier=carrier,
+            owner=owner,
+            heard_at=now if owner else None,
         )
         parked.set_request_state(state)
         parked.save()
@@ -65,6 +83,7 @@ def park(
             index=index,
             **({"unsupported": unsupported} if unsupported else {}),
             request_state_sha256=parked.request_state_sha256,
+            **({"carrier": carrier} if carrier != Round.Carrier.RETRY else {}),
             **routed,
         )
         splitting.split(parked, call)  # a split policy's parts, when it routes these keys

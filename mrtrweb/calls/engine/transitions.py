@@ -21,6 +21,7 @@ __all__ = [
     "NotAnswerable",
     "set_call",
     "this_attempt",
+    "touch",
     "transition",
     "transition_call",
     "transition_part",
@@ -99,6 +100,15 @@ def transition_part(
     """:func:`transition` for a part of a split round (``engine.splitting``)."""
     pk = part if isinstance(part, int) else part.pk
     return _guarded(RoundPart, pk, from_, to, where, fields)
+
+
+def touch(from_: Statuses, where: Mapping[str, Any], **fields: Any) -> int:
+    """Set ``fields`` (never the status) on every round matching ``where`` that is still in
+    ``from_``: a heartbeat on the rounds a process holds. How many it touched."""
+    expected = [from_] if isinstance(from_, str) else list(from_)
+    if "status" in fields:
+        raise ValueError("touch changes fields alone: a status goes through transition()")
+    return Round.objects.filter(status__in=expected, **where).update(**fields)
 
 
 def this_attempt(round: Round) -> dict[str, Any]:
