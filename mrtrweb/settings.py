@@ -242,6 +242,8 @@ DEFAULT_FROM_EMAIL = ENV.get("DEFAULT_FROM_EMAIL", "mrtrweb@localhost")
 LANGUAGE_CODE = "en"
 LANGUAGES = [("en", _("English")), ("de", _("German"))]
 LOCALE_PATHS = [BASE_DIR / "locale"]
+# Dates as the pages write them, per language (mrtrweb/formats/).
+FORMAT_MODULE_PATH = ["mrtrweb.formats"]
 TIME_ZONE = ENV.get("DJANGO_TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True

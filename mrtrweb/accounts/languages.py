@@ -10,8 +10,7 @@ Like the time zone (``timezones.py``), the account's choice is read once per ses
 sign-in, ``signals.note_preferences``, or on the first page of an older session) and refreshed
 when the account page saves it.
 
-``for_user`` gives the language of someone who is not the reader of the page (the recipient of
-an email): their choice, else the site's default (``settings.LANGUAGE_CODE``).
+Emails speak their recipient's language, not the reader's: ``mrtrweb.people.speaking``.
 """
 
 from __future__ import annotations
@@ -90,16 +89,6 @@ def browser_language(request: HttpRequest) -> str:
         except LookupError:
             continue
     return settings.LANGUAGE_CODE
-
-
-def for_user(user: Any) -> str:
-    """The language to write to ``user`` in (an email): their choice, else the site default."""
-    # A person who never saved the account page has no row (RelatedObjectDoesNotExist is an
-    # AttributeError, so getattr's default covers it).
-    preferences = getattr(user, "preferences", None) if user is not None else None
-    return (known(preferences.language) if preferences is not None else "") or (
-        settings.LANGUAGE_CODE
-    )
 
 
 class LanguageMiddleware:

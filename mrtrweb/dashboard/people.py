@@ -30,10 +30,12 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from mrtrweb.http import SeeOther
 from mrtrweb.people.roles import ADMINS, END_USERS, OPERATORS, ensure_roles
+from mrtrweb.people.speaking import writing_to
 
 from .views import admin_only
 
@@ -126,8 +128,12 @@ def send_set_password_link(person: Any, by: Any, *, invitation: bool) -> bool:
         "sign_in": settings.MRTRWEB_BASE_URL.rstrip("/") + reverse("login"),
         "invitation": invitation,
     }
-    subject = "You are invited to mrtrweb" if invitation else "Set a new password for mrtrweb"
-    body = render_to_string("dashboard/invite_email.txt", context)
+    # In the invited person's language (their choice, else the site's), not the admin's.
+    with writing_to(person):
+        subject = (
+            _("You are invited to mrtrweb") if invitation else _("Set a new password for mrtrweb")
+        )
+        body = render_to_string("dashboard/invite_email.txt", context)
     try:
         send_mail(subject, body, None, [person.email])
     except Exception:  # an unreachable mail server must not lose the account just made
