@@ -94,10 +94,10 @@ def zone_name(tz: dt.tzinfo, local: dt.datetime) -> str:
 
 def moment_in_zone(at: dt.datetime, tz: dt.tzinfo | None = None) -> str:
     """For emails, which have no page to hover on: the date with its zone named, "2 Dec 2026,
-    07:29 (Europe/Oslo)", in the active zone (the recipient's, under ``writing_to``)."""
+    07:29 Europe/Oslo", in the active zone (the recipient's, under ``writing_to``)."""
     tz = tz or timezone.get_current_timezone()
     local = timezone.localtime(at, tz)
-    return f"{local_date(local, with_year=True)} ({zone_name(tz, local)})"
+    return f"{local_date(local, with_year=True)} {zone_name(tz, local)}"
 
 
 def moment_in_utc(at: dt.datetime) -> str:
