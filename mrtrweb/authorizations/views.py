@@ -17,6 +17,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
@@ -57,7 +58,7 @@ def _connectable(request: HttpRequest, name: str) -> tuple[Connection, str]:
     kind = _kind_for(connection)
     if kind == Authorization.Kind.SHARED:
         if not is_operator(request.user):
-            raise PermissionDenied("Only an operator connects a connection's shared account.")
+            raise PermissionDenied(_("Only an operator connects a connection's shared account."))
     elif not startable_connections(request.user).filter(pk=connection.pk).exists():
         raise Http404("No such connection.")
     return connection, kind
@@ -179,9 +180,13 @@ def callback(request: HttpRequest) -> HttpResponse:
         key = flow.hold_draft(request, connection, after, done.draft)
         after = flow.with_query(after, restore=key)
     if authorization.kind == Authorization.Kind.PERSON:
-        messages.success(request, f"Your account on {connection} is connected.")
+        messages.success(
+            request, _("Your account on %(server)s is connected.") % {"server": connection}
+        )
     else:
-        messages.success(request, f"The shared account of {connection} is connected.")
+        messages.success(
+            request, _("The shared account of %(server)s is connected.") % {"server": connection}
+        )
     return SeeOther(after)
 
 
@@ -261,7 +266,7 @@ def client_metadata(request: HttpRequest) -> HttpResponse:
 
 def _operator(request: HttpRequest) -> None:
     if not is_operator(request.user):
-        raise PermissionDenied("The console is for operators.")
+        raise PermissionDenied(_("The console is for operators."))
 
 
 @login_required

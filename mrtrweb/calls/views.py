@@ -18,6 +18,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 from django_htmx.http import HttpResponseClientRefresh
 
@@ -414,10 +415,11 @@ def _claim_lost(request: HttpRequest, pk: int) -> HttpResponse:
     if taker is not None:
         messages.info(
             request,
-            f"That round is no longer waiting for you: {person_name(taker)} took it.",
+            _("That round is no longer waiting for you: %(name)s took it.")
+            % {"name": person_name(taker)},
         )
     else:
-        messages.info(request, "That round is no longer waiting for you: someone else took it.")
+        messages.info(request, _("That round is no longer waiting for you: someone else took it."))
     return HttpResponseClientRefresh()
 
 

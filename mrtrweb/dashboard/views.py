@@ -27,6 +27,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.cache import patch_vary_headers
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST, require_safe
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -80,13 +81,19 @@ CONFIRM = {
     "abandon": "Abandon",
 }
 CONFIRM_WHY = {
-    "reassign": "The people they wait for now stop seeing them, and whatever they typed "
-    "without submitting is lost.",
-    "cancel": "The server is told each question was cancelled; the call goes on without an "
-    "answer, or ends. This cannot be undone.",
-    "expire": "Nobody can answer them any more. This cannot be undone.",
-    "abandon": "Whether the server took their answers is unknown; abandoning gives up on them "
-    "without sending again. This cannot be undone.",
+    "reassign": _(
+        "The people they wait for now stop seeing them, and whatever they typed "
+        "without submitting is lost."
+    ),
+    "cancel": _(
+        "The server is told each question was cancelled; the call goes on without an "
+        "answer, or ends. This cannot be undone."
+    ),
+    "expire": _("Nobody can answer them any more. This cannot be undone."),
+    "abandon": _(
+        "Whether the server took their answers is unknown; abandoning gives up on them "
+        "without sending again. This cannot be undone."
+    ),
 }
 
 
@@ -100,7 +107,7 @@ def admin_only(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]
                 return HttpResponseClientRedirect(to_login.url)
             return to_login
         if not is_admin(request.user):
-            raise PermissionDenied("The dashboard is for admins.")
+            raise PermissionDenied(_("The dashboard is for admins."))
         return view(request, *args, **kwargs)
 
     return wrapped
@@ -246,9 +253,9 @@ def bulk(request: HttpRequest) -> HttpResponse:
         raw = post.getlist("rounds")
     ids = list(dict.fromkeys(int(x) for x in raw if x.strip().isdigit()))
     if action not in ACTIONS:
-        messages.error(request, "Choose an action.")
+        messages.error(request, _("Choose an action."))
     elif not ids:
-        messages.error(request, "Tick at least one round.")
+        messages.error(request, _("Tick at least one round."))
     elif len(ids) > MAX_BULK:
         messages.error(request, f"At most {MAX_BULK} rounds at a time.")
     else:

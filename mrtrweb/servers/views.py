@@ -23,6 +23,7 @@ from django.db.models import Count, Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
@@ -47,7 +48,7 @@ def operator_required(view: View) -> View:
     @wraps(view)
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if not is_operator(request.user):
-            raise PermissionDenied("The console is for operators.")
+            raise PermissionDenied(_("The console is for operators."))
         return view(request, *args, **kwargs)
 
     return wrapper

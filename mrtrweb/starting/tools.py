@@ -19,6 +19,7 @@ from typing import Any
 
 from django import forms
 from django.utils.html import escape
+from django.utils.translation import gettext_lazy as _
 
 from mrtrweb.elicitation import field_name_for
 from mrtrweb.elicitation.schema import MAX_FIELDS, MAX_OPTIONS
@@ -271,7 +272,7 @@ class JsonArgumentsForm(forms.Form):
     """The JSON editor: any JSON object, sent exactly as typed."""
 
     arguments = forms.CharField(
-        label="Arguments (a JSON object)",
+        label=_("Arguments (a JSON object)"),
         widget=forms.Textarea(attrs={"rows": 12, "spellcheck": "false", "class": "code"}),
         initial="{}",
         strip=False,
@@ -284,5 +285,5 @@ class JsonArgumentsForm(forms.Form):
         except ValueError as exc:
             raise forms.ValidationError(f"This is not valid JSON: {exc}") from None
         if not isinstance(value, dict):
-            raise forms.ValidationError("The arguments must be a JSON object ({…}).")
+            raise forms.ValidationError(_("The arguments must be a JSON object ({…})."))
         return text
