@@ -273,10 +273,10 @@ def _crumb(user: Any, call: Call) -> tuple[str, str]:
     """Where the call page's breadcrumb leads: "My calls" for its caller only; an admin's
     way in is the dashboard, anyone else's their inbox."""
     if call.started_by_id == user.pk:
-        return "My calls", reverse("calls:list") + ("?mine=1" if is_admin(user) else "")
+        return _("My calls"), reverse("calls:list") + ("?mine=1" if is_admin(user) else "")
     if is_admin(user):
-        return "Dashboard", reverse("dashboard:rounds")
-    return "Inbox", reverse("inbox:index")
+        return _("Dashboard"), reverse("dashboard:rounds")
+    return _("Inbox"), reverse("inbox:index")
 
 
 def _progress(call: Call, rounds: list[Round]) -> SafeString | None:

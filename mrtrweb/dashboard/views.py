@@ -246,7 +246,7 @@ def bulk(request: HttpRequest) -> HttpResponse:
     one = post.get("one", "")
     if one:
         # A row's own button: "<action>:<round id>", whatever boxes are ticked.
-        action, _, raw_ids = one.partition(":")
+        action, _sep, raw_ids = one.partition(":")
         raw = [raw_ids]
     else:
         action = post.get("action", "")
