@@ -60,6 +60,7 @@ INSTALLED_APPS = [
     "mrtrweb.encryption",
     "mrtrweb.core",
     "mrtrweb.servers",
+    "mrtrweb.policies",
     "mrtrweb.authorizations",
     "mrtrweb.calls",
     "mrtrweb.starting",

@@ -13,6 +13,7 @@ urlpatterns = [
     path("accounts/", include("mrtrweb.accounts.signin_urls")),
     path("accounts/", include("django.contrib.auth.urls")),
     path("operators/", include("mrtrweb.servers.urls")),
+    path("operators/", include("mrtrweb.policies.urls")),
     path("oauth/", include("mrtrweb.authorizations.urls")),
     path("api/v1/", include("mrtrweb.api.urls")),
     path("account/tokens/", include("mrtrweb.api.page_urls")),

@@ -63,6 +63,42 @@ class Problem(_Out):
 # -- calls -----------------------------------------------------------------------------------
 
 
+class SplitRoute(_In):
+    """Who answers one question of a split round: a user or a group (exactly one)."""
+
+    user: Annotated[str, StringConstraints(min_length=1, max_length=150)] | None = None
+    group: Annotated[str, StringConstraints(min_length=1, max_length=150)] | None = None
+
+
+class CallPolicy(_In):
+    """A call's approval policy (docs/approval-policies.md), instead of the tool's and the
+    connection's; operators' and admins' tokens only. Every field is optional: what is left
+    out is off."""
+
+    renew_expired: bool = Field(
+        default=False, description="Renew rounds whose server state expires (renewable tools)"
+    )
+    renew_for_seconds: int = Field(
+        default=7 * 24 * 3600, ge=1, description="The deadline people see while renewed"
+    )
+    approvals_required: int = Field(default=1, ge=1, le=50, description="2 or more: a quorum")
+    approvers_group: Annotated[str, StringConstraints(min_length=1, max_length=150)] | None = Field(
+        default=None, description="The group whose members approve"
+    )
+    rejections_to_decline: int = Field(default=1, ge=1, le=50)
+    allow_self_approval: bool = False
+    split_routes: dict[str, SplitRoute] = Field(
+        default_factory=dict, description="Question key → who answers it"
+    )
+    split_decline: Literal["decline-round", "send-with-others"] = "decline-round"
+    reminders: list[float] = Field(
+        default_factory=list, description="Shares of the answering time, e.g. [0.5, 0.9]"
+    )
+    escalate_after_seconds: int | None = Field(default=None, ge=1)
+    escalate_user: Annotated[str, StringConstraints(min_length=1, max_length=150)] | None = None
+    escalate_group: Annotated[str, StringConstraints(min_length=1, max_length=150)] | None = None
+
+
 class StartCall(_In):
     """``POST /api/v1/calls``: start a tool, prompt or resource read on a server."""
 
@@ -82,6 +118,11 @@ class StartCall(_In):
     webhook: Annotated[str, StringConstraints(min_length=1, max_length=2000)] | None = Field(
         default=None,
         description="An http(s) URL told of every new pending round and of the finished call",
+    )
+    policy: CallPolicy | None = Field(
+        default=None,
+        description="This call's approval policy instead of the configured one (operators and "
+        "admins only)",
     )
 
 
@@ -127,6 +168,11 @@ class CallOut(_Out):
     rounds: list[RoundOut]
     result: JsonObject | None = Field(default=None, description="The server's result, once done")
     error: str = ""
+    policy: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The approval policy the call started with (CallPolicy's fields that are "
+        "on; {} for none)",
+    )
     waiting_for_authorization: WaitingForAuthorization | None = Field(
         default=None,
         description="Set while the call waits for its caller to connect (or reconnect) their "

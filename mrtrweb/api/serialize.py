@@ -11,6 +11,7 @@ from typing import Any
 
 from django.http import HttpRequest
 from django.urls import reverse
+from pydantic.alias_generators import to_camel
 
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.servers.exposure import sees_whole_catalog, startable_tools
@@ -81,6 +82,7 @@ def call_out(request: HttpRequest, call: Call) -> CallOut:
         rounds=[round_out(request, r) for r in rounds],
         result=call.result if isinstance(call.result, dict) else None,
         error=call.error,
+        policy={to_camel(key): value for key, value in (call.policy or {}).items()},
         waiting_for_authorization=_waiting(request, call),
     )
 

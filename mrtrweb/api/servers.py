@@ -20,7 +20,7 @@ from ninja import Status
 from pydantic import Field
 
 from mrtrweb.servers.catalog import refresh_catalog
-from mrtrweb.servers.exposure import startable_connections
+from mrtrweb.servers.exposure import offered_connections
 from mrtrweb.servers.forms import ConnectionForm, lifetime_minutes
 from mrtrweb.servers.models import Connection
 from mrtrweb.servers.probe import probe_summary
@@ -243,7 +243,7 @@ def test(user: Any, name: str) -> ServerTestOut:
 )
 def servers(request: HttpRequest) -> ServerList:
     user = token_of(request).user
-    return ServerList(servers=[server_out(user, c) for c in startable_connections(user)])
+    return ServerList(servers=[server_out(user, c) for c in offered_connections(user)])
 
 
 @api.post(

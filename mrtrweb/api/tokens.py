@@ -78,6 +78,9 @@ def token_secret(request: HttpRequest, pk: int) -> HttpResponse:
 def token_revoke(request: HttpRequest, pk: int) -> HttpResponse:
     # Someone else's token is a 404, exactly like one that does not exist.
     token = get_object_or_404(ApiToken, pk=pk, user=request.user)
+    if token.is_active and request.POST.get("confirmed") != "1":
+        # It cannot be undone: the list's button only asks (no JavaScript needed).
+        return render(request, "api/token_revoke.html", {"token": token})
     token.revoke()
     messages.success(
         request,

@@ -21,14 +21,22 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from ninja import Query, Status
 from pydantic import BeforeValidator, Field
+from pydantic.alias_generators import to_camel
 
 from mrtrweb import webhooks
 from mrtrweb.authorizations.credentials import authenticator_for
 from mrtrweb.calls import engine
 from mrtrweb.calls.access import can_answer, routed_to, visible_calls, visible_rounds
 from mrtrweb.calls.models import Call, Round
+from mrtrweb.policies.snapshot import PolicySnapshot
+from mrtrweb.policies.validation import problems as policy_problems
 from mrtrweb.servers.catalog import ensure_catalog
-from mrtrweb.servers.exposure import may_start, sees_whole_catalog, startable_connections
+from mrtrweb.servers.exposure import (
+    may_start,
+    offered_connections,
+    sees_whole_catalog,
+    startable_connections,
+)
 from mrtrweb.servers.models import Connection
 
 from . import idempotency
@@ -100,7 +108,7 @@ def _field_error(field: str, detail: str, status: int = 422) -> ApiError:
         "call in that state. With `webhook`, that URL is told of every new pending round and "
         "of the finished call."
     ),
-    response={201: CallOut, 200: CallOut, **problems(400, 413, 415, 422, 502, 503)},
+    response={201: CallOut, 200: CallOut, **problems(400, 403, 413, 415, 422, 502, 503)},
     openapi_extra={
         "responses": {
             201: {
@@ -158,14 +166,20 @@ def calls(
 def _create_call(token: ApiToken, body: StartCall, key: str | None, fingerprint: str) -> Call:
     """Check the request as the start page would, then create the call (not sent yet)."""
     user = token.user
-    connection = startable_connections(user).filter(name=body.server).first()
+    connection = offered_connections(user).filter(name=body.server).first()
     if connection is None:
+        if startable_connections(user).filter(name=body.server).exists():
+            # As on the start pages: an end user meets no server an operator has not tested.
+            raise _field_error(
+                "server", "This server is not ready yet: an operator has to test it first."
+            )
         raise _field_error("server", "No server of this name that you may use.")
     target = _target(body)
     route_user, route_group = _routing(body)
     if body.webhook is not None:
         _check_webhook(body.webhook)
     _check_startable(user, connection, body.method, target)
+    policy = _policy(user, connection, body)
 
     def with_call(call: Call) -> None:
         # In the transaction that creates the call: all of it is stored, or nothing.
@@ -184,6 +198,7 @@ def _create_call(token: ApiToken, body: StartCall, key: str | None, fingerprint:
             route_user=route_user,
             route_group=route_group,
             with_call=with_call,
+            policy=policy,
         )
     except webhooks.InvalidWebhookURL as exc:
         raise _field_error("webhook", f"The webhook cannot be used: {exc}.") from None
@@ -231,6 +246,55 @@ def _routing(body: StartCall) -> tuple[Any, Any]:
             raise _field_error("group", "No group has this name.")
         return None, group
     return None, None
+
+
+def _policy(user: Any, connection: Connection, body: StartCall) -> PolicySnapshot | None:
+    """The call's own policy, when the body gives one: only operators and admins may, since an
+    end user's program could otherwise lift the quorum an organisation set. Checked as the
+    console's form is (``policies.validation``)."""
+    if body.policy is None:
+        return None
+    if not sees_whole_catalog(user):
+        detail = "Only operators and admins may give a call its own policy."
+        raise ApiError(
+            403, detail, kind="forbidden", errors=[ProblemField(detail=detail, pointer="/policy")]
+        )
+    given = body.policy
+    policy = PolicySnapshot(
+        renew_expired=given.renew_expired,
+        renew_for_seconds=float(given.renew_for_seconds),
+        approvals_required=given.approvals_required,
+        approvers_group=given.approvers_group or "",
+        rejections_to_decline=given.rejections_to_decline,
+        allow_self_approval=given.allow_self_approval,
+        split_routes={
+            key: route.model_dump(exclude_none=True) for key, route in given.split_routes.items()
+        },
+        split_decline=given.split_decline,
+        reminders=tuple(sorted(set(given.reminders))),
+        escalate_after_seconds=(
+            float(given.escalate_after_seconds) if given.escalate_after_seconds else None
+        ),
+        escalate_user=given.escalate_user or "",
+        escalate_group=given.escalate_group or "",
+    )
+    tool = connection.tool(body.name) if body.method == Call.Method.TOOL and body.name else None
+    # An explicit policy from an operator is their allowance to renew, as the console's box.
+    found = policy_problems(policy, tool=tool, renew_unsafe=True)
+    if found:
+        raise ApiError(
+            422,
+            "The policy cannot work: " + " ".join(found.values()),
+            kind="invalid-body",
+            errors=[
+                ProblemField(
+                    detail=message,
+                    pointer="/policy/" + "/".join(to_camel(part) for part in field.split(".")),
+                )
+                for field, message in found.items()
+            ],
+        )
+    return policy
 
 
 def _check_webhook(url: str) -> None:

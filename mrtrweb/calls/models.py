@@ -123,6 +123,9 @@ class Call(models.Model):
     waiting_for_authorization_since = models.DateTimeField(null=True, blank=True)
     # Why, in words for people (who must reconnect, and why); never a token.
     waiting_for_authorization_reason = models.CharField(max_length=500, blank=True, default="")
+    # The approval policy the call started with (mrtrweb.policies.snapshot.PolicySnapshot as
+    # JSON, only what differs from none): a policy edited later never changes a call in flight.
+    policy = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

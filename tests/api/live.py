@@ -35,7 +35,9 @@ ann = User.objects.create_user({person!r}, password={password!r})
 ann.groups.add(Group.objects.get(name="End users"))
 otto = User.objects.create_user("otto")
 otto.groups.add(Group.objects.get(name="Operators"))
-peer = Connection.objects.create(name="peer", url={peer_url!r})
+from django.utils import timezone
+# Tested by an operator: end users are offered no untested server.
+peer = Connection.objects.create(name="peer", url={peer_url!r}, tested_at=timezone.now())
 for tool in ("approve_deploy", "echo"):
     ToolExposure.objects.create(connection=peer, tool_name=tool, exposed=True)
 # A finished call, so requests for an existing id never wait.

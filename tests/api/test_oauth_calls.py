@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+from django.utils import timezone
 
 from mrtrweb.calls.models import Call
 from mrtrweb.oauth.headless import HeadlessAuthenticator
@@ -23,8 +24,12 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def oauth_conn(oauth_peer: Any) -> Connection:
+    # Tested by an operator: end users are offered no untested server.
     conn = Connection.objects.create(
-        name="guarded", url=oauth_peer.url, auth=Connection.Auth.OAUTH_PERSON
+        name="guarded",
+        url=oauth_peer.url,
+        auth=Connection.Auth.OAUTH_PERSON,
+        tested_at=timezone.now(),
     )
     return expose(conn, "request_approval", "echo")
 

@@ -10,7 +10,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from mrtrweb.servers.models import Connection
-from tests.api.support import Api, pointers, problem
+from tests.api.support import Api, pointers, problem, start
 
 pytestmark = pytest.mark.django_db
 
@@ -42,6 +42,28 @@ def test_end_users_see_only_exposed_tools(peer_conn: Any, ann_api: Api, op_api: 
 def test_a_disabled_server_is_not_listed(peer_conn: Any, ann_api: Api) -> None:
     Connection.objects.filter(pk=peer_conn.pk).update(enabled=False)
     assert ann_api.get("/servers").json()["servers"] == []
+
+
+def test_end_users_are_not_offered_a_server_that_never_passed_a_test(
+    peer_conn: Any, ann_api: Api, op_api: Api
+) -> None:
+    from mrtrweb.servers.catalog import refresh_catalog
+
+    refresh_catalog(peer_conn)  # listed, so tested and passing
+    assert [s["name"] for s in ann_api.get("/servers").json()["servers"]] == ["peer"]
+    for untested in ({"tested_at": None}, {"test_failure": "Could not reach the server."}):
+        Connection.objects.filter(pk=peer_conn.pk).update(**untested)
+        assert ann_api.get("/servers").json()["servers"] == []
+        refused = start(ann_api)
+        assert refused.status_code == 422, refused.content
+        assert problem(refused)["errors"][0]["detail"] == (
+            "This server is not ready yet: an operator has to test it first."
+        )
+        # Operators still see it, to test and fix it.
+        assert [s["name"] for s in op_api.get("/servers").json()["servers"]] == ["peer"]
+        Connection.objects.filter(pk=peer_conn.pk).update(
+            tested_at=peer_conn.tested_at, test_failure=""
+        )
 
 
 def test_an_operator_creates_updates_and_tests_a_server_and_never_sees_its_secrets(

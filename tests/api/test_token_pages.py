@@ -43,8 +43,18 @@ def test_a_token_is_shown_once_then_listed_by_prefix_and_revoked() -> None:
     listed = client.get("/account/tokens/").content.decode()
     assert plain not in listed and f"mrtr_{token.prefix}_" in listed
     assert Api(plain).get("/rounds").status_code == 200
-    revoked = client.post(
+    # The list's button only asks: revoking cannot be undone.
+    asked = client.post(
         f"/account/tokens/{token.pk}/revoke/", {"csrfmiddlewaretoken": _csrf(client)}
+    )
+    assert asked.status_code == 200
+    page = asked.content.decode()
+    assert "Revoke the token “ci”?" in page and 'name="confirmed" value="1"' in page
+    assert 'href="/account/tokens/"' in page  # "No, keep it" goes back
+    assert Api(plain).get("/rounds").status_code == 200
+    revoked = client.post(
+        f"/account/tokens/{token.pk}/revoke/",
+        {"csrfmiddlewaretoken": _csrf(client), "confirmed": "1"},
     )
     assert revoked.status_code == 303
     assert Api(plain).get("/rounds").status_code == 401

@@ -111,11 +111,18 @@ RULES = [
         "mrtrweb.servers",
         (
             "mrtrweb.authorizations",
+            "mrtrweb.policies",
             "mrtrweb.calls",
             "mrtrweb.live",
             "mrtrweb.elicitation",
             *ENDS,
         ),
+    ),
+    # Beside authorizations, above servers, below calls: the engine reads its snapshot and
+    # asks it for delegations; it never asks the engine.
+    Rule(
+        "mrtrweb.policies",
+        ("mrtrweb.calls", "mrtrweb.authorizations", "mrtrweb.live", VIEWS, *ENDS),
     ),
     # Above servers, below calls: the engine asks it for the caller's credentials.
     Rule(

@@ -11,6 +11,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from mrtrweb.mcp import io_loop
+from mrtrweb.policies.resolve import policy_for
+from mrtrweb.policies.snapshot import PolicySnapshot
 from mrtrweb.servers.models import Connection
 
 from .. import handoff, queue
@@ -40,6 +42,9 @@ class StartRequest(TypedDict, total=False):
     # Writes what belongs with the call in its transaction (a webhook subscription, the
     # idempotency key of the request that started it).
     with_call: Callable[[Call], None] | None
+    # The approval policy, when the starter gives one (the API's ``policy``); else the
+    # tool's and the connection's (mrtrweb.policies.resolve.policy_for).
+    policy: PolicySnapshot | None
 
 
 def create_call(**start: Unpack[StartRequest]) -> Call:
@@ -66,6 +71,9 @@ def create_call(**start: Unpack[StartRequest]) -> Call:
     else:
         arguments_json = json.dumps(dict(arguments or {}), ensure_ascii=False)
     tool = connection.tool(target) if method == Call.Method.TOOL else None
+    policy = start.get("policy")
+    if policy is None:
+        policy = policy_for(connection, target if method == Call.Method.TOOL else None)
     credentials = connection.credentials()
     if not credentials.get("bearer_token") and not credentials.get("headers"):
         # Nothing to send: {} (stored as is, not encrypted), which still means "these, none",
@@ -83,6 +91,7 @@ def create_call(**start: Unpack[StartRequest]) -> Call:
             restarted_from=restarted_from,
             route_user=route_user,
             route_group=route_group,
+            policy=policy.to_json(),
         )
         record(
             call,
@@ -170,4 +179,6 @@ def restart(call: Call, user: Any, *, deliver_within: float | None = None) -> Ca
         restarted_from=call,
         route_user=call.route_user,
         route_group=call.route_group,
+        # The policy it started with, not today's.
+        policy=PolicySnapshot.from_json(call.policy),
     )
