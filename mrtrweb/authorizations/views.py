@@ -45,7 +45,7 @@ def _kind_for(connection: Connection) -> str:
         return Authorization.Kind.SHARED
     if connection.auth == Connection.Auth.OAUTH_PERSON:
         return Authorization.Kind.PERSON
-    raise Http404("This connection is not connected through a browser.")
+    raise Http404(_("This connection is not connected through a browser."))
 
 
 def _connectable(request: HttpRequest, name: str) -> tuple[Connection, str]:
@@ -60,7 +60,7 @@ def _connectable(request: HttpRequest, name: str) -> tuple[Connection, str]:
         if not is_operator(request.user):
             raise PermissionDenied(_("Only an operator connects a connection's shared account."))
     elif not startable_connections(request.user).filter(pk=connection.pk).exists():
-        raise Http404("No such connection.")
+        raise Http404(_("No such connection."))
     return connection, kind
 
 
@@ -212,7 +212,7 @@ def disconnect(request: HttpRequest, pk: int) -> HttpResponse:
     own = authorization.user_id is not None and authorization.user_id == request.user.pk
     if not (own or is_operator(request.user)):
         # Someone else's: as if it did not exist.
-        raise Http404("No such authorization.")
+        raise Http404(_("No such authorization."))
     connection = authorization.connection
     whose = "your account" if own else _whose(authorization)
     unrevoked = flow.revoke(authorization)
@@ -306,7 +306,9 @@ def discover_now(request: HttpRequest, name: str) -> HttpResponse:
         found = flow.discovery_for(connection, refresh=True)
     except flow.FlowError as exc:
         return _panel(request, connection, error=str(exc), status=502)
-    messages.success(request, f"Discovered: the authorization server is {found.issuer}.")
+    messages.success(
+        request, _("Discovered: the authorization server is %(issuer)s.") % {"issuer": found.issuer}
+    )
     return SeeOther(reverse("authorizations:connection", kwargs={"name": name}))
 
 
@@ -316,11 +318,11 @@ def client_token(request: HttpRequest, name: str) -> HttpResponse:
     _operator(request)
     connection = get_object_or_404(Connection, name=name)
     if connection.auth != Connection.Auth.CLIENT_CREDENTIALS:
-        raise Http404("This connection does not use client credentials.")
+        raise Http404(_("This connection does not use client credentials."))
     try:
         flow.client_credentials_now(connection)
     except flow.FlowError as exc:
         return _panel(request, connection, error=str(exc), status=502)
     logger.info("operator %s got a client credentials token for %s", request.user, name)
-    messages.success(request, f"{connection} has a new token.")
+    messages.success(request, _("%(connection)s has a new token.") % {"connection": connection})
     return SeeOther(reverse("authorizations:connection", kwargs={"name": name}))

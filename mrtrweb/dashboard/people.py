@@ -218,7 +218,11 @@ def person(request: HttpRequest, pk: int) -> HttpResponse:
                     person.save(update_fields=["email"])
                     chosen = [*Group.objects.filter(name__in=roles), *form.cleaned_data["groups"]]
                     person.groups.set(chosen)
-                messages.success(request, f"Saved {person.get_username()}'s roles and groups.")
+                messages.success(
+                    request,
+                    _("Saved %(username)s's roles and groups.")
+                    % {"username": person.get_username()},
+                )
                 return SeeOther(reverse("dashboard:person", kwargs={"pk": person.pk}))
     else:
         form = PersonForm(
@@ -276,7 +280,9 @@ def person_link(request: HttpRequest, pk: int) -> HttpResponse:
     if not person.is_active or not person.email:
         messages.error(request, _("Only an account that is switched on and has an email address."))
     elif send_set_password_link(person, request.user, invitation=not person.has_usable_password()):
-        messages.success(request, f"A link to set a password went to {person.email}.")
+        messages.success(
+            request, _("A link to set a password went to %(email)s.") % {"email": person.email}
+        )
     else:
         messages.error(request, _("The email could not be sent."))
     return SeeOther(here)
@@ -292,7 +298,9 @@ def groups(request: HttpRequest) -> HttpResponse:
     form = GroupForm(request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():
         group = Group.objects.create(name=form.cleaned_data["name"])
-        messages.success(request, f"The group {group.name} is made; add its members here.")
+        messages.success(
+            request, _("The group %(name)s is made; add its members here.") % {"name": group.name}
+        )
         return SeeOther(reverse("dashboard:group", kwargs={"pk": group.pk}))
     listed = Group.objects.annotate(members=Count("user", filter=Q(user__is_active=True))).order_by(
         "name"
@@ -329,14 +337,22 @@ def group(request: HttpRequest, pk: int) -> HttpResponse:
                 messages.error(request, _("You cannot take the Admins role from yourself."))
             else:
                 group.user_set.remove(member)
-                messages.success(request, f"{member.get_username()} left {group.name}.")
+                messages.success(
+                    request,
+                    _("%(username)s left %(name)s.")
+                    % {"username": member.get_username(), "name": group.name},
+                )
             return SeeOther(here)
         form = MemberForm(request.POST)
         if form.is_valid():
             member = form.cleaned_data["username"]
             _guard(request, member)
             group.user_set.add(member)
-            messages.success(request, f"{member.get_username()} joined {group.name}.")
+            messages.success(
+                request,
+                _("%(username)s joined %(name)s.")
+                % {"username": member.get_username(), "name": group.name},
+            )
             return SeeOther(here)
     members = group.user_set.order_by("username")
     return render(

@@ -257,7 +257,7 @@ def bulk(request: HttpRequest) -> HttpResponse:
     elif not ids:
         messages.error(request, _("Tick at least one round."))
     elif len(ids) > MAX_BULK:
-        messages.error(request, f"At most {MAX_BULK} rounds at a time.")
+        messages.error(request, _("At most %(count)s rounds at a time.") % {"count": MAX_BULK})
     else:
         target: dict[str, Any] | str = {}
         if action == "reassign":
