@@ -54,13 +54,13 @@ from .listing import (
 # The most rounds one bulk post acts on (two pages' worth).
 MAX_BULK = 100
 ACTIONS = {
-    "reassign": "Reassign",
-    "release": "Release the claim",
-    "cancel": "Cancel (tell the server)",
-    "expire": "Expire",
+    "reassign": _("Reassign"),
+    "release": _("Release the claim"),
+    "cancel": _("Cancel (tell the server)"),
+    "expire": _("Expire"),
     # For rounds whose delivery outcome is unknown (status "unknown") only.
-    "resend": "Resend (outcome unknown)",
-    "abandon": "Abandon (outcome unknown)",
+    "resend": _("Resend (outcome unknown)"),
+    "abandon": _("Abandon (outcome unknown)"),
 }
 DONE = {
     "reassign": "reassigned",
@@ -216,15 +216,15 @@ def _reassign_target(post: QueryDict) -> dict[str, Any] | str:
     username = post.get("assign_user", "").strip()
     group_name = post.get("assign_group", "").strip()
     if bool(username) == bool(group_name):
-        return "Reassign to one user or one group: fill in exactly one of the two."
+        return str(_("Reassign to one user or one group: fill in exactly one of the two."))
     if username:
         user = user_by_username(username)
         if user is None:
-            return f"There is no active user {username!r}."
+            return _("There is no active user '%(name)s'.") % {"name": username}
         return {"user": user}
     group = Group.objects.filter(name=group_name).first()
     if group is None:
-        return f"There is no group {group_name!r}."
+        return _("There is no group '%(name)s'.") % {"name": group_name}
     return {"group": group}
 
 
