@@ -269,7 +269,7 @@ def test_calls_rounds_and_inbox(world: World, row: Row) -> None:
 
 # -- pages gated by role: the dashboard (admins) and the operators' console --------------------
 
-GATED = {"dashboard": "admin", "servers": "operator"}
+GATED = {"dashboard": "admin", "servers": "operator", "policies": "operator"}
 
 
 def patterns_of(namespace: str) -> list[URLPattern]:

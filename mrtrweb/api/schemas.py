@@ -193,6 +193,12 @@ class SubmitResponses(_In):
     inputRequests."""
 
     responses: dict[str, Answer]
+    comment: str = Field(
+        default="",
+        max_length=2000,
+        description="A note for whoever started the call: kept in the audit trail and shown "
+        "on the call page, never sent to the server",
+    )
 
 
 class RoundList(_Out):

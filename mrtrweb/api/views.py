@@ -484,7 +484,7 @@ def round_responses(request: HttpRequest, id: Id, body: SubmitResponses) -> Stat
     responses = validated_responses(round, body.responses)
     try:
         # Sent at once by this process; the caller follows the outcome with GET ...?wait=.
-        engine.answer(round, responses, user, deliver_within=0)
+        engine.answer(round, responses, user, deliver_within=0, comment=body.comment)
     except engine.AlreadyAnswered:
         round.refresh_from_db()
         raise _already_answered(round) from None

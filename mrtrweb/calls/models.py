@@ -265,6 +265,19 @@ class Round(models.Model):
     auto_resent = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
+    # A quorum round (engine.quorum): the first person's answers, shown read only to the
+    # approvers until enough of them approve (then they are the round's answers, sent once)
+    # or enough reject. ``proposed_at`` is the guard: whoever sets it first is the proposer.
+    proposal = CompactJSONField(null=True, blank=True)
+    proposed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_index=False,
+    )
+    proposed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["call_id", "index"]
@@ -366,3 +379,31 @@ class Event(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} on call {self.call_id}"
+
+
+class Vote(models.Model):
+    """One approver's verdict on a quorum round's proposal (engine.quorum): one per person
+    and round, whatever races; the proposer's own approval is one too."""
+
+    class Verdict(models.TextChoices):
+        APPROVE = "approve", "approved"
+        REJECT = "reject", "rejected"
+
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="votes")
+    voter = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    verdict = models.CharField(max_length=8, choices=Verdict.choices)
+    # A note for the requester; kept here and in the audit trail, never sent to the server.
+    comment = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["round_id", "created_at", "id"]
+        constraints = [
+            # Nobody votes twice on one round, even when two of their posts race.
+            models.UniqueConstraint(fields=["round", "voter"], name="vote_once_per_round")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.verdict} by {self.voter_id} on round {self.round_id}"

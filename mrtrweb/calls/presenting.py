@@ -11,7 +11,11 @@ Built on the round's typed questions (``Round.questions()``), never on its JSON:
 - ``typed_values``: what a person typed into a round's form, as they would read it back;
 - ``Outcome`` (``call_outcome``, ``outcomes_for``): what came of a call, in words people use,
   decided here once for every list and page;
-- ``expiry_of``: why an expired call expired, so pages say what really happened.
+- ``expiry_of``: why an expired call expired, so pages say what really happened;
+- ``proposal_view``, ``votes_of``, ``comments_of``: a quorum round's proposal by its labels,
+  its votes, and the comments answerers left for the requester (never sent to the server);
+- ``policy_state`` / ``policy_states``: each approval policy's state of a round as short
+  labels ("approvals 1 of 2"), for the inbox and the admins' lists.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
-from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet
+from django.db.models import BooleanField, Count, ExpressionWrapper, Q, QuerySet
 from django.forms.utils import ErrorDict
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -43,8 +47,9 @@ from mrtrweb.elicitation.questions import (
     UrlQuestion,
 )
 from mrtrweb.elicitation.schema import MAX_FIELDS, MAX_FORM_OPTIONS, FieldSpec, Kind
+from mrtrweb.policies.snapshot import PolicySnapshot
 
-from .models import Call, Round
+from .models import Call, Event, Round, Vote
 from .rendering import answer_value
 
 # At most this many questions in one round are shown (a server's 5,000 took 6 s to render,
@@ -553,3 +558,108 @@ def person_name(user: Any) -> str:
         return ""
     full = user.get_full_name().strip() if hasattr(user, "get_full_name") else ""
     return full or str(user.get_username())
+
+
+# -- approval policies: quorum, comments, the state of each policy ---------------------------
+
+
+def proposal_view(round: Round) -> tuple[Asked, ...]:
+    """A quorum round's proposal (the first answers, waiting for approvals) question by
+    question, with the answers by their labels as on the call page; () without one."""
+    proposal = round.proposal if isinstance(round.proposal, Mapping) else {}
+    if not proposal:
+        return ()
+    return tuple(_asked(question, proposal.get(question.key)) for question in round.questions())
+
+
+def votes_of(round: Round) -> list[Vote]:
+    """The votes on ``round``'s proposal, first first."""
+    return list(Vote.objects.filter(round=round).select_related("voter"))
+
+
+@dataclass(frozen=True)
+class Comment:
+    """A note an answerer left for the requester: with an answer, a proposal or a vote."""
+
+    author: Any
+    text: str
+    at: dt.datetime
+    round_index: int | None
+    what: str  # answered, proposed, approved, rejected
+
+
+COMMENTED = {"answered": "answered", "quorum_proposed": "proposed"}
+
+
+def comments_of(call: Call) -> list[Comment]:
+    """Every comment left on ``call``'s rounds, oldest first (from the audit trail, where
+    they are kept; the server never gets them)."""
+    events = (
+        Event.objects.filter(call=call, kind__in=["answered", "quorum_proposed", "quorum_vote"])
+        .select_related("actor", "round")
+        .order_by("created_at", "id")
+    )
+    comments = []
+    for event in events:
+        detail = event.detail if isinstance(event.detail, Mapping) else {}
+        text = detail.get("comment")
+        if not isinstance(text, str) or not text:
+            continue
+        if event.kind == "quorum_vote":
+            what = "approved" if detail.get("verdict") == "approve" else "rejected"
+        else:
+            what = COMMENTED[event.kind]
+        comments.append(
+            Comment(
+                author=event.actor,
+                text=text,
+                at=event.created_at,
+                round_index=event.round.index if event.round is not None else None,
+                what=what,
+            )
+        )
+    return comments
+
+
+def _quorum_labels(policy: PolicySnapshot, approvals: int, rejections: int) -> list[str]:
+    labels = [
+        _("approvals %(count)d of %(required)d")
+        % {"count": approvals, "required": policy.approvals_required}
+    ]
+    if policy.rejections_to_decline > 1 and rejections:
+        labels.append(
+            _("rejections %(count)d of %(required)d")
+            % {"count": rejections, "required": policy.rejections_to_decline}
+        )
+    elif rejections:
+        labels.append(_("rejected"))
+    return labels
+
+
+def policy_states(rounds: Sequence[Round]) -> dict[int, list[str]]:
+    """Each approval policy's state of every round of a list, as short labels (one query
+    for the votes of all of them). The quorum says "approvals 1 of 2"; the other policies
+    (split rounds, renewal) add their labels here, so a list shows them all."""
+    states: dict[int, list[str]] = {r.pk: [] for r in rounds}
+    quorum = {
+        r.pk: policy for r in rounds if (policy := PolicySnapshot.from_json(r.call.policy)).quorum
+    }
+    if quorum:
+        counts: dict[tuple[int, str], int] = {
+            (row["round_id"], row["verdict"]): row["n"]
+            for row in Vote.objects.filter(round_id__in=list(quorum))
+            .values("round_id", "verdict")
+            .annotate(n=Count("id"))
+        }
+        for pk, policy in quorum.items():
+            states[pk] += _quorum_labels(
+                policy,
+                counts.get((pk, Vote.Verdict.APPROVE), 0),
+                counts.get((pk, Vote.Verdict.REJECT), 0),
+            )
+    return states
+
+
+def policy_state(round: Round) -> list[str]:
+    """:func:`policy_states` of one round."""
+    return policy_states([round])[round.pk]

@@ -1,10 +1,13 @@
-"""Who is asked when a call needs input: whom the call names, else the tool's policy, else
-the connection's."""
+"""Who is asked when a call needs input: a quorum policy's approvers group, else whom the
+call names, else the tool's routing, else the connection's."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.models import Group
+
+from mrtrweb.policies.snapshot import PolicySnapshot
 from mrtrweb.servers.models import Routing, ToolExposure
 
 from .models import Call
@@ -12,6 +15,9 @@ from .models import Call
 
 def route(call: Call) -> tuple[Any, Any]:
     """``(user, group)`` to assign a new round of ``call`` to; exactly one is set."""
+    approvers = _approvers(call)
+    if approvers is not None:
+        return None, approvers
     if call.route_user_id is not None:
         return call.route_user, None
     if call.route_group_id is not None:
@@ -32,3 +38,12 @@ def route(call: Call) -> tuple[Any, Any]:
         return None, policy.route_group
     # The default, and the fallback when a named user or group was deleted.
     return call.started_by, None
+
+
+def _approvers(call: Call) -> Group | None:
+    """The approvers group of a quorum policy (engine.quorum), None without one (or when it
+    was deleted: the round's own routing then asks)."""
+    policy = PolicySnapshot.from_json(call.policy)
+    if not (policy.quorum and policy.approvers_group):
+        return None
+    return Group.objects.filter(name=policy.approvers_group).first()

@@ -7,6 +7,7 @@ is a 404, exactly like one that does not exist.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -25,6 +26,7 @@ from django_htmx.http import HttpResponseClientRefresh
 from mrtrweb.http import SeeOther
 from mrtrweb.live import frames
 from mrtrweb.people.roles import is_admin
+from mrtrweb.policies.snapshot import PolicySnapshot
 from mrtrweb.servers.models import Connection
 
 from . import engine
@@ -39,12 +41,16 @@ from .access import (
 from .models import Call, Round
 from .presenting import (
     RoundAnswers,
+    comments_of,
     expiry_of,
     listed_calls,
     outcome_of,
     person_name,
+    policy_state,
+    proposal_view,
     round_view,
     typed_values,
+    votes_of,
     with_error_flag,
 )
 from .rendering import pretty_json, result_view
@@ -92,7 +98,20 @@ def round_page(request: HttpRequest, pk: int) -> HttpResponse:
         return _render_round(request, round, answers)
 
     action = post.get("action", "")
+    # A note for the requester, kept in the audit trail; never part of the answers.
+    comment = post.get("comment", "")
     try:
+        if action in ("approve", "reject"):
+            if not _is_quorum(round):
+                return _render_round(request, round, answers, status=400, problem="no_action")
+            engine.vote(
+                round,
+                request.user,
+                action,
+                comment=comment,
+                deliver_within=settings.MRTRWEB_ANSWER_WAIT,
+            )
+            return SeeOther(next_page(Call.objects.get(pk=round.call_id), request.user))
         if action == "abandon":
             if not answers.unsupported:
                 return _render_round(request, round, answers, status=400, problem="not_abandonable")
@@ -106,6 +125,7 @@ def round_page(request: HttpRequest, pk: int) -> HttpResponse:
                 answers.refused(action),
                 request.user,
                 deliver_within=settings.MRTRWEB_ANSWER_WAIT,
+                comment=comment,
             )
         elif action == "accept":
             if not answers.can_accept:
@@ -113,12 +133,35 @@ def round_page(request: HttpRequest, pk: int) -> HttpResponse:
             if not answers.is_valid():
                 return _render_round(request, round, answers, status=422, problem="invalid")
             engine.answer(
-                round, answers.accepted(), request.user, deliver_within=settings.MRTRWEB_ANSWER_WAIT
+                round,
+                answers.accepted(),
+                request.user,
+                deliver_within=settings.MRTRWEB_ANSWER_WAIT,
+                comment=comment,
             )
         else:
             return _render_round(request, round, answers, status=400, problem="no_action")
+    except (engine.AlreadyVoted, engine.SelfApproval, engine.NoProposal) as refused:
+        round.refresh_from_db()
+        problem = {
+            engine.AlreadyVoted: "voted",
+            engine.SelfApproval: "self_approval",
+            engine.NoProposal: "no_proposal",
+        }[type(refused)]
+        return _render_round(request, round, answers, status=409, problem=problem)
     except engine.AlreadyAnswered:
         round.refresh_from_db()
+        if round.is_pending and _is_quorum(round):
+            # Someone proposed answers first: show theirs to approve or reject, and read
+            # back what this person typed (never dropped).
+            return _render_round(
+                request,
+                round,
+                answers,
+                status=409,
+                problem="proposed_first",
+                typed=typed_values(answers),
+            )
         return _taken(request, round, answers)
     except engine.NotAnswerable:
         round.refresh_from_db()
@@ -137,9 +180,13 @@ def _render_round(
     status: int = 200,
     problem: str = "",
     claim_problem: str = "",
+    typed: Any = (),
 ) -> HttpResponse:
     call = round.call
     context = {
+        "quorum": _quorum(round, request.user),
+        "typed": typed,
+        "comments": [c for c in comments_of(call) if c.round_index == round.index],
         "round": round,
         "call": call,
         "answers": answers,
@@ -153,6 +200,39 @@ def _render_round(
         "authorization_wait": authorization_wait(call, request.user),
     }
     return render(request, "calls/round.html", context, status=status)
+
+
+def _is_quorum(round: Round) -> bool:
+    return PolicySnapshot.from_json(round.call.policy).quorum
+
+
+@dataclass(frozen=True)
+class QuorumView:
+    """What the round page shows of a quorum round: the policy, the proposal by its labels,
+    the votes so far, and whether (or why not) this person may approve or reject."""
+
+    policy: PolicySnapshot
+    proposal: tuple[Any, ...]
+    votes: list[Any]
+    labels: list[str]
+    cannot_vote: str  # "" when they may vote; engine.why_cannot_vote's reason otherwise
+    may_vote: bool
+
+
+def _quorum(round: Round, user: Any) -> QuorumView | None:
+    policy = PolicySnapshot.from_json(round.call.policy)
+    if not policy.quorum:
+        return None
+    cannot = engine.why_cannot_vote(round, user)
+    return QuorumView(
+        policy=policy,
+        proposal=proposal_view(round),
+        votes=votes_of(round),
+        labels=policy_state(round),
+        cannot_vote=cannot,
+        # The call's starter may still reject their own call (self: no approval).
+        may_vote=can_answer(user, round) and cannot in ("", "self"),
+    )
 
 
 def _taken_or_404(request: HttpRequest, pk: int) -> HttpResponse:
@@ -250,6 +330,9 @@ def call_page(request: HttpRequest, pk: int) -> HttpResponse:
         "expiry": expiry_of(rounds) if call.status == Call.Status.EXPIRED else None,
         "progress": _progress(call, rounds) if in_flight else None,
         "rounds": [round_view(r) for r in rounds],
+        # Notes answerers left for the requester (kept in the audit trail, never sent).
+        "comments": comments_of(call),
+        "pending_policy": policy_state(pending[-1]) if pending else [],
         "pending": pending[-1] if pending else None,
         # Whoever cannot answer the waiting round (a requester whose round went to a
         # group, say) sees where it stands, not an "Answer" button that leads nowhere.
@@ -349,6 +432,8 @@ def _can_claim(user: Any, round: Round) -> bool:
         and round.assigned_group_id is not None
         and round.claimed_by_id is None
         and can_answer(user, round)
+        # A quorum round stays with every approver: nobody takes it for themselves.
+        and not _is_quorum(round)
     )
 
 
@@ -387,7 +472,7 @@ def claim(request: HttpRequest, pk: int) -> HttpResponse:
             return _taken_or_404(request, pk)
         raise Http404("No round matches the given query.")
     if round.claimed_by_id != request.user.pk:
-        if not (round.is_pending and round.assigned_group_id is not None):
+        if not (round.is_pending and round.assigned_group_id is not None) or _is_quorum(round):
             return (
                 _claim_lost(request, pk)
                 if request.htmx

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.utils.translation import gettext_lazy
+
 from mrtrweb.calls.models import Event, Round
 from mrtrweb.calls.rendering import answer_value, pretty_json
 
@@ -21,6 +23,9 @@ TITLES = {
     "round_parked": "Round parked: the server asks",
     "state_only_retry": "State-only round: resubmitted at once",
     "answered": "Answered",
+    # A quorum round (engine.quorum): the first answers, then each approval or rejection.
+    "quorum_proposed": gettext_lazy("Proposed: waiting for approvals"),
+    "quorum_vote": gettext_lazy("Voted on the proposal"),
     "delivered": "Resubmitted: the server accepted the answers",
     "delivery_failed": "Resubmission failed",
     "delivery_retried": "Delivery retried",
@@ -191,7 +196,7 @@ def event_views(events: Iterable[Event]) -> list[EventView]:
             EventView(
                 pk=event.pk,
                 kind=event.kind,
-                title=TITLES.get(event.kind, event.kind.replace("_", " ").capitalize()),
+                title=str(TITLES.get(event.kind, event.kind.replace("_", " ").capitalize())),
                 created_at=event.created_at,
                 actor=actor,
                 round_index=getattr(event, "round_index", None),

@@ -33,7 +33,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Event, Round
-from mrtrweb.calls.presenting import outcomes_for
+from mrtrweb.calls.presenting import outcomes_for, policy_states
 from mrtrweb.http import SeeOther
 from mrtrweb.people.roles import is_admin
 
@@ -137,8 +137,11 @@ def home(request: HttpRequest) -> HttpResponse:
 def _rounds_context(query: QueryDict) -> dict[str, Any]:
     filters = RoundFilters(query)
     page = paginate(filtered_rounds(filters), page_number(query.get("page")))
+    states = policy_states(page.items)
     for round in page.items:
         round.question = first_question(round)
+        # Each approval policy's state of the round ("approvals 1 of 2"), as labels.
+        round.policy_labels = states[round.pk]
     sort = filters.cleaned_data.get("sort") if filters.is_valid() else "-created"
     list_url = reverse("dashboard:rounds")
     return {

@@ -25,7 +25,13 @@ from django.views.decorators.http import require_safe
 
 from mrtrweb.calls.access import routed_to
 from mrtrweb.calls.models import Call, Round
-from mrtrweb.calls.presenting import Outcome, outcomes_for, present, round_action
+from mrtrweb.calls.presenting import (
+    Outcome,
+    outcomes_for,
+    policy_states,
+    present,
+    round_action,
+)
 
 PAGE_SIZE = 25
 SNIPPET_CHARS = 200
@@ -109,6 +115,8 @@ class PendingRow:
     late: bool
     claimable: bool
     claimed_by_me: bool
+    # Each approval policy's state ("approvals 1 of 2"), calls.presenting.policy_states.
+    policy: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -125,14 +133,19 @@ class StartedRow:
     outcome: Outcome
 
 
-def _pending_row(round: Round, user: Any, now: Any) -> PendingRow:
+def _pending_row(round: Round, user: Any, now: Any, policy: list[str]) -> PendingRow:
     group_round = round.assigned_group_id is not None
     return PendingRow(
         round=round,
         question=present(round).headline,
         late=round.expires_at is not None and round.expires_at <= now,
-        claimable=group_round and round.claimed_by_id is None and not round.unsupported_reason,
+        # A quorum round is never claimed: every approver must keep seeing it.
+        claimable=group_round
+        and round.claimed_by_id is None
+        and not round.unsupported_reason
+        and not policy,
         claimed_by_me=group_round and round.claimed_by_id == user.pk,
+        policy=tuple(policy),
     )
 
 
@@ -207,9 +220,11 @@ def index(request: HttpRequest) -> HttpResponse:
     number = request.GET.get("page")
     page = CappedPaginator(pending_rounds(user), PAGE_SIZE, number).get_page(number)
     now = timezone.now()
+    rounds = list(page)
+    states = policy_states(rounds)
     context = {
         "tab": "pending",
-        "rows": [_pending_row(r, user, now) for r in page],
+        "rows": [_pending_row(r, user, now, states[r.pk]) for r in rounds],
         "pager": _pager(request, page, "page", "inbox-pending"),
     }
     if _partial_for(request) == "inbox-pending":

@@ -27,7 +27,9 @@ This module is the front door: callers write ``from mrtrweb.calls import engine`
 - ``exchange``: one request sent and its outcome settled (the engine's edge);
 - ``starting``: :func:`create_call`, :func:`start_call`, :func:`send_call`, :func:`restart`;
 - ``resubmitting``: :func:`resubmit`, a round's answers sent back, once;
-- ``answering``: :func:`answer`, a person's answers stored once;
+- ``quorum``: a round N people approve: the first answers kept as a proposal,
+  :func:`vote` (approve or reject), the proposal (or a decline) submitted once;
+- ``answering``: :func:`answer`, a person's answers (and their comment) stored once;
 - ``actions``: claim, release, reassign, cancel, retry, resend, abandon.
 
 Tasks are queued through :mod:`mrtrweb.calls.queue` and run on delivery threads through
@@ -49,6 +51,7 @@ from .actions import (
 from .answering import answer, saved_answers_for
 from .expiry import expire, expire_if_due, expiry_bucket
 from .parking import park
+from .quorum import AlreadyVoted, NoProposal, SelfApproval, tally, vote, why_cannot_vote
 from .resubmitting import resubmit
 from .resuming import resume_authorized
 from .starting import StartRequest, create_call, restart, run_call, send_call, start_call
@@ -65,8 +68,11 @@ from .watchdogs import call_stuck_after, check_call, check_delivery, stuck_after
 
 __all__ = [
     "AlreadyAnswered",
+    "AlreadyVoted",
     "EngineError",
+    "NoProposal",
     "NotAnswerable",
+    "SelfApproval",
     "StartRequest",
     "abandon",
     "abandon_flagged",
@@ -95,6 +101,9 @@ __all__ = [
     "start_call",
     "stuck_after",
     "sweep",
+    "tally",
     "transition",
     "transition_call",
+    "vote",
+    "why_cannot_vote",
 ]

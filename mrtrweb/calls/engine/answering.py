@@ -15,6 +15,7 @@ from mrtrweb.elicitation import answers_match
 
 from .. import handoff, queue
 from ..models import Round
+from . import quorum
 from .resubmitting import queue_resubmission, resubmit
 from .trail import record
 from .transitions import AlreadyAnswered, NotAnswerable, transition
@@ -28,6 +29,7 @@ def answer(
     user: Any,
     *,
     deliver_within: float | None = None,
+    comment: str = "",
 ) -> Round:
     """Store a person's answers and queue their resubmission, once.
 
@@ -37,8 +39,14 @@ def answer(
     it (or with ``MRTRWEB_DELIVER_ON_ANSWER`` off, or a task backend that cannot defer), a
     task worker sends them.
 
+    ``comment`` is the person's note for the requester: kept in the audit trail, never sent.
+
     Raises :class:`AlreadyAnswered` if another post got there first.
     """
+    if quorum.applies(round):
+        return quorum.propose(
+            round, responses, user, comment=comment, deliver_within=deliver_within
+        )
     if round.unsupported_reason:
         raise NotAnswerable(round.unsupported_reason)
     answers = {key: dict(value) for key, value in responses.items()}
@@ -63,7 +71,9 @@ def answer(
             # Registered before the event's hooks, so the delivery starts once the answers are
             # committed, while this thread tells the receivers.
             transaction.on_commit(lambda: sending.append(handoff.start(resubmit, round.pk)))
-        record(round.call, "answered", round=round, actor=user, answers=answers)
+        comment = quorum.clean_comment(comment)
+        note = {"comment": comment} if comment else {}
+        record(round.call, "answered", round=round, actor=user, answers=answers, **note)
         # In the same transaction as the answers (database queue): both are kept, or neither.
         if hand_off:
             queue.enqueue("deliver_unclaimed_round", round.pk, at=now + handoff.GRACE)
