@@ -21,6 +21,7 @@ from django.utils.html import escape, format_html
 from django.utils.translation import gettext as _
 
 from mrtrweb.elicitation.content import MAX_NUMBER_CHARS, AnswerProblem, clean_value, rfc3339
+from mrtrweb.elicitation.hints import choices_hint, format_hint, join, length_hint, number_hint
 from mrtrweb.elicitation.schema import FieldSpec, Kind
 
 RADIO_MAX_OPTIONS = 5
@@ -297,9 +298,24 @@ def make_field(spec: FieldSpec, *, tz: dt.tzinfo) -> WireField:
         field = MultiChoiceField(
             spec, widget=forms.CheckboxSelectMultiple(choices=choices), **common
         )
+    hint = limits_hint(spec)
+    if hint:
+        # The limits, said before submitting (the browser enforces what the attributes say).
+        help_text = format_html('{} <span class="hint">{}</span>', help_text, hint)
     field.help_text = help_text
     field.initial = checked_initial(field, spec.default)
     return field
+
+
+def limits_hint(spec: FieldSpec) -> str:
+    """The field's limits in words ("Between 3 and 200 characters."), or ""."""
+    if spec.kind is Kind.STRING:
+        return join(length_hint(spec.min_length, spec.max_length), format_hint(spec.format))
+    if spec.kind in (Kind.NUMBER, Kind.INTEGER):
+        return join(number_hint(spec.minimum, spec.maximum, integer=spec.kind is Kind.INTEGER))
+    if spec.kind is Kind.MULTI_SELECT:
+        return join(choices_hint(spec.min_items, spec.max_items))
+    return ""
 
 
 def initial_for(spec: FieldSpec, value: Any) -> Any:

@@ -24,6 +24,9 @@ class ElicitationForm(forms.Form):
 
     required_css_class = "required"
     error_css_class = "error"
+    # Labels without a colon, checkboxes before theirs, limits in words (core's template).
+    template_name = "mrtrweb/form.html"
+    label_suffix = ""
 
     def __init__(
         self,

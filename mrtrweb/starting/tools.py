@@ -13,15 +13,18 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from django import forms
-from django.utils.html import escape
+from django.utils.html import escape, format_html
+from django.utils.safestring import mark_safe
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from mrtrweb.elicitation import field_name_for
+from mrtrweb.elicitation import field_name_for, hints
 from mrtrweb.elicitation.schema import MAX_FIELDS, MAX_OPTIONS
 
 MISSING: Any = object()
@@ -56,7 +59,25 @@ class ArgumentSpec:
 
     @property
     def label(self) -> str:
-        return self.title if self.title and self.title.strip() else self.name or "Argument"
+        """The title, else the name made readable ("max_retries" is "Max retries")."""
+        if self.title and self.title.strip():
+            return self.title
+        return humanise(self.name) or gettext("Argument")
+
+    @property
+    def key_hint(self) -> str:
+        """The argument's own name, when the label is not it (for those who know the tool)."""
+        return self.name if self.name and self.name != self.label else ""
+
+
+def humanise(name: str) -> str:
+    """``max_retries``, ``maxRetries``, ``max-retries`` -> "Max retries"."""
+    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name)
+    words = re.sub(r"[_\-.\s]+", " ", words).strip()
+    if not words:
+        return ""
+    words = words.lower() if not words.isupper() else words
+    return words[0].upper() + words[1:]
 
 
 def flat_arguments(schema: Any) -> tuple[ArgumentSpec, ...]:
@@ -161,6 +182,9 @@ class ArgumentsForm(forms.Form):
 
     required_css_class = "required"
     error_css_class = "error"
+    # The round forms' template (mrtrweb/core/templates/mrtrweb/form.html).
+    template_name = "mrtrweb/form.html"
+    label_suffix = ""
 
     def __init__(self, specs: Sequence[ArgumentSpec], *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("prefix", "arg")
@@ -183,6 +207,36 @@ class ArgumentsForm(forms.Form):
 
 
 def _field_for(spec: ArgumentSpec) -> forms.Field:
+    field = _plain_field_for(spec)
+    # Limits in words before submitting (the attributes let the browser help too), and the
+    # argument's own name for those who know the tool. Server text: escaped by format_html.
+    hint = _limits_hint(spec)
+    parts = [field.help_text]
+    if hint:
+        parts.append(format_html('<span class="hint">{}</span>', hint))
+    if spec.key_hint:
+        parts.append(
+            format_html(
+                '<span class="hint">{} <code>{}</code></span>', gettext("Argument:"), spec.key_hint
+            )
+        )
+    field.help_text = mark_safe(" ".join(str(part) for part in parts if part))
+    return field
+
+
+def _limits_hint(spec: ArgumentSpec) -> str:
+    if spec.kind == "string":
+        return hints.join(
+            hints.length_hint(spec.min_length, spec.max_length), hints.format_hint(spec.format)
+        )
+    if spec.kind in ("integer", "number"):
+        return hints.join(
+            hints.number_hint(spec.minimum, spec.maximum, integer=spec.kind == "integer")
+        )
+    return ""
+
+
+def _plain_field_for(spec: ArgumentSpec) -> forms.Field:
     common: dict[str, Any] = {
         "label": spec.label,
         "required": spec.required and not spec.nullable,
@@ -222,6 +276,7 @@ def _field_for(spec: ArgumentSpec) -> forms.Field:
             max_value=_int_bound(spec.maximum, math.floor),
             **common,
         )
+        field.widget.attrs["step"] = "1"
         if isinstance(default, int) and not isinstance(default, bool):
             field.initial = default
         return field

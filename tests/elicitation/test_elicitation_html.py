@@ -128,7 +128,8 @@ def test_every_control_has_a_label_with_the_title_or_property_name():
         },
     }
     html = render(schema)
-    for prop, text in (("name", "Your name:"), ("plain", "plain:"), ("ok", "Agree:")):
+    # No colon: a checkbox's label follows the box.
+    for prop, text in (("name", "Your name"), ("plain", "plain"), ("ok", "Agree")):
         control = only(html, prop)
         assert labels_for(html, control.attrs["id"]) == [text]
 
@@ -150,7 +151,7 @@ def test_radio_and_checkbox_groups_are_fieldsets_with_a_legend_and_labelled_opti
     fieldsets = [el for el in elements(html) if el.tag == "fieldset"]
     assert len(fieldsets) == 1
     legends = [el for el in elements(html) if el.tag == "legend"]
-    assert [legend.text.strip() for legend in legends] == ["Pick:"]
+    assert [legend.text.strip() for legend in legends] == ["Pick"]
     ids = by_id(html)
     assert ids[fieldsets[0].attrs["aria-describedby"]].text.strip() == "One only"
     for radio, title in zip(controls(html, name_of("c")), ("Low", "High"), strict=True):
@@ -166,7 +167,65 @@ def test_description_is_help_text_tied_with_aria_describedby():
     age = only(html, "age")
     help_id = age.attrs["aria-describedby"]
     assert help_id == f"{age.attrs['id']}_helptext"
-    assert by_id(html)[help_id].text.strip() == "In whole years"
+    # The description, then the limits in words ("A whole number.": it is an integer).
+    assert by_id(html)[help_id].text.split() == ["In", "whole", "years", "A", "whole", "number."]
+
+
+def test_limits_are_said_before_submitting_and_set_as_attributes():
+    schema = {
+        "type": "object",
+        "properties": {
+            "reason": {"type": "string", "minLength": 3, "maxLength": 20},
+            "replicas": {"type": "integer", "minimum": 1, "maximum": 10},
+            "ratio": {"type": "number", "minimum": 0},
+            "mail": {"type": "string", "format": "email"},
+            "tags": {
+                "type": "array",
+                "items": {"type": "string", "enum": ["a", "b", "c"]},
+                "minItems": 1,
+                "maxItems": 2,
+            },
+        },
+        "required": ["reason"],
+    }
+    html = render(schema)
+    ids = by_id(html)
+
+    def said(prop: str) -> str:
+        control = controls(html, name_of(prop))[0]
+        described = control.attrs.get("aria-describedby")
+        if described is None:  # checkboxes: their fieldset is described
+            described = next(
+                el.attrs["aria-describedby"]
+                for el in elements(html)
+                if el.tag == "fieldset" and "aria-describedby" in el.attrs
+            )
+        return " ".join(ids[described].text.split())
+
+    reason = only(html, "reason")
+    assert (reason.attrs["minlength"], reason.attrs["maxlength"]) == ("3", "20")
+    assert "required" in reason.attrs
+    assert said("reason") == "Between 3 and 20 characters."
+    replicas = only(html, "replicas")
+    assert (replicas.attrs["min"], replicas.attrs["max"], replicas.attrs["step"]) == (
+        "1",
+        "10",
+        "1",
+    )
+    assert said("replicas") == "A whole number from 1 to 10."
+    assert said("ratio") == "A number, 0 or more."
+    assert said("mail") == "An email address, such as name@example.org."
+    assert said("tags") == "Choose 1 to 2."
+
+
+def test_a_description_is_escaped_beside_the_limits():
+    schema = {
+        "type": "object",
+        "properties": {"x": {"type": "string", "maxLength": 5, "description": "<b>bold</b>"}},
+    }
+    html = render(schema)
+    assert "<b>bold</b>" not in html and "&lt;b&gt;bold&lt;/b&gt;" in html
+    assert "At most 5 characters." in html
 
 
 def test_no_description_means_no_aria_describedby():

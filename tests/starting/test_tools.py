@@ -47,3 +47,25 @@ def test_flat_schemas_become_typed_fields_and_others_need_json():
     ):
         with pytest.raises(NotFlat):
             flat_arguments(nested)
+
+
+def test_fields_are_labelled_by_title_or_readable_name_with_limits_before_submitting() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "max_retries": {"type": "integer", "minimum": 0, "maximum": 5},
+            "serviceName": {"type": "string", "title": "Service", "minLength": 2},
+            "note": {"type": "string", "maxLength": 40, "description": "<i>free</i>"},
+        },
+        "required": ["serviceName"],
+    }
+    html = str(ArgumentsForm(flat_arguments(schema)))
+    assert ">Max retries</label>" in html and ">Service</label>" in html
+    assert ":</label>" not in html
+    # The raw key only as a hint; the limits in words and as attributes.
+    assert "<code>max_retries</code>" in html and "<code>serviceName</code>" in html
+    assert "A whole number from 0 to 5." in html
+    assert 'min="0"' in html and 'max="5"' in html and 'step="1"' in html
+    assert "At least 2 characters." in html and 'minlength="2"' in html and "required" in html
+    assert "At most 40 characters." in html and 'maxlength="40"' in html
+    assert "&lt;i&gt;free&lt;/i&gt;" in html and "<i>free</i>" not in html
