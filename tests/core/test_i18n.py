@@ -25,7 +25,7 @@ from django.urls import reverse
 from django.utils import translation
 
 from mrtrweb.accounts.models import Preferences
-from mrtrweb.calls.models import Call, Round
+from mrtrweb.calls.models import Call
 from mrtrweb.calls.when import moment, relative
 from tests.inbox.support import answer_data, ask, browser, person, to_user, visible_text
 from tests.support.factories import make_connection
@@ -234,11 +234,12 @@ def test_an_email_speaks_its_recipients_language_and_time_zone_not_the_senders(
     (message,) = mail.outbox
     assert message.to == ["dora@example.test"]
     assert message.subject.startswith("[mrtrweb] carl fragt: ")
-    asked_at = Round.objects.get(pk=round.pk).created_at.astimezone(ZoneInfo("Europe/Berlin"))
+    # The email says when the call was started, in the recipient's zone.
+    started = Call.objects.get(pk=round.call_id).created_at.astimezone(ZoneInfo("Europe/Berlin"))
     assert f"carl hat Werkzeug approve_deploy auf {conn.title or conn.name} gestartet" in (
         message.body
     )
-    assert f"{asked_at:%H:%M} Europe/Berlin" in message.body
+    assert f"{started:%H:%M} Europe/Berlin)" in message.body
     assert "Antworten Sie bis " in message.body and "(10 Minuten nach der Frage)" in message.body
     assert "UTC" not in message.body
 
