@@ -158,6 +158,10 @@ MRTRWEB_DELIVERY_ATTEMPTS = env.env_int(ENV, "MRTRWEB_DELIVERY_ATTEMPTS", defaul
 MRTRWEB_DELIVERY_BACKOFF = env.env_float(ENV, "MRTRWEB_DELIVERY_BACKOFF", 2.0)
 MRTRWEB_DELIVERY_BACKOFF_MAX = env.env_float(ENV, "MRTRWEB_DELIVERY_BACKOFF_MAX", 300.0)
 MRTRWEB_DELIVERY_GRACE = env.env_float(ENV, "MRTRWEB_DELIVERY_GRACE", 60.0)
+# A question of a handshake-era server waits on the open stream of its call, held by one
+# process, which beats every few seconds on the round; a round whose owner has not beaten for
+# STREAM_GRACE seconds (the process died) is marked lost (calls/engine/streams.py).
+MRTRWEB_STREAM_GRACE = env.env_float(ENV, "MRTRWEB_STREAM_GRACE", 30.0)
 # What a server sends is parsed only when nested no deeper than this (arrays and objects);
 # deeper answers are refused (mrtrweb/mcp/jsonparse.py). The size limit is per connection.
 MRTRWEB_MAX_JSON_DEPTH = env.env_int(ENV, "MRTRWEB_MAX_JSON_DEPTH", default=64)

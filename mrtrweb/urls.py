@@ -18,6 +18,7 @@ urlpatterns = [
     path("api/v1/", include("mrtrweb.api.urls")),
     path("account/tokens/", include("mrtrweb.api.page_urls")),
     path("account/two-step/", include("mrtrweb.accounts.urls")),
+    path("account/away/", include("mrtrweb.policies.away_urls")),
     path("account/", include("mrtrweb.accounts.settings_urls")),
     path("oidc/", include("mrtrweb.accounts.oidc_urls")),
     path("admin/", admin.site.urls),

@@ -687,8 +687,9 @@ def test_the_call_socket_rows_agree_with_the_call_page() -> None:
 # tests in tests/api/ (test_auth.py, test_calls.py, test_rounds.py, test_servers.py,
 # test_token_pages.py). Two-step sign-in ("accounts": a person's own devices only) is tested in
 # tests/accounts/; the account page ("account": a person's own settings, nobody else's) in
-# tests/inbox/test_answering.py.
-NOT_IN_MATRIX_NAMESPACES = ("admin", "core", "api", "tokens", "accounts", "account")
+# tests/inbox/test_answering.py; the away page ("away": a person's own delegations, nobody
+# else's) in tests/policies/test_delegation.py.
+NOT_IN_MATRIX_NAMESPACES = ("admin", "core", "api", "tokens", "accounts", "account", "away")
 NOT_IN_MATRIX_NAMES = frozenset(
     {
         "login",

@@ -269,6 +269,10 @@ class ServerFields(_In):
     max_rounds: int | None = None
     answer_deadline: float | None = None
     answer_deadline_max: float | None = None
+    question_deadline: float | None = Field(
+        default=None,
+        description="Seconds a person has to answer a handshake-era server's question",
+    )
     routing: Routing | None = None
     route_user: str | None = None
     route_group: str | None = None
@@ -306,6 +310,7 @@ class ServerSettingsOut(_Out):
     max_rounds: int
     answer_deadline: float
     answer_deadline_max: float
+    question_deadline: float
     routing: Routing
     route_user: str | None = None
     route_group: str | None = None

@@ -13,6 +13,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from pydantic.alias_generators import to_camel
 
+from mrtrweb.calls.access import shown_to
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.servers.exposure import sees_whole_catalog, startable_tools
 from mrtrweb.servers.forms import lifetime_minutes
@@ -35,6 +36,9 @@ def _username(user: Any) -> str | None:
 
 
 def round_out(request: HttpRequest, round: Round) -> RoundOut:
+    user = getattr(getattr(request, "auth", None), "user", None)
+    if user is not None:
+        round = shown_to(user, round)  # a split round: only the token user's part
     return RoundOut(
         id=round.pk,
         call_id=round.call_id,
@@ -49,7 +53,7 @@ def round_out(request: HttpRequest, round: Round) -> RoundOut:
         answered_by=_username(round.answered_by),
         answered_at=round.answered_at,
         created_at=round.created_at,
-        expires_at=round.expires_at,
+        expires_at=round.answer_by,  # the renewal policy's deadline when it renews the state
         delivery_error=round.delivery_error,
     )
 
@@ -162,6 +166,7 @@ def server_settings_out(connection: Connection) -> ServerSettingsOut:
         max_rounds=connection.max_rounds,
         answer_deadline=connection.answer_deadline,
         answer_deadline_max=connection.answer_deadline_max,
+        question_deadline=connection.question_deadline,
         routing=connection.routing,
         route_user=_username(connection.route_user),
         route_group=connection.route_group.name if connection.route_group else None,

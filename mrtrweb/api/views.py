@@ -26,7 +26,14 @@ from pydantic.alias_generators import to_camel
 from mrtrweb import webhooks
 from mrtrweb.authorizations.credentials import authenticator_for
 from mrtrweb.calls import engine
-from mrtrweb.calls.access import can_answer, routed_to, visible_calls, visible_rounds
+from mrtrweb.calls.access import (
+    can_answer,
+    routed_to,
+    shown_to,
+    visible_calls,
+    visible_rounds,
+    waiting_for,
+)
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.policies.snapshot import PolicySnapshot
 from mrtrweb.policies.validation import problems as policy_problems
@@ -262,6 +269,8 @@ def _policy(user: Any, connection: Connection, body: StartCall) -> PolicySnapsho
     given = body.policy
     policy = PolicySnapshot(
         renew_expired=given.renew_expired,
+        # An operator's explicit renewal is their allowance for a tool that may act, too.
+        renew_unsafe=given.renew_expired,
         renew_for_seconds=float(given.renew_for_seconds),
         approvals_required=given.approvals_required,
         approvers_group=given.approvers_group or "",
@@ -450,9 +459,11 @@ def rounds(
 ) -> RoundList:
     """Rounds routed to the token's user (theirs, or their groups' that nobody else claimed),
     newest first: the inbox, as JSON."""
+    user = token_of(request).user
     found = (
         Round.objects.filter(status=status)
-        .filter(routed_to(token_of(request).user))
+        # Pending: a split round only while a part of theirs waits.
+        .filter(waiting_for(user) if status == Round.Status.PENDING else routed_to(user))
         .select_related("assigned_user", "assigned_group", "claimed_by", "answered_by")
         .defer("request_state")
         .order_by("-created_at", "-id")[:limit]
@@ -479,6 +490,7 @@ def round_responses(request: HttpRequest, id: Id, body: SubmitResponses) -> Stat
     round = visible_rounds(user).filter(pk=round_id).first()
     if round is None or not can_answer(user, round):
         raise not_found("No round")
+    round = shown_to(user, round)  # a split round: the keys of the user's part only
     if not round.is_pending:
         raise _already_answered(round)
     responses = validated_responses(round, body.responses)

@@ -4,32 +4,123 @@
 - Anyone else sees the calls they started, and the rounds routed to them: assigned to them,
   or to one of their groups and not claimed by someone else. Through such a round they also
   see its call.
-- A round is answered by its assignee, or by a member of its group who has not been beaten
-  to it by another member's claim.
+- Delegations: while a person is away, whoever stands in for them sees and answers their
+  rounds (those routed to them before, and the new ones routed to the delegate); they still
+  see and may answer the rounds routed to their delegate for them.
+- A round is answered by its assignee (or their delegate, or the person it was delegated
+  from), or by a member of its group who has not been beaten to it by another member's claim.
+- A split round (issue 17) is routed by its parts instead: each person sees and answers only
+  the part (the questions) routed to them, or to one of their groups (:func:`part_for`,
+  :func:`shown_to`); its own assignee answers only the part no route named.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from django.db.models import Q, QuerySet
 from django.urls import reverse
 
 from mrtrweb.people.roles import is_admin
+from mrtrweb.policies.resolve import delegate_of, delegating_to
 from mrtrweb.servers.exposure import may_start, sees_whole_catalog
 
-from .models import Call, Round
+from .models import Call, Round, RoundPart
 
 
 def _active(user: Any) -> bool:
     return bool(getattr(user, "is_authenticated", False) and user.is_active)
 
 
-def routed_to(user: Any) -> Q:
-    """Rounds routed to ``user``: theirs, or their groups' that nobody else claimed."""
-    return Q(assigned_user=user) | (
-        Q(assigned_group__in=user.groups.all()) & (Q(claimed_by__isnull=True) | Q(claimed_by=user))
+def _own(user: Any) -> Q:
+    """Rounds (not split) routed to ``user``: theirs, or their groups' that nobody else
+    claimed; and with delegations (``policies.Delegation``), those of the people ``user``
+    stands in for now, and those routed to someone standing in for ``user``."""
+    return (
+        Q(assigned_user=user)
+        | Q(assigned_user__in=delegating_to(user))
+        | Q(delegated_from=user)
+        | (
+            Q(assigned_group__in=user.groups.all())
+            & (Q(claimed_by__isnull=True) | Q(claimed_by=user))
+        )
     )
+
+
+def parts_of(user: Any) -> QuerySet[RoundPart]:
+    """Parts of split rounds routed to ``user`` (theirs or their groups'), or answered by them."""
+    return RoundPart.objects.filter(
+        Q(assigned_user=user) | Q(assigned_group__in=user.groups.all()) | Q(answered_by=user)
+    )
+
+
+def routed_to(user: Any) -> Q:
+    """Rounds routed to ``user``: theirs, or their groups' that nobody else claimed; a split
+    round through one of its parts only."""
+    return (Q(split=False) & _own(user)) | Q(split=True, pk__in=parts_of(user).values("round_id"))
+
+
+def waiting_for(user: Any) -> Q:
+    """:func:`routed_to`, less split rounds whose parts for ``user`` are all answered: what
+    the inbox lists as waiting (with the rounds' own status)."""
+    mine = RoundPart.objects.filter(status=RoundPart.Status.PENDING).filter(
+        Q(assigned_user=user) | Q(assigned_group__in=user.groups.all())
+    )
+    return (Q(split=False) & _own(user)) | Q(split=True, pk__in=mine.values("round_id"))
+
+
+def part_for(user: Any, round: Round) -> RoundPart | None:
+    """The part of split ``round`` that ``user`` sees: the first one waiting for them, else
+    the first they answered or were asked; None for anyone else (and for rounds not split).
+    Admins see the part routed to them, if any, else the whole round (read only)."""
+    if not round.split or not _active(user):
+        return None
+    parts = list(
+        RoundPart.objects.filter(round=round)
+        .filter(Q(assigned_user=user) | Q(assigned_group__in=user.groups.all()))
+        .select_related("answered_by")
+        .order_by("id")
+    ) or list(
+        RoundPart.objects.filter(round=round, answered_by=user)
+        .select_related("answered_by")
+        .order_by("id")
+    )
+    waiting = [p for p in parts if p.is_pending]
+    return (waiting or parts or [None])[0]
+
+
+def shown_to(user: Any, round: Round) -> Round:
+    """``round`` as ``user`` may read it: a split round narrowed to their part (its questions
+    and answers only, never another part's), else the round itself.
+
+    The narrowed round is a copy in memory, never saved: its ``input_requests`` hold only the
+    part's keys, ``answers`` the part's, and its status reads "submitted" once the part is
+    answered while the round still waits for the others. Whoever has no part and may still
+    see the round (its caller, an admin) reads it whole.
+    """
+    part = part_for(user, round)
+    return round if part is None else narrowed(round, part)
+
+
+def narrowed(round: Round, part: RoundPart) -> Round:
+    """An unsaved copy of ``round`` showing only ``part`` (see :func:`shown_to`)."""
+    shown = copy.copy(round)
+    # Not shared with the original: the copy's cached relations are its own.
+    shown._state = copy.copy(round._state)
+    shown._state.fields_cache = dict(round._state.fields_cache)
+    requests = round.input_requests or {}
+    shown.input_requests = {key: requests[key] for key in part.keys if key in requests}
+    shown.answers = part.answers
+    shown.part = part  # type: ignore[attr-defined]
+    # What the live socket compares with the database (templates/calls/_live_socket.html).
+    shown.live_status = round.status  # type: ignore[attr-defined]
+    if not part.is_pending:
+        shown.answered_by = part.answered_by
+        shown.answered_at = part.answered_at
+        if round.status == Round.Status.PENDING:
+            shown.status = Round.Status.SUBMITTED
+    return shown
 
 
 def visible_rounds(user: Any) -> QuerySet[Round]:
@@ -82,10 +173,17 @@ def can_answer(user: Any, round: Round) -> bool:
     """Whether ``user`` may answer (or abandon) ``round``."""
     if not _active(user):
         return False
+    if round.split:
+        # Only through a part routed to them (admins' included); whether it still waits is
+        # the engine's to say (a second post is told it was answered).
+        return part_for(user, round) is not None
     if is_admin(user):
         return True
     if round.assigned_user_id is not None:
-        return round.assigned_user_id == user.pk
+        return (
+            user.pk in (round.assigned_user_id, round.delegated_from_id)
+            or delegate_of(round.assigned_user).pk == user.pk
+        )
     if round.assigned_group_id is not None:
         return (round.claimed_by_id in (None, user.pk)) and user.groups.filter(
             pk=round.assigned_group_id
@@ -120,6 +218,9 @@ def next_page(call: Call, user: Any = None) -> str:
     see it), or the call page. Shared by the start page and the round and call pages."""
     if call.status == Call.Status.WAITING:
         rounds = call.rounds if user is None else visible_rounds(user).filter(call=call)
+        if user is not None:
+            # Not a split round whose parts for them are answered: it waits for the others.
+            rounds = rounds.exclude(Q(split=True) & ~waiting_for(user))
         pending = (
             rounds.filter(status=Round.Status.PENDING)
             .order_by("-index")

@@ -13,12 +13,14 @@ engine: the engine uses this module, never the other way round.
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import close_old_connections
@@ -27,7 +29,7 @@ from mrtrweb.mcp import io_loop
 
 from . import queue
 
-__all__ = ["GRACE", "enabled", "shutdown", "start", "wait_for"]
+__all__ = ["GRACE", "enabled", "shutdown", "start", "stopping", "track", "wait_for"]
 
 # How long the safety-net task of work this process does itself waits before it tries (and,
 # finding the round or call claimed, does nothing). Long enough for a busy process to claim
@@ -38,6 +40,12 @@ logger = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _executor: ThreadPoolExecutor | None = None
+# Work the engine runs on the shared event loop instead of a thread (a handshake-era call
+# holds its stream while a person answers): waited for on shutdown, after being told to stop.
+_detached: set[Future[Any]] = set()
+_stopping = threading.Event()
+# How long a shutdown waits for detached work to answer what it holds and end.
+DETACHED_STOP_WAIT = 10.0
 
 
 def _pool() -> ThreadPoolExecutor:
@@ -91,10 +99,34 @@ def wait_for(future: Future[None], wait: float) -> bool:
     return True
 
 
+def track(future: Future[Any]) -> None:
+    """Remember detached work (a coroutine on the shared loop) until it ends, so that
+    :func:`shutdown` waits for it."""
+    with _lock:
+        _detached.add(future)
+    future.add_done_callback(_forget)
+
+
+def _forget(future: Future[Any]) -> None:
+    with _lock:
+        _detached.discard(future)
+
+
+def stopping() -> bool:
+    """Whether this process is shutting down: detached work answers what it holds and ends."""
+    return _stopping.is_set()
+
+
 def shutdown(*, wait: bool = True) -> None:
-    """Stop taking deliveries; those not started yet are left to their safety-net tasks."""
+    """Stop taking deliveries; those not started yet are left to their safety-net tasks.
+    Detached work is told to stop (:func:`stopping`) and waited for, a little."""
     global _executor
     with _lock:
         executor, _executor = _executor, None
+        detached = list(_detached)
+    if detached:
+        _stopping.set()
+        concurrent.futures.wait(detached, timeout=DETACHED_STOP_WAIT if wait else 0)
+        _stopping.clear()
     if executor is not None:
         executor.shutdown(wait=wait, cancel_futures=True)

@@ -158,20 +158,25 @@ class Call(models.Model):
     @staticmethod
     def tool_for_rounds(tool: Mapping[str, Any]) -> dict[str, Any] | None:
         """What a call keeps of its tool's listing (``tool``, as JSON): its name, the part of
-        its input schema that ``x-mcp-header`` mirroring reads, and ``idempotentHint``; None
-        when the tool has neither (nothing later rounds would use). Its description and full
-        schema are the catalog's, not every call's."""
+        its input schema that ``x-mcp-header`` mirroring reads, and the hints ``idempotentHint``
+        (one automatic resend) and ``readOnlyHint`` (with it, the renewal policy may run the
+        call again); None when the tool has none of them (nothing later rounds would use). Its
+        description and full schema are the catalog's, not every call's."""
         schema = header_schema(tool.get("inputSchema"))
         annotations = tool.get("annotations")
-        idempotent = isinstance(annotations, Mapping) and annotations.get("idempotentHint") is True
-        if schema is None and not idempotent:
+        hints = {
+            hint: True
+            for hint in ("idempotentHint", "readOnlyHint")
+            if isinstance(annotations, Mapping) and annotations.get(hint) is True
+        }
+        if schema is None and not hints:
             return None
         kept: dict[str, Any] = {
             "name": tool.get("name"),
             "inputSchema": schema if schema is not None else {"type": "object"},
         }
-        if idempotent:
-            kept["annotations"] = {"idempotentHint": True}
+        if hints:
+            kept["annotations"] = hints
         return kept
 
 
@@ -187,6 +192,13 @@ class Round(models.Model):
         UNKNOWN = "unknown", _("sent, outcome unknown: waiting for an admin")
         EXPIRED = "expired", _("expired")
         CANCELLED = "cancelled", _("cancelled")
+        # Renewal policy: its state expired, the call was issued again and the server asked
+        # something else; the round that asks it now replaces this one (``replaces``).
+        CHANGED = "changed", _("replaced: the server's questions changed")
+
+    class Carrier(models.TextChoices):
+        RETRY = "retry", _("a retry of the request")
+        STREAM = "stream", _("the response on the call's open stream")
 
     # Indexed by round_index_unique_per_call (call first).
     call = models.ForeignKey(Call, on_delete=models.CASCADE, related_name="rounds", db_index=False)
@@ -203,6 +215,9 @@ class Round(models.Model):
     request_state = EncryptedCompactTextField(null=True, blank=True)
     # Set when a request in this round is of a kind or shape the client cannot answer.
     unsupported_reason = models.TextField(blank=True)
+    # Split between people by the call's split policy (issue 17): its RoundPart rows say who
+    # answers which keys, and they, not the round's own routing, decide who sees it.
+    split = models.BooleanField(default=False)
     # Indexed by round_status_created and round_status_deadline (status first).
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     # inputResponses as sent: {key: {"action": ..., "content": {...}}}.
@@ -247,7 +262,25 @@ class Round(models.Model):
         db_index=False,
     )
     claimed_at = models.DateTimeField(null=True, blank=True)
+    # When the server's state for this round dies (the connection's state_lifetime): the
+    # expiry task's deadline. Without a renewal policy it is also the person's deadline.
     expires_at = models.DateTimeField(null=True, blank=True)
+    # Renewal policy (engine.renewal): the person's deadline (parked + the policy's renew_for),
+    # set only when the call's rounds are renewed; until then an expired state is renewed
+    # instead of expiring the round. ``renewals`` counts the times it was.
+    renew_until = models.DateTimeField(null=True, blank=True)
+    renewals = models.PositiveSmallIntegerField(default=0)
+    # A round parked because a renewal found other questions: the round it replaces, and what
+    # changed ([{"key", "change": added|removed|kind|message|schema, "message", "was"}]).
+    replaces = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_index=False,
+    )
+    changes = CompactJSONField(null=True, blank=True)
     delivery_error = models.TextField(blank=True)
     # Delivery attempts so far (each one claimed submitted -> delivering), when the next
     # automatic one is due, when the current one started, and the last HTTP status seen.
@@ -256,9 +289,16 @@ class Round(models.Model):
     delivering_since = models.DateTimeField(null=True, blank=True)
     # When the server last showed it is still working on the current attempt (a progress
     # notification): the watchdog counts its deadline from here, so a long call that keeps
-    # reporting progress is not taken for a dead one.
+    # reporting progress is not taken for a dead one. On a stream round: the owner's
+    # heartbeat, while it holds the stream.
     heard_at = models.DateTimeField(null=True, blank=True)
     last_http_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    # How the answer reaches the server: as a retry of the request (2026-07-28, with the
+    # requestState), or as the JSON-RPC response to a question asked on the open stream of a
+    # handshake-era call, which only the process holding that stream can send (``owner``:
+    # "host:pid:nonce"; its heartbeat is ``heard_at``, see engine.streams).
+    carrier = models.CharField(max_length=8, choices=Carrier.choices, default=Carrier.RETRY)
+    owner = models.CharField(max_length=200, blank=True, default="")
     # When the outcome of a delivery became unknown, and whether the one automatic resend an
     # idempotent tool is allowed was already spent.
     flagged_at = models.DateTimeField(null=True, blank=True)
@@ -278,6 +318,24 @@ class Round(models.Model):
         db_index=False,
     )
     proposed_at = models.DateTimeField(null=True, blank=True)
+    # Reminders and escalation (engine.reminders, engine.escalation; the call's policy says
+    # when): how many of the policy's reminders were sent (each is sent once, whichever task
+    # or sweep gets there first), when the next reminder or the escalation is due (NULL when
+    # nothing more is; indexed where set, what the reminder tasks look up), and when the
+    # round was escalated to the policy's fallback (once).
+    reminders_sent = models.PositiveSmallIntegerField(default=0)
+    remind_at = models.DateTimeField(null=True, blank=True)
+    escalated_at = models.DateTimeField(null=True, blank=True)
+    # The person the round was routed to when their delegate got it instead (a delegation,
+    # mrtrweb.policies): the delegate answers "for" them, and they still see it.
+    delegated_from = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_index=False,
+    )
 
     class Meta:
         ordering = ["call_id", "index"]
@@ -290,6 +348,8 @@ class Round(models.Model):
             models.Index(fields=["status", "expires_at"], name="round_status_deadline"),
             _where_set("answered_by", "round_answerer_answered", "-answered_at"),
             _where_set("claimed_by", "round_claimer_set"),
+            _where_set("remind_at", "round_remind_at_set"),
+            _where_set("delegated_from", "round_delegated_from_set"),
         ]
         constraints = [
             models.UniqueConstraint(fields=["call", "index"], name="round_index_unique_per_call")
@@ -304,6 +364,12 @@ class Round(models.Model):
     @property
     def is_pending(self) -> bool:
         return self.status == self.Status.PENDING
+
+    @property
+    def answer_by(self) -> Any:
+        """The deadline a person sees: the renewal policy's when it renews the round (the
+        server's state is then renewed behind it), else the server's state deadline."""
+        return self.renew_until or self.expires_at
 
     @property
     def is_flagged(self) -> bool:
@@ -379,6 +445,73 @@ class Event(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} on call {self.call_id}"
+
+
+class RoundPart(models.Model):
+    """A part of a split round (issue 17): the keys of its ``inputRequests`` that a split
+    policy routes to one person or group, who sees and answers only these. The keys no route
+    names form one more part, routed as the round itself is. The round is resubmitted once,
+    when every part is answered (``calls.engine.splitting``)."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "waiting for an answer"
+        ANSWERED = "answered", "answered"
+        DECLINED = "declined", "declined"
+        # Another part declined the whole round: this one is no longer asked.
+        CLOSED = "closed", "closed"
+
+    ANSWERED_STATUSES = (Status.ANSWERED, Status.DECLINED)
+
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="parts")
+    # The inputRequests keys of this part, in the server's order (one for a routed key,
+    # several for the remaining part).
+    keys = models.JSONField(default=list)
+    # The route's key ("" for the remaining part), what lists call the part by.
+    key = models.TextField(blank=True, default="")
+    # Indexed by part_assignee_status and part_group_status (each first there).
+    assigned_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="assigned_parts",
+        db_index=False,
+    )
+    assigned_group = models.ForeignKey(
+        Group,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="assigned_parts",
+        db_index=False,
+    )
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    # inputResponses for this part's keys: {key: {"action": ..., "content": {...}}}.
+    answers = CompactJSONField(null=True, blank=True)
+    answered_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="answered_parts",
+        db_index=False,
+    )
+    answered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["round_id", "id"]
+        indexes = [
+            models.Index(fields=["assigned_user", "status"], name="part_assignee_status"),
+            models.Index(fields=["assigned_group", "status"], name="part_group_status"),
+            _where_set("answered_by", "part_answerer_set"),
+        ]
+
+    def __str__(self) -> str:
+        return f"part {self.key or '(rest)'} of round {self.round_id}"
+
+    @property
+    def is_pending(self) -> bool:
+        return self.status == self.Status.PENDING
 
 
 class Vote(models.Model):

@@ -14,6 +14,8 @@ from django.utils.translation import ngettext
 from mrtrweb.mcp.oneline import one_line
 from mrtrweb.people.speaking import writing_to
 
+from .access import narrowed
+from .models import RoundPart
 from .presenting import person_name, present
 from .waiting import headline, reconnect_url
 from .when import moment_in_zone
@@ -76,8 +78,8 @@ def _new_round_message(round: Any, user: Any) -> tuple[str, str, None, list[str]
             "",
             _("Answer it here: %(link)s") % {"link": link},
         ]
-        if round.expires_at:
-            waited = (round.expires_at - round.created_at).total_seconds()
+        if round.answer_by:  # the renewal policy's deadline when it renews the server's state
+            waited = (round.answer_by - round.created_at).total_seconds()
             minutes = max(0, int(waited / 60 + 0.5))  # 9 min 59.9 s reads as the 10 set
             lines += [
                 "",
@@ -86,15 +88,29 @@ def _new_round_message(round: Any, user: Any) -> tuple[str, str, None, list[str]
                     "Answer before %(when)s (%(minutes)d minutes after it was asked).",
                     minutes,
                 )
-                % {"when": moment_in_zone(round.expires_at), "minutes": minutes},
+                % {"when": moment_in_zone(round.answer_by), "minutes": minutes},
             ]
     return subject, "\n".join(lines) + "\n", None, [user.email]
 
 
 def notify_new_round(round: Any) -> None:
-    """Email the assignee(s) a link to the round. A mail failure never fails the call."""
+    """Email the assignee(s) a link to the round. A mail failure never fails the call.
+
+    A split round's parts are told each to their own people, with their own questions only."""
     if round.unsupported_reason:
         return
+    if getattr(round, "split", False):
+        for part in RoundPart.objects.filter(round_id=round.pk).select_related(
+            "assigned_user", "assigned_group"
+        ):
+            shown = narrowed(round, part)
+            shown.assigned_user, shown.assigned_group = part.assigned_user, part.assigned_group
+            _notify_new(shown)
+        return
+    _notify_new(round)
+
+
+def _notify_new(round: Any) -> None:
     to = recipients(round)
     if not to:
         return

@@ -28,8 +28,8 @@ from typing import Any
 
 from django.db.models import BooleanField, Count, ExpressionWrapper, Q, QuerySet
 from django.forms.utils import ErrorDict
+from django.utils.translation import gettext, gettext_lazy, ngettext
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
 
 from mrtrweb.elicitation import (
     ElicitationForm,
@@ -49,7 +49,7 @@ from mrtrweb.elicitation.questions import (
 from mrtrweb.elicitation.schema import MAX_FIELDS, MAX_FORM_OPTIONS, FieldSpec, Kind
 from mrtrweb.policies.snapshot import PolicySnapshot
 
-from .models import Call, Event, Round, Vote
+from .models import Call, Event, Round, RoundPart, Vote
 from .rendering import answer_value
 
 # At most this many questions in one round are shown (a server's 5,000 took 6 s to render,
@@ -528,8 +528,9 @@ def listed_calls(calls: Sequence[Call]) -> list[ListedCall]:
 @dataclass(frozen=True)
 class Expiry:
     """Why an expired call expired: ``unanswered`` (nobody answered before the deadline;
-    nothing was sent), ``refused`` (the server no longer accepted the round) or
-    ``waited`` (it expired while it waited for an account to be reconnected)."""
+    nothing was sent), ``refused`` (the server no longer accepted the round),
+    ``waited`` (it expired while it waited for an account to be reconnected) or ``lost``
+    (a handshake-era server's question whose connection was lost: engine.streams)."""
 
     why: str
     answered: bool  # whether any answer was given (and is kept)
@@ -542,11 +543,63 @@ def expiry_of(rounds: Sequence[Round]) -> Expiry:
     if not expired:
         return Expiry("refused", answered, None)
     last = expired[-1]
+    if last.carrier == Round.Carrier.STREAM and last.delivery_error:
+        return Expiry("lost", answered, last)
     if not last.answers:
         return Expiry("unanswered", answered, last)
     if last.delivery_error:
         return Expiry("refused", answered, last)
     return Expiry("waited", answered, last)
+
+
+# -- the renewal policy -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RenewalState:
+    """What the renewal policy did to a round: how often its server state was renewed, and
+    whether the server's questions changed (the round was then asked again, as a new one)."""
+
+    renewals: int
+    changed: bool
+
+    @property
+    def label(self) -> str:
+        if self.changed:
+            return gettext("questions changed: asked again")
+        return ngettext("renewed %(count)d time", "renewed %(count)d times", self.renewals) % {
+            "count": self.renewals
+        }
+
+
+def renewal_state(round: Round) -> RenewalState | None:
+    """The dashboard's note on a round the renewal policy touched; None for the others."""
+    changed = round.status == Round.Status.CHANGED
+    if not round.renewals and not changed:
+        return None
+    return RenewalState(round.renewals, changed)
+
+
+def changes_said(changes: Any) -> list[str]:
+    """What changed since a round was first asked (``Round.changes``), one line a question,
+    for the person asked again. The server's messages stay plain text (the page escapes)."""
+    said = {
+        "added": gettext("New question: %(message)s"),
+        "removed": gettext("No longer asked: %(was)s"),
+        "message": gettext("Now reads: %(message)s (was: %(was)s)"),
+        "schema": gettext("The answer it takes changed: %(message)s"),
+        "kind": gettext("Asked another way: %(message)s"),
+    }
+    lines = []
+    for change in changes if isinstance(changes, list) else ():
+        if not isinstance(change, Mapping) or change.get("change") not in said:
+            continue
+        values = {
+            "message": str(change.get("message") or change.get("key") or ""),
+            "was": str(change.get("was") or change.get("key") or ""),
+        }
+        lines.append(said[str(change["change"])] % values)
+    return lines
 
 
 # -- people ---------------------------------------------------------------------------------
@@ -657,7 +710,26 @@ def policy_states(rounds: Sequence[Round]) -> dict[int, list[str]]:
                 counts.get((pk, Vote.Verdict.APPROVE), 0),
                 counts.get((pk, Vote.Verdict.REJECT), 0),
             )
+    split = [r.pk for r in rounds if r.split]
+    if split:
+        # Split rounds: "parts answered 1 of 2" (one query for the parts of all of them).
+        parts: dict[int, list[str]] = {pk: [] for pk in split}
+        for round_id, status in RoundPart.objects.filter(round_id__in=split).values_list(
+            "round_id", "status"
+        ):
+            parts[round_id].append(status)
+        for pk, statuses in parts.items():
+            states[pk] += _split_labels(statuses)
     return states
+
+
+def _split_labels(statuses: Sequence[str]) -> list[str]:
+    done = sum(status in RoundPart.ANSWERED_STATUSES for status in statuses)
+    labels = [_("parts answered %(done)d of %(total)d") % {"done": done, "total": len(statuses)}]
+    declined = list(statuses).count(RoundPart.Status.DECLINED)
+    if declined:
+        labels.append(_("%(count)d declined") % {"count": declined})
+    return labels
 
 
 def policy_state(round: Round) -> list[str]:

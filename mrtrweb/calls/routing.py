@@ -1,5 +1,6 @@
 """Who is asked when a call needs input: a quorum policy's approvers group, else whom the
-call names, else the tool's routing, else the connection's."""
+call names, else the tool's routing, else the connection's; and, for a person who is away,
+whoever they delegated to (``policies.Delegation``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 from django.contrib.auth.models import Group
 
+from mrtrweb.policies.resolve import delegate_of
 from mrtrweb.policies.snapshot import PolicySnapshot
 from mrtrweb.servers.models import Routing, ToolExposure
 
@@ -47,3 +49,28 @@ def _approvers(call: Call) -> Group | None:
     if not (policy.quorum and policy.approvers_group):
         return None
     return Group.objects.filter(name=policy.approvers_group).first()
+
+
+def stand_in(call: Call, user: Any) -> tuple[Any, Any]:
+    """``(whom to ask, for whom)`` for a round of ``call`` routed to ``user``: their delegate
+    and them while a delegation of theirs runs, else ``(user, None)``. Groups are not
+    delegated (the other members are there), nor a round of a call its own person started
+    (they are there: they just started it)."""
+    if user is None or user.pk == call.started_by_id:
+        return user, None
+    delegate = delegate_of(user)
+    if delegate.pk == user.pk:
+        return user, None
+    return delegate, user
+
+
+def answering_for(round: Any, user: Any) -> Any:
+    """The person ``user`` answers ``round`` for as their delegate, or None (their own round,
+    a group's, or an admin's answer)."""
+    if round.assigned_user_id is None:
+        return None
+    if round.delegated_from_id is not None and round.assigned_user_id == user.pk:
+        return round.delegated_from
+    if round.assigned_user_id != user.pk and delegate_of(round.assigned_user).pk == user.pk:
+        return round.assigned_user
+    return None

@@ -54,6 +54,20 @@ def expire_rounds_due() -> int:
 
 
 @task()
+def renew_round(round_id: int) -> None:
+    """The renewal policy: a round whose state died unanswered, its call issued again and the
+    round moved onto the fresh state (claimed by the expiry task)."""
+    engine.renew(round_id)
+
+
+@task()
+def remind_rounds_due() -> int:
+    """Send the reminders and escalations due by now (the engine enqueues one per minute of
+    such moments, like expire_rounds_due)."""
+    return engine.remind_due()
+
+
+@task()
 def watch_delivery(round_id: int, attempt: int) -> None:
     engine.check_delivery(round_id, attempt)
 
@@ -61,6 +75,13 @@ def watch_delivery(round_id: int, attempt: int) -> None:
 @task()
 def watch_call(call_id: int) -> None:
     engine.check_call(call_id)
+
+
+@task()
+def watch_stream(round_id: int) -> None:
+    """A question on a handshake-era call's stream: lost if the process holding the stream
+    stopped beating, else looked at again later (engine.streams)."""
+    engine.check_stream(round_id)
 
 
 @task()
@@ -74,6 +95,9 @@ QUEUED_BY_THE_ENGINE = (
     deliver_unclaimed_round,
     send_call,
     expire_rounds_due,
+    renew_round,
+    remind_rounds_due,
     watch_delivery,
     watch_call,
+    watch_stream,
 )

@@ -34,6 +34,7 @@ from .access import (
     can_act_on_call,
     can_answer,
     next_page,
+    shown_to,
     taken_from,
     visible_calls,
     visible_rounds,
@@ -69,6 +70,7 @@ def round_page(request: HttpRequest, pk: int) -> HttpResponse:
     round = visible_rounds(request.user).filter(pk=pk).first()
     if round is None:
         return _taken_or_404(request, pk)
+    round = shown_to(request.user, round)  # a split round: only this person's part
     consented = _consented(request, round)
     saved = engine.saved_answers_for(round) if round.is_pending else {}
     if request.method == "GET":
@@ -192,12 +194,15 @@ def _render_round(
         "answers": answers,
         "problem": problem,
         "server_name": _server_name(call.connection),
-        "deadline_passed": round.expires_at is not None and round.expires_at <= timezone.now(),
+        # The person's deadline: the renewal policy's, when it renews the server's state.
+        "deadline_passed": round.answer_by is not None and round.answer_by <= timezone.now(),
         "can_answer": can_answer(request.user, round),
         "can_claim": _can_claim(request.user, round),
         "can_release": _can_release(request.user, round),
         "claim_problem": claim_problem,
         "authorization_wait": authorization_wait(call, request.user),
+        "part": getattr(round, "part", None),
+        "policy_state": policy_state(round),
     }
     return render(request, "calls/round.html", context, status=status)
 
@@ -329,7 +334,7 @@ def call_page(request: HttpRequest, pk: int) -> HttpResponse:
         "outcome": outcome_of(call, rounds),
         "expiry": expiry_of(rounds) if call.status == Call.Status.EXPIRED else None,
         "progress": _progress(call, rounds) if in_flight else None,
-        "rounds": [round_view(r) for r in rounds],
+        "rounds": [round_view(shown_to(request.user, r)) for r in rounds],
         # Notes answerers left for the requester (kept in the audit trail, never sent).
         "comments": comments_of(call),
         "pending_policy": policy_state(pending[-1]) if pending else [],
@@ -429,6 +434,7 @@ def retry_delivery(request: HttpRequest, pk: int) -> HttpResponse:
 def _can_claim(user: Any, round: Round) -> bool:
     return (
         round.is_pending
+        and not round.split  # a split round's parts are answered, not claimed
         and round.assigned_group_id is not None
         and round.claimed_by_id is None
         and can_answer(user, round)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy as _
 
 from mrtrweb.calls.models import Event, Round
 from mrtrweb.calls.rendering import answer_value, pretty_json
@@ -39,7 +40,18 @@ TITLES = {
     "claimed": "Claimed",
     "released": "Claim released",
     "reassigned": "Reassigned",
+    "reminded": gettext_lazy("Reminder sent"),
+    "escalated": gettext_lazy("Escalated: not answered in time, passed to the fallback"),
     "abandoned": "Abandoned",
+    # Split rounds (issue 17).
+    "round_split": gettext_lazy("Round split between people"),
+    "part_answered": gettext_lazy("Part answered"),
+    "split_declined": gettext_lazy("A part declined the whole round"),
+    # The renewal policy (calls/engine/renewing.py).
+    "renewed": _("Renewed: the call ran again up to this round, which now waits on a fresh state"),
+    "renewal_changed": _("Renewal found other questions: asked again as a new round"),
+    "renewal_completed": _("Renewal: the call ran again and completed without asking"),
+    "renewal_failed": _("Renewal failed"),
 }
 # Detail keys shown in their own columns; anything else is listed as it is.
 SHOWN = {
@@ -52,6 +64,7 @@ SHOWN = {
     "is_error",
     "http_status",
     "index",
+    "for_user",
 }
 
 
@@ -84,6 +97,8 @@ class EventView:
     outcome_ok: bool | None = None
     request_state_sha256: str = ""
     assigned: str = ""
+    # Whom the actor answered for, as their delegate ("answered by bob for ada").
+    for_user: str = ""
     other: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -208,6 +223,7 @@ def event_views(events: Iterable[Event]) -> list[EventView]:
                 outcome_ok=ok,
                 request_state_sha256=_text(detail.get("request_state_sha256")),
                 assigned=_assigned(detail),
+                for_user=_text(detail.get("for_user")),
                 other=other,
             )
         )

@@ -28,6 +28,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 from django.utils.translation import gettext_lazy as _
@@ -36,6 +37,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 from mrtrweb.http import SeeOther
 from mrtrweb.people.roles import ADMINS, END_USERS, OPERATORS, ensure_roles
 from mrtrweb.people.speaking import writing_to
+from mrtrweb.policies.models import Delegation
 
 from .views import admin_only
 
@@ -241,6 +243,13 @@ def person(request: HttpRequest, pk: int) -> HttpResponse:
             "tab": "people",
             "is_self": person == request.user,
             "has_password": person.has_usable_password(),
+            # Who stands in for them, and for whom they stand in, now or later (read only:
+            # each person sets their own at /account/away/).
+            "delegations": Delegation.objects.filter(
+                Q(person=person) | Q(delegate=person), until__gt=timezone.now()
+            )
+            .select_related("person", "delegate")
+            .order_by("starts_at", "pk"),
         },
     )
 

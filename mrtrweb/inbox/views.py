@@ -23,7 +23,7 @@ from django.utils.cache import patch_vary_headers
 from django.utils.functional import cached_property
 from django.views.decorators.http import require_safe
 
-from mrtrweb.calls.access import routed_to
+from mrtrweb.calls.access import shown_to, waiting_for
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.calls.presenting import (
     Outcome,
@@ -54,11 +54,18 @@ _ROUND_HEAVY = (
 
 
 def pending_rounds(user: Any) -> QuerySet[Round]:
-    """Pending rounds routed to ``user`` (theirs, or their groups' unclaimed), newest first."""
+    """Pending rounds routed to ``user`` (theirs, or their groups' unclaimed; split rounds
+    while a part of theirs waits), newest first."""
     return (
         Round.objects.filter(status=Round.Status.PENDING)
-        .filter(routed_to(user))
-        .select_related("call__connection", "call__started_by", "assigned_group")
+        .filter(waiting_for(user))
+        .select_related(
+            "call__connection",
+            "call__started_by",
+            "assigned_group",
+            "assigned_user",
+            "delegated_from",
+        )
         .defer("answers", *_ROUND_HEAVY)
         .order_by("-created_at", "-id")
     )
@@ -115,8 +122,13 @@ class PendingRow:
     late: bool
     claimable: bool
     claimed_by_me: bool
+    # A split round: the key of the part waiting for this person ("" for the unrouted rest).
+    part: str | None = None
     # Each approval policy's state ("approvals 1 of 2"), calls.presenting.policy_states.
     policy: tuple[str, ...] = ()
+    # Delegations: the person I answer this round for, or the one who answers it for me.
+    for_person: Any = None
+    handed_to: Any = None
 
 
 @dataclass(frozen=True)
@@ -134,11 +146,26 @@ class StartedRow:
 
 
 def _pending_row(round: Round, user: Any, now: Any, policy: list[str]) -> PendingRow:
-    group_round = round.assigned_group_id is not None
+    part = None
+    if round.split:
+        # Only their part's questions, never another's (one query more for such a row).
+        round = shown_to(user, round)
+        part = round.part.key if hasattr(round, "part") else None
+    group_round = round.assigned_group_id is not None and not round.split
+    for_person = handed_to = None
+    if round.assigned_user_id == user.pk:
+        for_person = round.delegated_from
+    elif round.assigned_user_id is not None and round.delegated_from_id == user.pk:
+        handed_to = round.assigned_user
+    elif round.assigned_user_id is not None and not round.split:
+        for_person = round.assigned_user  # waited for them before they went away
     return PendingRow(
+        for_person=for_person,
+        handed_to=handed_to,
         round=round,
+        part=part,
         question=present(round).headline,
-        late=round.expires_at is not None and round.expires_at <= now,
+        late=round.answer_by is not None and round.answer_by <= now,  # the person's deadline
         # A quorum round is never claimed: every approver must keep seeing it.
         claimable=group_round
         and round.claimed_by_id is None
@@ -245,6 +272,8 @@ def history(request: HttpRequest) -> HttpResponse:
         for r in rounds:  # what the call's outcome needs of its (deferred) result
             r.call.result_is_error = r.call_is_error  # type: ignore[attr-defined]
         outcomes = outcomes_for([r.call for r in rounds])
+        # A split round they sent last: only their own part's question and answer.
+        rounds = [shown_to(user, r) if r.split else r for r in rounds]
         context["answered"] = [
             AnsweredRow(r, present(r).headline, round_action(r.answers), outcomes[r.call_id])
             for r in rounds

@@ -28,8 +28,10 @@ from channels.layers import get_channel_layer
 logger = logging.getLogger(__name__)
 
 # Kinds that change nothing a page shows: the call was just created (no page watches it yet),
-# a state-only retry (never shown), and what the webhooks app notes about itself.
-_QUIET_KINDS = frozenset({"started", "state_only_retry"})
+# a state-only retry (never shown), a round's server state renewed or a renewal that failed
+# (the renewal policy: every state lifetime, while a person may be typing; nothing they see
+# changes), and what the webhooks app notes about itself.
+_QUIET_KINDS = frozenset({"started", "state_only_retry", "renewed", "renewal_failed"})
 
 
 def call_group(call_id: int) -> str:
@@ -161,7 +163,7 @@ def concerned_users(
     from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Group
 
-    from mrtrweb.calls.models import Call, Event, Round
+    from mrtrweb.calls.models import Call, Event, Round, RoundPart
 
     users: set[int | None] = set()
     groups: set[int | None] = set()
@@ -177,18 +179,28 @@ def concerned_users(
             "assigned_group_id",
             "claimed_by_id",
             "answered_by_id",
+            "split",
+            "delegated_from_id",
         ):
             users |= {
                 row["call__started_by_id"],
                 row["assigned_user_id"],
                 row["claimed_by_id"],
                 row["answered_by_id"],
+                row["delegated_from_id"],  # who is away still sees the rounds handed on
             }
             groups.add(row["assigned_group_id"])
-        if kind == "reassigned":
+            if row["split"]:
+                # A split round's parts go to people of their own (issue 17).
+                for part in RoundPart.objects.filter(round_id=round_id).values(
+                    "assigned_user_id", "assigned_group_id", "answered_by_id"
+                ):
+                    users |= {part["assigned_user_id"], part["answered_by_id"]}
+                    groups.add(part["assigned_group_id"])
+        if kind in ("reassigned", "escalated"):
             # The event names the new route; the one before it names whom the round left.
             routes = Event.objects.filter(
-                round_id=round_id, kind__in=("round_parked", "reassigned")
+                round_id=round_id, kind__in=("round_parked", "reassigned", "escalated")
             ).order_by("-id")
             for previous in routes[1:2]:
                 username = previous.detail.get("assigned_user")

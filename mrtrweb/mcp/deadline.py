@@ -82,7 +82,12 @@ class AnswerDeadline:
         if self._cap_at is not None and self._held_at is not None:
             self._cap_at += now - self._held_at
         self._held_at = None
-        self._timeout.reschedule(self._bounded(now))
+        try:
+            self._timeout.reschedule(self._bounded(now))
+        except RuntimeError:
+            # The request it bounded is over already (the server answered it while a question
+            # was held, e.g. it gave the question up): there is nothing left to bound.
+            self._timeout = None
 
     def _bounded(self, now: float) -> float | None:
         when = now + self.seconds if self.seconds is not None else None

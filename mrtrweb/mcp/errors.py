@@ -31,6 +31,7 @@ from typing import Any
 import mcp_types
 
 __all__ = [
+    "AnswerNotDelivered",
     "AuthenticationRequired",
     "AuthorizationRequired",
     "DeadlineExceeded",
@@ -273,6 +274,12 @@ class OutcomeUnknown(TransportError):
     500/502/504 without a JSON-RPC error). The server may have acted on it; do not resend
     blindly.
     """
+
+
+class AnswerNotDelivered(OutcomeUnknown):
+    """A handshake-era server's request on the stream could not be answered (the server went
+    away, or forgot the session): it never got the answer, though the request it asked it
+    in may have done things before."""
 
 
 class DeadlineExceeded(OutcomeUnknown):

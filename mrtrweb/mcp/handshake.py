@@ -41,6 +41,7 @@ from .config import ConnectionSettings
 from .deadline import AnswerDeadline
 from .envelope import arguments_text, credential_headers, dump, request_body
 from .errors import (
+    AnswerNotDelivered,
     AuthorizationRequired,
     HTTPStatusError,
     JSONRPCError,
@@ -59,6 +60,7 @@ from .unfit import unfit
 __all__ = [
     "DEFAULT_QUESTION_DEADLINE",
     "HANDSHAKE_VERSIONS",
+    "AnswerNotDelivered",
     "ElicitHandler",
     "HandshakeClient",
     "UnsupportedHandshakeVersion",
@@ -419,7 +421,12 @@ class HandshakeClient:
                     "message": f"mrtrweb does not support {str(method)[:100]!r}",
                 }
             }
-        await self._post_message({"jsonrpc": "2.0", "id": request_id, **reply})
+        try:
+            await self._post_message({"jsonrpc": "2.0", "id": request_id, **reply})
+        except MCPError as exc:
+            raise AnswerNotDelivered(
+                f"The answer to the server's {method!r} was not sent: {exc}"
+            ) from exc
 
     async def _elicit(self, message: dict[str, Any]) -> dict[str, Any]:
         assert self._on_elicit is not None

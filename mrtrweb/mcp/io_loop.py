@@ -14,16 +14,20 @@ which is what asgiref does by itself and what their live updates rely on.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import os
 import ssl
 import threading
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
+from typing import Any, TypeVar
 
 import httpx
 from asgiref.sync import SyncToAsync
 
-__all__ = ["attached", "is_current", "new_http", "pooled_http", "serve_in_process"]
+__all__ = ["attached", "is_current", "new_http", "pooled_http", "serve_in_process", "submit"]
+
+T = TypeVar("T")
 
 _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
@@ -72,6 +76,13 @@ def attached() -> Iterator[None]:
     finally:
         local.main_event_loop = None
         local.main_event_loop_pid = None
+
+
+def submit(coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+    """Run ``coroutine`` as a task on the shared loop (from any thread but the loop's own):
+    work that waits for minutes on a server (a handshake-era call whose question a person
+    answers) without holding a thread."""
+    return asyncio.run_coroutine_threadsafe(coroutine, _shared_loop())
 
 
 def is_current() -> bool:

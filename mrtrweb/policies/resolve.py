@@ -5,17 +5,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from .models import Delegation, Policy
 from .snapshot import PolicySnapshot
 
-__all__ = ["delegate_of", "policy_for"]
+__all__ = ["delegate_of", "delegating_to", "policy_for"]
 
 
 def _snapshot(row: Policy) -> dict[str, Any]:
     return PolicySnapshot(
         renew_expired=row.renew_expired,
+        renew_unsafe=row.renew_unsafe,
         renew_for_seconds=row.renew_for.total_seconds(),
         approvals_required=row.approvals_required,
         approvers_group=row.approvers_group.name if row.approvers_group else "",
@@ -62,3 +64,20 @@ def delegate_of(user: Any, at: Any = None) -> Any:
         .first()
     )
     return delegation.delegate if delegation is not None and delegation.delegate.is_active else user
+
+
+def delegating_to(user: Any, at: Any = None) -> Any:
+    """The people whose rounds ``user`` stands in for at ``at`` (a queryset of their ids, for
+    a subquery): those whose current delegate (:func:`delegate_of`) ``user`` is."""
+    at = at or timezone.now()
+    running = Delegation.objects.filter(starts_at__lte=at, until__gt=at)
+    # A later delegation of the same person to someone else wins (delegate_of's rule).
+    later = running.filter(person=OuterRef("person")).filter(
+        Q(starts_at__gt=OuterRef("starts_at"))
+        | Q(starts_at=OuterRef("starts_at"), pk__gt=OuterRef("pk"))
+    )
+    return (
+        running.filter(delegate=user, delegate__is_active=True)
+        .exclude(Exists(later))
+        .values("person")
+    )

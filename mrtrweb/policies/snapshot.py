@@ -14,6 +14,8 @@ __all__ = ["PolicySnapshot"]
 @dataclasses.dataclass(frozen=True)
 class PolicySnapshot:
     renew_expired: bool = False
+    # Renew although the tool declares neither readOnlyHint nor idempotentHint.
+    renew_unsafe: bool = False
     renew_for_seconds: float = 7 * 24 * 3600.0
     approvals_required: int = 1
     approvers_group: str = ""  # a group's name; "" = the round's own routing

@@ -76,6 +76,9 @@ def problems(
             found[where] = _("No active user of this name.")
         elif "group" in route and not Group.objects.filter(name=route["group"]).exists():
             found[where] = _("No group of this name.")
+    if policy.split and policy.quorum:
+        # A quorum approves one proposal of the whole round; a split round has no one author.
+        found["split_routes"] = _("A round is split between people or needs a quorum, not both.")
     if policy.split_decline not in ("decline-round", "send-with-others"):
         found["split_decline"] = _("Choose decline-round or send-with-others.")
     if len(policy.reminders) > MAX_REMINDERS:

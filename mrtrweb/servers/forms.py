@@ -22,7 +22,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from .headers import HEADER_VALUE, HeaderError, parse_headers
-from .models import Connection, Routing, ToolExposure
+from .models import DEFAULT_QUESTION_DEADLINE, Connection, Routing, ToolExposure
 
 # The modes as the console offers them (shorter than the model's, and no label contains
 # another field's: "Bearer token" stays the token field's alone).
@@ -169,6 +169,7 @@ class ConnectionForm(forms.ModelForm):
             "max_rounds",
             "answer_deadline",
             "answer_deadline_max",
+            "question_deadline",
             "routing",
             "route_group",
             "auth",
@@ -185,6 +186,7 @@ class ConnectionForm(forms.ModelForm):
             "max_rounds": "Round cap",
             "answer_deadline": "Answer deadline (seconds)",
             "answer_deadline_max": "Longest answer with progress (seconds)",
+            "question_deadline": _("Question deadline (seconds)"),
             "routing": "Who answers the rounds",
             "route_group": "Group",
             "auth": "How mrtrweb authenticates",
@@ -200,6 +202,11 @@ class ConnectionForm(forms.ModelForm):
             "a question, however it keeps the connection alive.",
             "answer_deadline_max": "Each progress notification gives the server the answer "
             "deadline again, up to this.",
+            "question_deadline": _(
+                "Servers of the older protocol (2025-11-25 and before) hold the call open while "
+                "a person answers their question: how long they are given before mrtrweb "
+                "answers “cancel”. Shown as the round's “answer before”."
+            ),
             "route_group": "With “a group”: its members claim the rounds.",
             "oauth_client_id": "Registered with the authorization server beforehand. Needed for "
             "client credentials; with OAuth per person or shared, only if the server offers "
@@ -230,6 +237,7 @@ class ConnectionForm(forms.ModelForm):
         "max_rounds",
         "answer_deadline",
         "answer_deadline_max",
+        "question_deadline",
         "routing",
         "route_user",
         "route_group",
@@ -246,6 +254,8 @@ class ConnectionForm(forms.ModelForm):
         self.fields["url"].validators = [URLValidator(schemes=["http", "https"])]
         self.fields["max_response_bytes"].validators.append(MinValueValidator(1024))
         self.fields["max_response_bytes"].widget.attrs["min"] = 1024
+        # Left empty (or not posted, by a client of the API written before it), the default.
+        self.fields["question_deadline"].required = False
         self.fields["route_group"].queryset = Group.objects.order_by("name")
         self.fields["route_group"].required = False
         self.initial.setdefault("state_lifetime", lifetime_minutes(instance.state_lifetime))
@@ -340,6 +350,12 @@ class ConnectionForm(forms.ModelForm):
 
     def clean_oauth_scopes(self) -> str:
         return " ".join(self.cleaned_data["oauth_scopes"].split())
+
+    def clean_question_deadline(self) -> float:
+        value = self.cleaned_data.get("question_deadline")
+        if value is None:
+            return self.instance.question_deadline or DEFAULT_QUESTION_DEADLINE
+        return float(value)
 
     def clean_state_lifetime(self) -> timedelta:
         minutes: Decimal = self.cleaned_data["state_lifetime"]

@@ -18,6 +18,7 @@ from django.utils.translation import gettext_lazy as _
 from mrtrweb.encryption.fields import EncryptedJSONField, EncryptedTextField
 from mrtrweb.mcp import ConnectionSettings
 from mrtrweb.mcp.config import DEFAULT_ANSWER_DEADLINE, DEFAULT_ANSWER_DEADLINE_MAX
+from mrtrweb.mcp.handshake import DEFAULT_QUESTION_DEADLINE
 
 DEFAULT_STATE_LIFETIME = timedelta(minutes=10)
 
@@ -111,6 +112,13 @@ class Connection(RoutingTarget):
         help_text="The longest progress notifications may extend that to, in seconds.",
     )
     era = models.CharField(max_length=16, choices=Era.choices, blank=True, default="")
+    # Handshake-era servers hold a call's stream open while a person answers its question:
+    # how long they are given before mrtrweb answers "cancel" (the round's "answer before").
+    question_deadline = models.FloatField(
+        default=DEFAULT_QUESTION_DEADLINE,
+        validators=[MinValueValidator(1.0)],
+        help_text="Seconds a person has to answer a handshake-era server's question.",
+    )
 
     # The catalog as last listed; re-listed once `catalog_expires_at` passes (the server's ttlMs).
     catalog = models.JSONField(default=dict, blank=True)

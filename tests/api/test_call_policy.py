@@ -34,7 +34,6 @@ def test_an_operator_starts_a_call_with_its_own_policy(
             "approvalsRequired": 2,
             "approversGroup": "Finance",
             "reminders": [0.9, 0.5],
-            "splitRoutes": {"approval": {"group": "Finance"}},
         },
     )
     assert started.status_code == 201, started.content
@@ -42,7 +41,6 @@ def test_an_operator_starts_a_call_with_its_own_policy(
         "approvalsRequired": 2,
         "approversGroup": "Finance",
         "reminders": [0.5, 0.9],
-        "splitRoutes": {"approval": {"group": "Finance"}},
     }
     call = Call.objects.get(pk=started.json()["id"])
     assert call.policy["approvals_required"] == 2
@@ -64,6 +62,15 @@ def test_a_policy_that_cannot_work_is_refused_where_it_is_wrong(
     cases = [
         ({"approvalsRequired": 5, "approversGroup": "Finance"}, "/policy/approvalsRequired"),
         ({"splitRoutes": {"budget": {"group": "Nobody"}}}, "/policy/splitRoutes/budget"),
+        # Split rounds and a quorum do not combine (issue 17).
+        (
+            {
+                "approvalsRequired": 2,
+                "approversGroup": "Finance",
+                "splitRoutes": {"budget": {"group": "Finance"}},
+            },
+            "/policy/splitRoutes",
+        ),
         ({"reminders": [1.2]}, "/policy/reminders"),
         ({"escalateAfterSeconds": 60}, "/policy/escalateUser"),
         ({"escalateUser": "ghost", "escalateAfterSeconds": 60}, "/policy/escalateUser"),

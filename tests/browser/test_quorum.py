@@ -23,7 +23,9 @@ from .conftest import APPROVERS, LiveApp, assert_accessible, expect, shoot
 if TYPE_CHECKING:
     from playwright.sync_api import Page
 
-pytestmark = pytest.mark.browser
+# Three people's browsers through seven pages with axe on four: more than the default hang
+# guard on a shared, busy machine (a hang guard, not a speed check).
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
 CONNECTION = "quorum"
 
@@ -104,7 +106,7 @@ def test_a_quorum_of_two_proposer_approver_and_requester(
     expect(bob.locator("form.answer-form")).to_have_count(0)  # read only: no answer form
     expect(bob.locator(".comments")).to_contain_text("Capacity checked <ok>")
     assert_accessible(bob)
-    shoot(bob, "quorum-approver")
+    shoot(bob, "quorum-approver", at=bob.locator(".quorum"))
     bob.get_by_label("Comment for the requester (optional)").fill("Go ahead tonight")
     bob.get_by_role("button", name="Approve", exact=True).click()
     bob.wait_for_load_state()
@@ -121,4 +123,4 @@ def test_a_quorum_of_two_proposer_approver_and_requester(
     expect(comments).to_contain_text(f"{bob_name} approved")
     expect(comments).to_contain_text("Go ahead tonight")
     assert_accessible(requester)
-    shoot(requester, "quorum-requester")
+    shoot(requester, "quorum-requester", at=comments)

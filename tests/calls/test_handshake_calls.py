@@ -1,24 +1,35 @@
-"""Calls on a handshake-era server (mcp 1.x FastMCP) through the engine: part 1 of issue 15.
+"""Calls on a handshake-era server (mcp 1.x FastMCP) through the engine (issue 15).
 
-A plain tool completes as on a 2026-07-28 server, in a session the call closes; a question on
-the stream is cancelled at once and the call fails with a plain message (part 2 parks it).
+A plain tool completes as on a 2026-07-28 server, in a session the call closes. A question
+asked on the call's stream becomes a round (engine.streams), answered through the engine as
+any round is; the answer goes back on the stream, and the call goes on.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from mrtrweb.calls import engine
-from mrtrweb.calls.engine.handshake_calls import QUESTIONS_NOT_YET_SUPPORTED
-from mrtrweb.calls.models import Call
+from mrtrweb.calls import engine, handoff
+from mrtrweb.calls.engine.handshake_calls import wait_idle
+from mrtrweb.calls.models import Call, Round
 from mrtrweb.servers.catalog import refresh_catalog
 from mrtrweb.servers.models import Connection
 from tests.peers.mcp1 import Mcp1Peer
 from tests.support.factories import make_connection
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def _conversations_end() -> Iterator[None]:
+    yield
+    # A conversation left running would write into the next test's database.
+    if not wait_idle(20.0):
+        handoff.shutdown()
+        pytest.fail("a conversation was still running after the test")
 
 
 def start(conn: Connection, user: Any, tool: str, arguments: Any) -> Call:
@@ -59,16 +70,19 @@ def test_a_probed_connection_goes_straight_to_the_handshake(mcp1_peer: Mcp1Peer,
     assert [r["http"] for r in sent][-1] == "DELETE"
 
 
-def test_a_question_is_cancelled_and_the_call_fails_plainly(mcp1_peer: Mcp1Peer, user: Any) -> None:
-    conn = make_connection(mcp1_peer, name="old-asks", era=Connection.Era.LEGACY)
-    before = mcp1_peer.sessions()
+def test_a_question_on_an_unprobed_connection_becomes_a_round(
+    mcp1_peer: Mcp1Peer, user: Any
+) -> None:
+    # Not probed: the 2026-07-28 request is refused first, then the call's conversation runs.
+    conn = make_connection(mcp1_peer, name="old-unprobed")
     call = start(conn, user, "ask_twice", {})
-    assert call.status == Call.Status.FAILED
-    assert call.error == QUESTIONS_NOT_YET_SUPPORTED
-    failed = call.events.get(kind="failed")
-    assert failed.detail["asked"] == 1  # cancelled at once, so the tool asked nothing more
-    after = mcp1_peer.sessions()
-    assert after["closed"] - before["closed"] == after["opened"] - before["opened"] == 1
+    assert call.status == Call.Status.WAITING, call.error
+    round = call.rounds.get()
+    assert round.carrier == Round.Carrier.STREAM
+    engine.answer(round, {"elicitation": {"action": "cancel"}}, user, deliver_within=10)
+    call.refresh_from_db()
+    assert call.status == Call.Status.COMPLETED, call.error
+    assert call.result["content"][0]["text"] == "stopped at name: cancel"
 
 
 def test_a_prompt_and_a_resource_complete(mcp1_peer: Mcp1Peer, user: Any) -> None:

@@ -444,6 +444,42 @@ def register_flow_tools(mcp: FastMCP) -> None:
             return input_required(missing, {"step": "ask", "known": known})
         return result(f"{known['name']} likes {known['color']}", {"status": "done", **known})
 
+    @mcp.tool(
+        description="One round with two inputRequests, 'budget' and 'schedule' (split rounds)."
+    )
+    def plan_budget_schedule(ctx: Context, project: str = "Atlas"):
+        # Both keys asked in one round, and both answers expected in the one retry: a client
+        # that splits the round between people must still send every answer under its key.
+        if load_state(ctx.request_state).get("step") == "ask":
+            replies = {key: answer(ctx, key) for key in ("budget", "schedule")}
+            actions = {
+                key: (r.action if r is not None else "missing") for key, r in replies.items()
+            }
+            if any(action != "accept" for action in actions.values()):
+                return result(f"{project}: not planned", {"status": "declined", "actions": actions})
+            budget = (replies["budget"].content or {}).get("amount")  # type: ignore[union-attr]
+            start = (replies["schedule"].content or {}).get("start")  # type: ignore[union-attr]
+            return result(
+                f"{project}: budget {budget}, starting {start}",
+                {"status": "done", "budget": budget, "start": start, "actions": actions},
+            )
+        require_elicitation(ctx)
+        return input_required(
+            {
+                "budget": form_request(
+                    f"Budget for {project}?",
+                    {"amount": {"type": "integer", "title": "Amount (EUR)", "minimum": 0}},
+                    ["amount"],
+                ),
+                "schedule": form_request(
+                    f"When does {project} start?",
+                    {"start": {"type": "string", "title": "Start date", "format": "date"}},
+                    ["start"],
+                ),
+            },
+            {"step": "ask"},
+        )
+
     @mcp.tool(description="Ask 'confirm' WITHOUT a requestState; complete on the retry.")
     def stateless_confirm(ctx: Context, action: str = "proceed"):
         reply = answer(ctx, "confirm")
@@ -681,11 +717,18 @@ def main() -> None:
         "--cache-ttl", type=int, default=None, help="seconds; sets ttlMs on cacheable results"
     )
     parser.add_argument("--cache-scope", choices=["public", "private"], default=None)
+    parser.add_argument(
+        "--extra-tools", choices=["renewal"], default=None, help="tests/peers/_renewal_tools.py"
+    )
     args = parser.parse_args()
     BASE_URL["value"] = f"http://{args.host}:{args.port}"
     mcp = build_server(
         args.page_size, args.state_ttl, args.state_key, args.cache_ttl, args.cache_scope
     )
+    if args.extra_tools == "renewal":
+        from tests.peers._renewal_tools import register_fastmcp
+
+        register_fastmcp(mcp)
     app = mcp.http_app(path=MCP_PATH, json_response=args.json_response or None)
     serve(PeerHarness(app), args.host, args.port)
 

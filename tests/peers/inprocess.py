@@ -145,6 +145,10 @@ def _build(module: str, base_url: str, args: tuple[str, ...]) -> Any:
         state_ttl=float(options.get("--state-ttl", 600.0)),
         state_key=options.get("--state-key"),
     )
+    if options.get("--extra-tools") == "renewal":
+        from tests.peers._renewal_tools import register_fastmcp
+
+        register_fastmcp(server)
     return server.http_app(path=MCP_PATH)
 
 

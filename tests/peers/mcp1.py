@@ -52,6 +52,13 @@ class Mcp1Peer:
         response.raise_for_status()
         return response.json()
 
+    def answers(self) -> list[dict[str, Any]]:
+        """Every JSON-RPC response the client POSTed (answers to questions), oldest first:
+        ``{"id", "session", "action", "error"}``."""
+        response = httpx.get(f"{self.base_url}/_test/answers", timeout=5.0)
+        response.raise_for_status()
+        return response.json()
+
     def output(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 

@@ -26,7 +26,13 @@ Tools (``ctx.elicit`` is the SDK's server-to-client ``elicitation/create`` on th
 Sessions are counted on loopback: ``GET /_test/sessions`` is ``{"opened", "closed", "active",
 "open_ids"}``: opened = session ids issued with a 2xx answer, closed = DELETEs answered 2xx. ``GET
 /_test/requests``: ``[{"http", "rpc", "session", "version", "last_event_id"}]`` for every
-request to ``/mcp``.
+request to ``/mcp``. ``GET /_test/answers``: ``[{"id", "session", "action"}]`` for every
+JSON-RPC response the client POSTed (its answers to questions): counts what was sent, and
+how often.
+
+Without sessions (``--stateless``) the SDK still sends a question on the call's stream, but
+the answer is POSTed to a new transport that never asked it ("Received response with an
+unknown request ID"): the tool waits for ever. Such a server cannot take an answer.
 """
 
 from __future__ import annotations
@@ -193,6 +199,7 @@ class Counting:
         self.opened: list[str] = []
         self.closed: list[str] = []
         self.requests: list[dict[str, Any]] = []
+        self.answers: list[dict[str, Any]] = []
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -236,6 +243,7 @@ class Counting:
                     try:
                         parsed = json.loads(body)
                         entry["rpc"] = parsed.get("method") if isinstance(parsed, dict) else None
+                        self._record_answer(parsed, session)
                     except ValueError:
                         pass
             return message
@@ -256,6 +264,16 @@ class Counting:
 
         await self.app(scope, receive_recording, send_counting)
 
+    def _record_answer(self, parsed: Any, session: str | None) -> None:
+        # A JSON-RPC response from the client: its answer to one of our questions.
+        if not isinstance(parsed, dict) or "method" in parsed or "id" not in parsed:
+            return
+        result = parsed.get("result")
+        action = result.get("action") if isinstance(result, dict) else None
+        self.answers.append(
+            {"id": parsed["id"], "session": session, "action": action, "error": "error" in parsed}
+        )
+
     async def _test(self, path: str, send: Any) -> None:
         if path == "/_test/sessions":
             open_ids = [s for s in self.opened if s not in self.closed]
@@ -267,6 +285,8 @@ class Counting:
             }
         elif path == "/_test/requests":
             payload = self.requests
+        elif path == "/_test/answers":
+            payload = self.answers
         else:
             await _send_json(send, 404, {"error": "unknown"})
             return

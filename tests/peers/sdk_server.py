@@ -83,6 +83,22 @@ def ask_time() -> Elicit[Slot]:
     return Elicit("What time?", Slot)
 
 
+class Budget(BaseModel):
+    amount: int = Field(ge=0)
+
+
+class Schedule(BaseModel):
+    start: str
+
+
+def ask_budget() -> Elicit[Budget]:
+    return Elicit("What is the budget?", Budget)
+
+
+def ask_schedule() -> Elicit[Schedule]:
+    return Elicit("When does it start?", Schedule)
+
+
 def ask_confirm(path: str) -> Elicit[Confirm]:
     return Elicit(f"Really delete {path}?", Confirm)
 
@@ -153,6 +169,14 @@ def build_server(page_size: int, state_ttl: float, state_key: str | None) -> MCP
         slot: Annotated[Slot, Resolve(ask_time)],
     ) -> str:
         return f"Table at {restaurant} for {party.people} at {slot.time}"
+
+    @srv.tool(description="Budget and schedule asked together in one round (split rounds).")
+    def plan_quarter(
+        project: str,
+        budget: Annotated[Budget, Resolve(ask_budget)],
+        schedule: Annotated[Schedule, Resolve(ask_schedule)],
+    ) -> str:
+        return f"{project}: budget {budget.amount}, starting {schedule.start}"
 
     @srv.tool(description="Ask for confirmation; decline/cancel are results, not errors.")
     def confirm_delete(
@@ -234,8 +258,15 @@ def main() -> None:
     add_state_options(parser)
     parser.set_defaults(page_size=2)
     parser.add_argument("--json-response", action="store_true", help="never answer with SSE")
+    parser.add_argument(
+        "--extra-tools", choices=["renewal"], default=None, help="tests/peers/_renewal_tools.py"
+    )
     args = parser.parse_args()
     srv = build_server(args.page_size, args.state_ttl, args.state_key)
+    if args.extra_tools == "renewal":
+        from tests.peers._renewal_tools import register_sdk
+
+        register_sdk(srv)
     app = srv.streamable_http_app(streamable_http_path=MCP_PATH, json_response=args.json_response)
     serve(PeerHarness(app), args.host, args.port)
 

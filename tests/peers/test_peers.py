@@ -699,6 +699,7 @@ def test_sdk_pagination_uses_an_empty_string_cursor(sdk_peer: Peer) -> None:
         "echo",
         "greet",
         "book_table",
+        "plan_quarter",
         "confirm_delete",
         "route_request",
         "slow_progress",

@@ -2,7 +2,8 @@
 
 The SDK is installed by ``make node-sdk`` into ``var/node-sdk`` and run on the Node 22 of
 ``var/node`` (``make test`` installs both; without them these fixtures fail, never skip).
-Fixtures: ``ts_peer`` (session, stateful), ``ts_stateless_peer`` (session). The peers are
+Fixtures: ``ts_peer`` (session, stateful), ``ts_stateless_peer`` (session), ``ts_factory``
+(function: ``ts_factory(*args)``, e.g. ``"--question-timeout", "1000"``). The peers are
 :class:`tests.peers.mcp1.Mcp1Peer` objects (``url``, ``sessions()``, ``stop()``);
 ``requests()`` is not served.
 """
@@ -10,7 +11,7 @@ Fixtures: ``ts_peer`` (session, stateful), ``ts_stateless_peer`` (session). The 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -30,6 +31,21 @@ def start_ts_peer(*args: str, port: int | None = None, timeout: float = 20.0) ->
     command = [str(NODE), str(SERVER), "--port", str(port), *args]
     env = {**os.environ, "NODE_PATH": str(SDK_MODULES)}
     return launch(command, env, args, port, timeout)
+
+
+@pytest.fixture
+def ts_factory() -> Iterator[Callable[..., Mcp1Peer]]:
+    """``ts_factory(*args)``: a private TypeScript peer, stopped after the test."""
+    started: list[Mcp1Peer] = []
+
+    def start(*args: str, port: int | None = None) -> Mcp1Peer:
+        peer = start_ts_peer(*args, port=port)
+        started.append(peer)
+        return peer
+
+    yield start
+    for peer in started:
+        peer.stop()
 
 
 @pytest.fixture(scope="session")

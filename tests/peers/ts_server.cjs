@@ -12,8 +12,15 @@
 //   do); "{name} likes {color}", or "stopped at {name|color}: {action}".
 // - url_question: a URL-mode question, on the call's own stream; "url: {action}".
 // - ping_client: server.ping() (standalone stream); "pong".
+// With --question-timeout MS, ask_twice gives up on a question after MS milliseconds (the SDK
+// sends notifications/cancelled for it, and the tool fails with "Request timed out").
 // Sessions are counted: GET /_test/sessions is {opened, closed, active, open_ids}: opened =
-// session ids issued on a 2xx initialize, closed = DELETEs answered 2xx.
+// session ids issued on a 2xx initialize, closed = DELETEs answered 2xx. GET /_test/answers is
+// [{id, session, action, error}] for every JSON-RPC response the client POSTed (its answers).
+//
+// --stateless: every POST gets a new McpServer that never saw the client's initialize, so it
+// does not know the client declared elicitation: elicitInput throws at once and the tool
+// answers isError "Client does not support form elicitation." (a stateless server cannot ask).
 "use strict";
 
 const { randomUUID } = require("node:crypto");
@@ -28,6 +35,12 @@ const { isInitializeRequest } = require("@modelcontextprotocol/sdk/types.js");
 const args = process.argv.slice(2);
 const port = Number(args[args.indexOf("--port") + 1]);
 const stateless = args.includes("--stateless");
+// --question-timeout MS: how long ask_twice waits for each answer (the SDK's default is 60 s);
+// past it the SDK sends notifications/cancelled for the question and the tool fails.
+const questionTimeout = args.includes("--question-timeout")
+  ? Number(args[args.indexOf("--question-timeout") + 1])
+  : undefined;
+const askOptions = questionTimeout ? { timeout: questionTimeout } : undefined;
 
 function text(value) {
   return { content: [{ type: "text", text: value }] };
@@ -48,7 +61,7 @@ function build() {
         properties: { name: { type: "string", description: "Your name" } },
         required: ["name"],
       },
-    });
+    }, askOptions);
     if (first.action !== "accept") return text(`stopped at name: ${first.action}`);
     const second = await server.server.elicitInput({
       message: `Hello ${first.content.name}: your favourite colour?`,
@@ -56,7 +69,7 @@ function build() {
         type: "object",
         properties: { color: { type: "string", default: "blue" } },
       },
-    });
+    }, askOptions);
     if (second.action !== "accept") return text(`stopped at color: ${second.action}`);
     return text(`${first.content.name} likes ${second.content.color}`);
   });
@@ -86,12 +99,19 @@ function build() {
 
 const opened = [];
 const closed = [];
+const answers = [];
 const transports = {};
 const app = express();
 app.use(express.json());
 
 app.use((req, res, next) => {
   const session = req.headers["mcp-session-id"];
+  const body = req.body;
+  // A JSON-RPC response from the client: its answer to one of our questions.
+  if (req.method === "POST" && body && !Array.isArray(body) && !("method" in body) && "id" in body) {
+    const action = body.result && typeof body.result === "object" ? body.result.action : null;
+    answers.push({ id: body.id, session: session || null, action: action ?? null, error: "error" in body });
+  }
   res.on("finish", () => {
     const issued = res.getHeader("mcp-session-id");
     if (req.method === "POST" && !session && issued && res.statusCode < 300) {
@@ -106,6 +126,7 @@ app.get("/_test/sessions", (_req, res) => {
   const open = opened.filter((s) => !closed.includes(s));
   res.json({ opened: opened.length, closed: closed.length, active: open.length, open_ids: open });
 });
+app.get("/_test/answers", (_req, res) => res.json(answers));
 app.get("/authorize", (_req, res) => res.json({ ok: true }));
 
 app.post("/mcp", async (req, res) => {

@@ -65,7 +65,6 @@ def test_the_connections_policy_is_saved_and_each_tool_listed(
             reminders="90, 50%",
             escalate_after_hours="4",
             escalate_group="Finance",
-            split_routes="budget = group:Finance\nschedule = user:fay",
         ),
     )
     assert saved.status_code == 303, saved.content.decode()[:2000]
@@ -73,11 +72,16 @@ def test_the_connections_policy_is_saved_and_each_tool_listed(
     assert policy.approvals_required == 2 and policy.approvers_group == "Finance"
     assert policy.reminders == (0.5, 0.9)
     assert policy.escalate_after_seconds == 4 * 3600 and policy.escalate_group == "Finance"
-    assert policy.split_routes == {"budget": {"group": "Finance"}, "schedule": {"user": "fay"}}
     listed = otto.get(PAGE).content.decode()
     assert "2 approvals from Finance" in listed and "reminders at 50%, 90%" in listed
     # The form shows what was saved.
-    assert "budget = group:Finance" in listed and 'value="50, 90"' in listed
+    assert 'value="50, 90"' in listed
+    # Split rounds instead of the quorum (the two do not combine).
+    split = _form(reminders="50, 90", split_routes="budget = group:Finance\nschedule = user:fay")
+    assert otto.post(PAGE, split).status_code == 303
+    policy = policy_for(conn, "approve_deploy")
+    assert policy.split_routes == {"budget": {"group": "Finance"}, "schedule": {"user": "fay"}}
+    assert "budget = group:Finance" in otto.get(PAGE).content.decode()
 
 
 def test_impossible_policies_are_refused_with_the_reason(conn: Connection, otto: Client) -> None:
@@ -88,6 +92,10 @@ def test_impossible_policies_are_refused_with_the_reason(conn: Connection, otto:
         (_form(approvals_required="3", approvers_group="Two"), "could never be given"),
         (_form(split_routes="budget: Finance"), "write key = group:Name"),
         (_form(split_routes="budget = group:Nobody"), "No group of this name"),
+        (
+            _form(approvals_required="2", approvers_group="Two", split_routes="b = group:Two"),
+            "not both",
+        ),
         (_form(reminders="50, 120"), "above 0 and below 100%"),
         (_form(escalate_after_hours="2"), "Name whom to escalate to"),
         (_form(escalate_user="ghost", escalate_after_hours="1"), "No active user of this name"),

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from mrtrweb.calls import engine
 from mrtrweb.servers.models import Connection
 from tests.calls.pages import Pages, only_call, start_tool, start_url, visible_text
 from tests.peers.mcp1 import Mcp1Peer
@@ -37,11 +38,15 @@ def test_a_plain_tool_runs_from_the_start_page_to_its_result(
     assert after["active"] == before["active"]
 
 
-def test_a_tool_that_asks_fails_plainly_for_now(pages: Pages, mcp1_peer: Mcp1Peer) -> None:
+def test_a_tool_that_asks_leads_to_its_round(pages: Pages, mcp1_peer: Mcp1Peer) -> None:
     conn = Connection.objects.create(name="mcp1-asks", url=mcp1_peer.url)
     pages.get(start_url(conn))
-    start_tool(pages, conn, "ask_twice")
+    response = start_tool(pages, conn, "ask_twice")
     call: Any = only_call()
-    assert call.status == call.Status.FAILED
-    body = visible_text(pages.get(call.get_absolute_url()))
-    assert "asks questions in the older protocol; not yet supported" in body
+    assert call.status == call.Status.WAITING, call.error
+    round = call.rounds.get()
+    assert response["Location"] == round.get_absolute_url()
+    assert "What is your name?" in visible_text(pages.get(round.get_absolute_url()))
+    # The call's conversation holds the server's stream: ended here, not left running.
+    engine.cancel_round(round, call.started_by)
+    assert engine.wait_idle(10.0)

@@ -12,6 +12,9 @@
                  └── expired (requestState rejected, or past its lifetime) / cancelled
    a request refused until the caller reconnects their account: delivering ──► submitted
    (call.waiting_for_authorization_since set; the account connected sends it, once)
+   a handshake-era server's question (round.carrier "stream"): the same statuses, its answer
+   claimed and sent on the call's stream by the process holding it (round.owner); never
+   failed, unknown or resent: expired at its deadline, or lost (owner or stream gone)
 
 This module is the front door: callers write ``from mrtrweb.calls import engine`` and
 ``engine.answer(...)``. One job a module behind it, each importing only those before it:
@@ -21,10 +24,20 @@ This module is the front door: callers write ``from mrtrweb.calls import engine`
 - ``progress``: a server's progress announced (``calls.signals.call_progress``), kept, heard;
 - ``outcomes``: how each outcome of a request settles its call or round;
 - ``expiry``, ``watchdogs``, ``sweep``: state lifetimes, dead senders, the safety net;
+- ``renewal``: the renewal policy's say (:func:`renewable`: is a call's expired round run
+  again rather than expired), and how two rounds' questions compare;
+- ``reminders``: a pending round's reminders planned and sent, once each, as its call's
+  policy says; ``escalation``: a round unanswered too long reassigned to the policy's
+  fallback, and :func:`remind_due`, what the reminder tasks and the sweep run;
 - ``parking``: :func:`park`, a round a person must answer;
+- ``streams``: questions on a handshake-era call's stream as rounds (their owner, its
+  heartbeat, lost rounds), :func:`check_stream`;
 - ``resuming``: :func:`resume_authorized`, what waited for an account queued once it is
   connected;
-- ``exchange``: one request sent and its outcome settled (the engine's edge);
+- ``renewing``: a round whose state died, its call issued again, verified and moved onto the
+  fresh state (the network handed in by the exchange);
+- ``exchange``: one request sent and its outcome settled (the engine's edge); :func:`renew`;
+- ``handshake_calls``: a handshake-era call's conversation, on the shared event loop;
 - ``starting``: :func:`create_call`, :func:`start_call`, :func:`send_call`, :func:`restart`;
 - ``resubmitting``: :func:`resubmit`, a round's answers sent back, once;
 - ``quorum``: a round N people approve: the first answers kept as a proposal,
@@ -49,12 +62,17 @@ from .actions import (
     retry_delivery,
 )
 from .answering import answer, saved_answers_for
+from .escalation import remind_due, remind_if_due
+from .exchange import renew
 from .expiry import expire, expire_if_due, expiry_bucket
+from .handshake_calls import wait_idle
 from .parking import park
 from .quorum import AlreadyVoted, NoProposal, SelfApproval, tally, vote, why_cannot_vote
+from .renewal import renewable
 from .resubmitting import resubmit
 from .resuming import resume_authorized
 from .starting import StartRequest, create_call, restart, run_call, send_call, start_call
+from .streams import check_stream
 from .sweep import sweep
 from .trail import note
 from .transitions import (
@@ -81,6 +99,7 @@ __all__ = [
     "cancel_round",
     "check_call",
     "check_delivery",
+    "check_stream",
     "claim",
     "create_call",
     "expire",
@@ -90,6 +109,10 @@ __all__ = [
     "park",
     "reassign",
     "release",
+    "remind_due",
+    "remind_if_due",
+    "renew",
+    "renewable",
     "resend",
     "restart",
     "resubmit",
@@ -105,5 +128,6 @@ __all__ = [
     "transition",
     "transition_call",
     "vote",
+    "wait_idle",
     "why_cannot_vote",
 ]

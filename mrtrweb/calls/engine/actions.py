@@ -59,8 +59,17 @@ def release(round: Round, actor: Any) -> None:
         record(round.call, "released", round=round, actor=actor)
 
 
-def reassign(round: Round, actor: Any, *, user: Any = None, group: Any = None) -> None:
-    """Route a pending round to another user or group (exactly one)."""
+def reassign(
+    round: Round,
+    actor: Any,
+    *,
+    user: Any = None,
+    group: Any = None,
+    kind: str = "reassigned",
+    **detail: Any,
+) -> None:
+    """Route a pending round to another user or group (exactly one). ``kind`` and ``detail``
+    are what the audit trail records (an escalation is recorded as ``escalated``)."""
     if (user is None) == (group is None):
         raise ValueError("reassign to a user or to a group")
     with transaction.atomic():
@@ -76,11 +85,12 @@ def reassign(round: Round, actor: Any, *, user: Any = None, group: Any = None) -
             raise AlreadyAnswered("The round is no longer pending.")
         record(
             round.call,
-            "reassigned",
+            kind,
             round=round,
             actor=actor,
             assigned_user=user.get_username() if user else None,
             assigned_group=group.name if group else None,
+            **detail,
         )
         round.refresh_from_db()
         transaction.on_commit(lambda: notify_new_round(round))

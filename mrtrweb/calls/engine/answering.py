@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from concurrent.futures import Future
 from typing import Any
@@ -15,12 +16,17 @@ from mrtrweb.elicitation import answers_match
 
 from .. import handoff, queue
 from ..models import Round
-from . import quorum
+from ..routing import answering_for
+from . import quorum, splitting
 from .resubmitting import queue_resubmission, resubmit
 from .trail import record
 from .transitions import AlreadyAnswered, NotAnswerable, transition
 
 __all__ = ["answer", "saved_answers_for"]
+
+# How often a page that waits for a stream round's outcome looks (the owner looks for the
+# answer as often).
+ANSWER_POLL = 0.1
 
 
 def answer(
@@ -50,11 +56,16 @@ def answer(
     if round.unsupported_reason:
         raise NotAnswerable(round.unsupported_reason)
     answers = {key: dict(value) for key, value in responses.items()}
-    hand_off = deliver_within is not None and handoff.enabled()
+    # A question on a handshake-era call's stream: the process holding the stream sends the
+    # answer (engine.streams); nothing is resent from here.
+    stream = round.carrier == Round.Carrier.STREAM
+    hand_off = deliver_within is not None and handoff.enabled() and not stream
     # The delivery started once committed (not when an outer transaction is still open).
     sending: list[Future[None]] = []
     with transaction.atomic():
         now = timezone.now()
+        if round.split and (answers := splitting.answer_part(round, answers, user, now)) is None:
+            return Round.objects.get(pk=round.pk)  # a part answered; the round waits for the rest
         if not transition(
             round,
             Round.Status.PENDING,
@@ -73,16 +84,34 @@ def answer(
             transaction.on_commit(lambda: sending.append(handoff.start(resubmit, round.pk)))
         comment = quorum.clean_comment(comment)
         note = {"comment": comment} if comment else {}
+        # "answered by bob for ada": a delegate's answer says whom it stood in for.
+        for_whom = answering_for(round, user)
+        if for_whom is not None:
+            note["for_user"] = for_whom.get_username()
         record(round.call, "answered", round=round, actor=user, answers=answers, **note)
         # In the same transaction as the answers (database queue): both are kept, or neither.
         if hand_off:
             queue.enqueue("deliver_unclaimed_round", round.pk, at=now + handoff.GRACE)
-        else:
+        elif not stream:
             queue_resubmission(round.pk)
     if sending:
         handoff.wait_for(sending[0], deliver_within or 0.0)
+    elif stream and deliver_within:
+        _wait_for_owner(round.pk, deliver_within)
     round.refresh_from_db()
     return round
+
+
+def _wait_for_owner(round_id: int, wait: float) -> None:
+    """Wait up to ``wait`` seconds while the owner of a stream round (perhaps another
+    process) sends the answer and hears what the server does next (the round is then
+    delivered, or lost)."""
+    until = time.monotonic() + wait
+    busy = (Round.Status.SUBMITTED, Round.Status.DELIVERING)
+    while Round.objects.filter(pk=round_id, status__in=busy).exists():
+        if time.monotonic() >= until:
+            return
+        time.sleep(ANSWER_POLL)
 
 
 def saved_answers_for(round: Round) -> dict[str, dict[str, Any]]:

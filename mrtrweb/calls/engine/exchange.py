@@ -34,12 +34,11 @@ from mrtrweb.mcp import (
     ProtocolError,
     ResponseTooLarge,
     UnsupportedInputRequest,
+    io_loop,
 )
 from mrtrweb.mcp.rounds import state_only_backoff
-from mrtrweb.servers.models import Connection
 
 from ..models import Call, Round, state_sha256
-from .handshake_calls import HandshakeQuestionsNotSupported, send_handshake
 from .outcomes import (
     complete,
     delivered,
@@ -52,18 +51,23 @@ from .outcomes import (
 )
 from .parking import park
 from .progress import on_progress
+from .renewing import Send, renew_answered, renew_parked
 from .resuming import resume_authorized
 from .trail import dump, record
 from .transitions import set_call, this_attempt
 from .watchdogs import watch_call
 
-__all__ = ["run"]
+__all__ = ["renew", "run", "settle_failure", "settle_result"]
 
 logger = logging.getLogger(__name__)
 
 
-def run(call: Call, *, round: Round | None, responses: Any, state: str | None) -> None:
-    """Send the call (``round`` None) or a round's answers, and record what came back."""
+def run(call: Call, *, round: Round | None, responses: Any, state: str | None) -> bool:
+    """Send the call (``round`` None) or a round's answers, and record what came back.
+
+    True when the server turned out to speak the handshake era (it refused the first request
+    as a 2026-07-28 one, so nothing ran): the caller starts the call's conversation
+    (:mod:`.handshake_calls`) instead."""
     if round is None:
         # Should this process die (or hang) before the call settles, the watchdog fails it;
         # its clock (updated_at) starts now, when the request leaves, not when it was queued.
@@ -72,10 +76,11 @@ def run(call: Call, *, round: Round | None, responses: Any, state: str | None) -
             Call.objects.filter(pk=call.pk).update(updated_at=call.updated_at)
             watch_call(call)
     try:
-        _exchange(call, round=round, responses=responses, state=state)
+        return _exchange(call, round=round, responses=responses, state=state)
     except Exception as exc:
         logger.exception("call %s: the exchange with the server broke in mrtrweb", call.pk)
         _crashed(call, round, exc)
+    return False
 
 
 async def _send(
@@ -90,15 +95,7 @@ async def _send(
     settings = call.connection.client_settings(call.credentials)
     if authenticator is not None:
         settings = dataclasses.replace(settings, authenticator=authenticator)
-    if round is None and call.connection.era == Connection.Era.LEGACY:
-        return await send_handshake(call, settings, progress)
-    try:
-        return await _send_modern(call, settings, responses, state, progress)
-    except LegacyServer:
-        # Refused as a 2026-07-28 request, so nothing ran: speak the handshake era instead.
-        if round is not None:
-            raise
-        return await send_handshake(call, settings, progress)
+    return await _send_modern(call, settings, responses, state, progress)
 
 
 async def _send_modern(
@@ -137,6 +134,39 @@ async def _send_modern(
         return result, client.last_http_status
 
 
+def _sender(call: Call, authenticator: DatabaseAuthenticator | None) -> Send:
+    """The call's request sent again (new id, same arguments), for the renewal policy."""
+
+    def send(responses: Mapping[str, Any] | None, state: str | None) -> Any:
+        _release_pooled_connection()
+        return async_to_sync(_send)(call, responses, state, None, authenticator)[0]
+
+    return send
+
+
+def _authenticator(call: Call) -> DatabaseAuthenticator | None:
+    connection = call.connection
+    return authenticator_for(connection, call.started_by) if connection.uses_oauth else None
+
+
+def renew(round_id: int) -> None:
+    """The renewal policy's task (``renew_round``): issue the call of a pending round whose
+    state died again and move the round onto the fresh state (engine.renewing)."""
+    round = (
+        Round.objects.select_related("call__connection", "call__started_by")
+        .filter(pk=round_id, status=Round.Status.PENDING)
+        .first()
+    )
+    if round is None:
+        return
+    with io_loop.attached():
+        try:
+            renew_parked(round, _sender(round.call, _authenticator(round.call)))
+        except Exception:
+            # Left pending: the claim's deadline passes and the expiry task tries again.
+            logger.exception("call %s: renewing round %s broke in mrtrweb", round.call_id, round.pk)
+
+
 def _crashed(call: Call, round: Round | None, exc: Exception) -> None:
     """Settle what an unexpected exception interrupted (see :func:`run`)."""
     message = f"mrtrweb could not complete the exchange with the server ({type(exc).__name__}: "
@@ -156,7 +186,57 @@ def _crashed(call: Call, round: Round | None, exc: Exception) -> None:
     fail_call(call, message, reason=f"{type(exc).__name__}: {str(exc)[:500]}")
 
 
-def _exchange(call: Call, *, round: Round | None, responses: Any, state: str | None) -> None:
+def settle_failure(
+    call: Call,
+    round: Round | None,
+    exc: MCPError,
+    authenticator: DatabaseAuthenticator | None,
+) -> None:
+    """Settle a request the MCP client raised ``exc`` for (the call, or ``round``)."""
+    if isinstance(exc, AuthorizationRequired):
+        # Nothing ran on the server. When a person can cure it by connecting an account,
+        # the request waits for them, answers kept; otherwise (a static header refused,
+        # client credentials refused) it is refused as before.
+        reason = authenticator.refused(exc) if authenticator is not None else ""
+        if authenticator is not None and reason:
+            wait_for_authorization(call, round, reason, exc)
+            if authenticator.connected_now():
+                # Connected again while this request was refused: the signal came before
+                # the wait was recorded, so it is resumed here (once: the claim decides).
+                resume_authorized(call.connection, authenticator.user)
+        else:
+            delivery_failed(call, round, exc)
+    elif isinstance(exc, InvalidRequestState):
+        state_rejected(call, round, exc)
+    elif isinstance(exc, UnsupportedInputRequest):
+        if round is None or delivered(round):
+            park(
+                call,
+                exc.raw_result.get("inputRequests") or {},
+                exc.request_state,
+                unsupported=str(exc),
+            )
+    elif isinstance(exc, NotDelivered):
+        not_delivered(call, round, exc)
+    elif isinstance(exc, (OutcomeUnknown, ProtocolError, ResponseTooLarge)):
+        # The request left and what came back (if anything) cannot be trusted: the server
+        # may have acted on it.
+        outcome_unknown(call, round, exc)
+    else:
+        # The server answered and refused (JSON-RPC error, 4xx, credentials): nothing ran.
+        delivery_failed(call, round, exc)
+
+
+def settle_result(call: Call, result: Any) -> None:
+    """Store a call's result (inside the caller's transaction), unless the call finished
+    meanwhile (the watchdog failed it, its round was lost): then it is ignored."""
+    if Call.objects.filter(pk=call.pk, status__in=Call.FINISHED).exists():
+        record(call, "late_answer_ignored")
+        return
+    complete(call, result)
+
+
+def _exchange(call: Call, *, round: Round | None, responses: Any, state: str | None) -> bool:
     connection = call.connection
     # Every request of the call goes with the caller's account (or the connection's), never
     # with that of whoever answered a round: servers bind a round's state to the caller.
@@ -164,65 +244,47 @@ def _exchange(call: Call, *, round: Round | None, responses: Any, state: str | N
         authenticator_for(connection, call.started_by) if connection.uses_oauth else None
     )
     waits = state_only_backoff()
+    renewed = False  # the renewal policy renews a refused state once per attempt
     while True:
         _release_pooled_connection()
         try:
             result, http_status = async_to_sync(_send)(call, responses, state, round, authenticator)
-        except AuthorizationRequired as exc:
-            # Nothing ran on the server. When a person can cure it by connecting an account,
-            # the request waits for them, answers kept; otherwise (a static header refused,
-            # client credentials refused) it is refused as before.
-            reason = authenticator.refused(exc) if authenticator is not None else ""
-            if authenticator is not None and reason:
-                wait_for_authorization(call, round, reason, exc)
-                if authenticator.connected_now():
-                    # Connected again while this request was refused: the signal came before
-                    # the wait was recorded, so it is resumed here (once: the claim decides).
-                    resume_authorized(connection, authenticator.user)
-            else:
-                delivery_failed(call, round, exc)
-            return
+        except LegacyServer as exc:
+            if round is None:
+                # Refused as a 2026-07-28 request, so nothing ran: the handshake era instead.
+                return True
+            settle_failure(call, round, exc, authenticator)
+            return False
         except InvalidRequestState as exc:
-            state_rejected(call, round, exc)
-            return
-        except HandshakeQuestionsNotSupported as exc:
-            fail_call(call, str(exc), reason="handshake-era question", asked=exc.asked)
-            return
-        except UnsupportedInputRequest as exc:
-            if round is None or delivered(round):
-                park(
-                    call,
-                    exc.raw_result.get("inputRequests") or {},
-                    exc.request_state,
-                    unsupported=str(exc),
-                )
-            return
-        except NotDelivered as exc:
-            not_delivered(call, round, exc)
-            return
-        except (OutcomeUnknown, ProtocolError, ResponseTooLarge) as exc:
-            # The request left and what came back (if anything) cannot be trusted: the server
-            # may have acted on it.
-            outcome_unknown(call, round, exc)
-            return
+            # The renewal policy: issue the call again, then send the answers to the new state.
+            renewal = None
+            if round is not None and not renewed:
+                renewed = True
+                renewal = renew_answered(call, round, _sender(call, authenticator))
+            if renewal is None:
+                state_rejected(call, round, exc)
+                return False
+            if renewal.kind != "renewed":
+                return False
+            state = renewal.state
+            continue
         except MCPError as exc:
-            # The server answered and refused (JSON-RPC error, 4xx, credentials): nothing ran.
-            delivery_failed(call, round, exc)
-            return
+            settle_failure(call, round, exc, authenticator)
+            return False
         # The round closed and what came back stored in one transaction: one commit, and the
         # events' receivers run after the result is stored, not before.
         with transaction.atomic():
             if round is not None:
                 if not delivered(round, http_status=http_status):
-                    return
+                    return False
                 round = None
             elif Call.objects.filter(pk=call.pk, status__in=Call.FINISHED).exists():
                 # The watchdog failed the call while its answer was on the way: it stays so.
                 record(call, "late_answer_ignored")
-                return
+                return False
             if not isinstance(result, mcp_types.InputRequiredResult):
                 complete(call, result)
-                return
+                return False
             # Each request of the call restarts the watchdog's clock (updated_at).
             Call.objects.filter(pk=call.pk).update(
                 rounds_used=F("rounds_used") + 1, updated_at=timezone.now()
@@ -235,14 +297,14 @@ def _exchange(call: Call, *, round: Round | None, responses: Any, state: str | N
                     error=f"The server asked for input more than {connection.max_rounds} times.",
                 )
                 record(call, "failed", reason="round cap", cap=connection.max_rounds)
-                return
+                return False
             if result.input_requests:
                 park(
                     call,
                     {key: dump(request) for key, request in result.input_requests.items()},
                     result.request_state,
                 )
-                return
+                return False
             # A state-only round: retry at once with the echoed state, backing off a little.
             record(
                 call, "state_only_retry", request_state_sha256=state_sha256(result.request_state)

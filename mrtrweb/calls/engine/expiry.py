@@ -21,10 +21,11 @@ from django_tasks_db.models import DBTaskResult
 from .. import queue
 from ..models import Call, Round
 from ..notify import notify_expired
+from . import renewal
 from .trail import record
 from .transitions import AlreadyAnswered, set_call, transition
 
-__all__ = ["expire", "expire_if_due", "expiry_bucket", "schedule_expiry"]
+__all__ = ["expire", "expire_if_due", "expiry_bucket", "schedule_batched", "schedule_expiry"]
 
 _OPEN = (Round.Status.PENDING, Round.Status.FAILED)
 # An answered round whose call waits for its caller to reconnect an account is still open to
@@ -89,6 +90,8 @@ def expire_if_due(round_id: int, *, now: datetime | None = None) -> bool:
     )
     if round is None:
         return False
+    if renewal.claim(round, now, schedule_expiry):  # the renewal policy: renewed instead
+        return False
     try:
         expire(round, None, notify=True)
     except AlreadyAnswered:  # answered (or expired by another sweep) in the meantime
@@ -124,9 +127,16 @@ def schedule_expiry(expires_at: datetime) -> None:
     step due within the next one is not shared: its task could already be running, and miss
     a round whose transaction has not committed yet.
     """
-    at = expiry_bucket(expires_at)
+    schedule_batched("expire_rounds_due", expires_at)
+
+
+def schedule_batched(name: str, due_at: datetime) -> None:
+    """Make sure task ``name`` (one that does everything due by the time it runs) runs at or
+    soon after ``due_at``, sharing a task row per step as :func:`schedule_expiry` says. The
+    reminders use it too (``engine.reminders``)."""
+    at = expiry_bucket(due_at)
     step = timedelta(seconds=float(settings.MRTRWEB_EXPIRY_STEP))
-    task = queue.task("expire_rounds_due")
+    task = queue.task(name)
     if at - timezone.now() > step and isinstance(task.get_backend(), DatabaseBackend):
         waiting = DBTaskResult.objects.filter(
             status=TaskResultStatus.READY,
@@ -136,4 +146,4 @@ def schedule_expiry(expires_at: datetime) -> None:
         )
         if waiting.exists():
             return
-    queue.enqueue("expire_rounds_due", at=at, deferred_only=True)
+    queue.enqueue(name, at=at, deferred_only=True)

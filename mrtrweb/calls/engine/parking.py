@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
@@ -10,8 +11,10 @@ from django.utils import timezone
 
 from ..models import Call, Round
 from ..notify import notify_new_round
-from ..routing import route
+from ..routing import route, stand_in
+from . import renewal, splitting
 from .expiry import schedule_expiry
+from .reminders import plan as plan_reminders
 from .trail import record
 from .transitions import set_call
 
@@ -19,27 +22,49 @@ __all__ = ["park"]
 
 
 def park(
-    call: Call, requests: Mapping[str, Any], state: str | None, *, unsupported: str = ""
+    call: Call,
+    requests: Mapping[str, Any],
+    state: str | None,
+    *,
+    unsupported: str = "",
+    carrier: str = Round.Carrier.RETRY,
+    owner: str = "",
+    lifetime: timedelta | None = None,
 ) -> Round:
     """Store a round of ``call`` asking ``requests`` (the ``inputRequests`` as the server sent
     them) with its ``requestState``, routed to whoever answers, and set the call waiting.
 
     ``unsupported`` says why nobody can answer it (request kinds this client cannot show):
     it is parked anyway, so a person can see it and abandon the call.
+
+    A question asked on a handshake-era call's stream (``carrier`` "stream", see
+    engine.streams) has no state; ``owner`` is the process holding the stream, and
+    ``lifetime`` (the connection's question deadline) replaces the state's lifetime.
     """
     with transaction.atomic():
         index = call.rounds.count() + 1
         user, group = route(call)
+        user, delegated_from = stand_in(call, user)  # a delegate answers for who is away
         requests = dict(requests)
+        now = timezone.now()
         parked = Round(
             call=call,
             index=index,
             input_requests=requests,
             summary=Round.summary_of(requests),
             unsupported_reason=unsupported,
-            expires_at=timezone.now() + call.connection.state_lifetime,
+            created_at=now,
+            expires_at=now + (lifetime or call.connection.state_lifetime),
+            # A question on a stream has no state to renew: its deadline is the stream's.
+            renew_until=(
+                None if carrier == Round.Carrier.STREAM else renewal.deadline(call, now, requests)
+            ),
             assigned_user=user,
             assigned_group=group,
+            delegated_from=delegated_from,
+            carrier=carrier,
+            owner=owner,
+            heard_at=now if owner else None,
         )
         parked.set_request_state(state)
         parked.save()
@@ -49,6 +74,8 @@ def park(
         routed = {"assigned_user": user.get_username()} if user else {}
         if group:
             routed["assigned_group"] = group.name
+        if delegated_from:
+            routed["delegated_from"] = delegated_from.get_username()
         record(
             call,
             "round_parked",
@@ -56,11 +83,14 @@ def park(
             index=index,
             **({"unsupported": unsupported} if unsupported else {}),
             request_state_sha256=parked.request_state_sha256,
+            **({"carrier": carrier} if carrier != Round.Carrier.RETRY else {}),
             **routed,
         )
+        splitting.split(parked, call)  # a split policy's parts, when it routes these keys
         # Robust: a failing notification must not look like a failed exchange.
         transaction.on_commit(lambda: notify_new_round(parked), robust=True)
         # Its expiry, due when its state dies: one task per minute of deadlines, not per round
         # (a task row per round was a third of what a parked round stored).
         schedule_expiry(parked.expires_at)
+        plan_reminders(parked)  # reminders and escalation, as the call's policy says
     return parked

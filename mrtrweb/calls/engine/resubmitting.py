@@ -17,6 +17,7 @@ from mrtrweb.mcp import io_loop
 from .. import queue
 from ..models import Round
 from .exchange import run
+from .streams import lose_if_orphaned
 from .transitions import transition
 from .watchdogs import stuck_after, watch_delivery
 
@@ -43,6 +44,9 @@ def resubmit(round_id: int, *, unclaimed_only: bool = False) -> None:
             # A call waiting for its caller to reconnect is sent by the resume, not before.
             where={
                 "call__waiting_for_authorization_since__isnull": True,
+                # A stream round's answer goes back on its call's stream, by its owner:
+                # there is no request to resend (engine.streams).
+                "carrier": Round.Carrier.RETRY,
                 **({"attempts": 0} if unclaimed_only else {}),
             },
             attempts=F("attempts") + 1,
@@ -50,6 +54,8 @@ def resubmit(round_id: int, *, unclaimed_only: bool = False) -> None:
             heard_at=None,
             next_attempt_at=None,
         ):
+            # Only an owner gone for good leaves a stream round to anyone else: it is lost.
+            lose_if_orphaned(round_id)
             return
         round = Round.objects.select_related("call__connection", "call__started_by").get(
             pk=round_id

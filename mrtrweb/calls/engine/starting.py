@@ -18,6 +18,7 @@ from mrtrweb.servers.models import Connection
 from .. import handoff, queue
 from ..models import Call
 from .exchange import run
+from .handshake_calls import converse
 from .trail import dump, record
 from .transitions import transition_call
 
@@ -116,7 +117,10 @@ def run_call(call: Call) -> Call:
 
 def send_call(call_id: int) -> None:
     """Send a call's first request, once: only the caller that claims it (sets ``sent_at``)
-    sends. A call claimed by a process that died while sending is failed by the sweep."""
+    sends. A call claimed by a process that died while sending is failed by the sweep.
+
+    Returns when the call is completed, failed, or waiting on a round; on a handshake-era
+    server the call's conversation goes on after that in this process (it owns the stream)."""
     if not transition_call(
         call_id,
         Call.Status.RUNNING,
@@ -127,8 +131,14 @@ def send_call(call_id: int) -> None:
     ):
         return
     call = Call.objects.select_related("connection", "started_by").get(pk=call_id)
-    with io_loop.attached():
-        run(call, round=None, responses=None, state=None)
+    if call.connection.era != Connection.Era.LEGACY:
+        with io_loop.attached():
+            if not run(call, round=None, responses=None, state=None):
+                return
+    # A handshake-era server (known, or found out now: it refused the 2026-07-28 request, so
+    # nothing ran): the call's conversation runs on the shared loop, and this returns once a
+    # question is parked or the call is done, not after the person answered.
+    converse(call)
 
 
 def start_call(*, deliver_within: float | None = None, **start: Unpack[StartRequest]) -> Call:

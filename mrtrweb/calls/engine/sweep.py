@@ -11,25 +11,33 @@ from django.utils import timezone
 
 from .. import queue
 from ..models import Call, Round
+from .escalation import remind_due
 from .expiry import expire_due
+from .streams import lose_orphans
 from .watchdogs import check_call, check_delivery
 
 __all__ = ["sweep"]
 
 
 def sweep(*, now: datetime | None = None, only_expire: bool = False) -> dict[str, int]:
-    """Expire open rounds past their state lifetime, requeue answered rounds whose delivery
-    task was lost, flag deliveries whose sender died, and fail calls left running by a sender
-    that died. Safe to run any time, from any number of processes. ``only_expire`` does the
-    first part alone (the expiry tasks)."""
+    """Expire open rounds past their state lifetime, mark lost the stream rounds whose owner
+    stopped beating, requeue answered rounds whose delivery task was lost, send reminders and
+    escalations left behind, flag deliveries whose sender died, and fail calls left running by
+    a sender that died. Safe to run any time, from any number of processes. ``only_expire``
+    does the first part alone (the expiry tasks)."""
     now = now or timezone.now()
     counts = {"expired": expire_due(now), "requeued": 0, "flagged": 0}
     if only_expire:
         return counts
+    counts["reminded"] = remind_due(now)  # reminders and escalations a lost task left
+    # Questions on the stream of a process that stopped beating: lost, answers kept.
+    counts["lost"] = lose_orphans(now)
     grace = timedelta(seconds=float(settings.MRTRWEB_DELIVERY_GRACE))
     # Rounds waiting for an account to be connected are not stranded: the resume sends them.
     stranded = Round.objects.filter(
-        status=Round.Status.SUBMITTED, call__waiting_for_authorization_since__isnull=True
+        status=Round.Status.SUBMITTED,
+        call__waiting_for_authorization_since__isnull=True,
+        carrier=Round.Carrier.RETRY,
     ).filter(
         Q(next_attempt_at__lte=now - grace)
         | Q(next_attempt_at__isnull=True, answered_at__lte=now - grace)
@@ -39,7 +47,7 @@ def sweep(*, now: datetime | None = None, only_expire: bool = False) -> dict[str
         with transaction.atomic():
             queue.enqueue("deliver_round", round_id)
         counts["requeued"] += 1
-    delivering = Round.objects.filter(status=Round.Status.DELIVERING)
+    delivering = Round.objects.filter(status=Round.Status.DELIVERING, carrier=Round.Carrier.RETRY)
     for round_id, attempt in delivering.values_list("pk", "attempts"):
         counts["flagged"] += check_delivery(round_id, attempt, now=now)
     running = Call.objects.filter(status=Call.Status.RUNNING)

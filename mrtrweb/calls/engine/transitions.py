@@ -13,7 +13,7 @@ from typing import Any
 from django.db.models import Model
 from django.utils import timezone
 
-from ..models import Call, Round
+from ..models import Call, Round, RoundPart
 
 __all__ = [
     "AlreadyAnswered",
@@ -21,8 +21,10 @@ __all__ = [
     "NotAnswerable",
     "set_call",
     "this_attempt",
+    "touch",
     "transition",
     "transition_call",
+    "transition_part",
 ]
 
 
@@ -85,6 +87,28 @@ def transition_call(
     """:func:`transition` for a call."""
     pk = call if isinstance(call, int) else call.pk
     return _guarded(Call, pk, from_, to, where, fields)
+
+
+def transition_part(
+    part: RoundPart | int,
+    from_: Statuses,
+    to: str,
+    *,
+    where: Mapping[str, Any] | None = None,
+    **fields: Any,
+) -> bool:
+    """:func:`transition` for a part of a split round (``engine.splitting``)."""
+    pk = part if isinstance(part, int) else part.pk
+    return _guarded(RoundPart, pk, from_, to, where, fields)
+
+
+def touch(from_: Statuses, where: Mapping[str, Any], **fields: Any) -> int:
+    """Set ``fields`` (never the status) on every round matching ``where`` that is still in
+    ``from_``: a heartbeat on the rounds a process holds. How many it touched."""
+    expected = [from_] if isinstance(from_, str) else list(from_)
+    if "status" in fields:
+        raise ValueError("touch changes fields alone: a status goes through transition()")
+    return Round.objects.filter(status__in=expected, **where).update(**fields)
 
 
 def this_attempt(round: Round) -> dict[str, Any]:

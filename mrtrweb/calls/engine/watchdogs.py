@@ -64,7 +64,13 @@ def check_delivery(round_id: int, attempt: int, *, now: datetime | None = None) 
     now = now or timezone.now()
     round = (
         Round.objects.select_related("call__connection")
-        .filter(pk=round_id, status=Round.Status.DELIVERING, attempts=attempt)
+        .filter(
+            pk=round_id,
+            status=Round.Status.DELIVERING,
+            attempts=attempt,
+            # A stream round's sender is its owner, watched by its heartbeat (engine.streams).
+            carrier=Round.Carrier.RETRY,
+        )
         .first()
     )
     if round is None or round.delivering_since is None:

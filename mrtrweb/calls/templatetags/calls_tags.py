@@ -9,7 +9,7 @@ from django import template
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from mrtrweb.calls.presenting import Outcome, person_name
+from mrtrweb.calls.presenting import Outcome, changes_said, person_name, renewal_state
 from mrtrweb.calls.rendering import Block, pretty_json
 from mrtrweb.calls.when import moment
 
@@ -63,3 +63,14 @@ def outcome_of(outcomes: dict[int, Outcome], call: Any) -> Outcome | None:
 @register.inclusion_tag("calls/_outcome.html")
 def outcome_badge(outcome: Outcome | None) -> dict[str, Any]:
     return {"outcome": outcome}
+
+
+@register.filter(name="renewal_state")
+def renewal_state_filter(round: Any) -> Any:
+    """``{% with note=round|renewal_state %}``: the renewal policy's note on a round."""
+    return renewal_state(round)
+
+
+@register.filter(name="changes_said")
+def changes_said_filter(changes: Any) -> list[str]:
+    return changes_said(changes)

@@ -11,6 +11,10 @@ prints one JSON object::
 ``round`` is the round waiting for a person (null when none), ``result`` the server's final
 result once the call completed. The exit status is 0 whenever a call was started, whatever
 its outcome: read ``status``. Bad options exit non-zero and start nothing.
+
+A handshake-era server asks its questions on the call's open stream, which this process
+holds: after printing, the command then waits until the call ends (the question is answered
+on its page, or its deadline passes); stopped meanwhile, the server is told "cancel".
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from mrtrweb.calls import engine
+from mrtrweb.calls import engine, handoff
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.servers.catalog import ensure_catalog
 from mrtrweb.servers.models import Connection
@@ -88,6 +92,23 @@ class Command(BaseCommand):
             )
             described = describe(call)
         self.stdout.write(json.dumps(described, ensure_ascii=False))
+        self.stdout.flush()
+        if call.rounds.filter(carrier=Round.Carrier.STREAM, status=Round.Status.PENDING).exists():
+            self.hold_the_stream()
+
+    def hold_the_stream(self) -> None:
+        """A handshake-era server asked on the call's open stream, which this process holds:
+        it stays until the call ends, so the question can be answered on its page. Stopped
+        (Ctrl-C), it tells the server "cancel" and the round is marked lost."""
+        sys.stderr.write(
+            "The server asked on the call's open stream, which this command holds: it waits "
+            "until the call ends (answer on the round's page; Ctrl-C gives up).\n"
+        )
+        try:
+            while not engine.wait_idle(1.0):
+                pass
+        finally:
+            handoff.shutdown()
 
     def arguments(self, raw: str | None, method: str) -> str:
         if raw is None:

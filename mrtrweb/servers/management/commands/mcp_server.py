@@ -82,6 +82,13 @@ class Command(BaseCommand):
             "--max-rounds", type=int, metavar="N", help="input rounds per call (default 10)"
         )
         add.add_argument(
+            "--question-deadline",
+            type=float,
+            metavar="SECONDS",
+            help="how long a person has to answer a handshake-era server's question, which "
+            "waits on the call's open stream (default 600)",
+        )
+        add.add_argument(
             "--update",
             action="store_true",
             help="if the connection exists, update it instead of failing",
@@ -112,6 +119,8 @@ class Command(BaseCommand):
             raise CommandError("--state-lifetime must be at least 1 second")
         if options["max_rounds"] is not None and options["max_rounds"] < 1:
             raise CommandError("--max-rounds must be at least 1")
+        if options["question_deadline"] is not None and options["question_deadline"] < 1:
+            raise CommandError("--question-deadline must be at least 1 second")
 
         with transaction.atomic():
             connection = Connection.objects.select_for_update().filter(name=name).first()
@@ -142,6 +151,8 @@ class Command(BaseCommand):
                 connection.state_lifetime = timedelta(seconds=options["state_lifetime"])
             if options["max_rounds"] is not None:
                 connection.max_rounds = options["max_rounds"]
+            if options["question_deadline"] is not None:
+                connection.question_deadline = options["question_deadline"]
             try:
                 connection.full_clean()
             except ValidationError as exc:

@@ -1,0 +1,232 @@
+"""Reminders and escalation (issue 17) against the real fastmcp peer, with a fake clock:
+reminders at 50% and 90% of the answering time are sent once each and none after an answer;
+they are scheduled one task per minute like expiry, and the sweep catches up; a round still
+unanswered goes to the policy's fallback, who is told, and so is whoever had it."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Group
+from django.db.models import F
+from django.utils import timezone
+from django_tasks_db.models import DBTaskResult
+
+from mrtrweb.calls import engine
+from mrtrweb.calls.access import can_answer
+from mrtrweb.calls.engine import expiry_bucket
+from mrtrweb.calls.models import Call, Round
+from mrtrweb.policies.models import Policy
+from tests.calls.delivery_support import DATABASE_QUEUE, run_tasks
+from tests.policies.reminders_support import answer_on_the_page, kinds, moment, start
+from tests.support.factories import make_connection, make_user
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("inline_tasks")]
+
+
+@pytest.fixture
+def people() -> dict[str, Any]:
+    return {
+        name: make_user(name, email=f"{name}@example.com")
+        for name in ("carl", "ada", "grace", "linus")
+    }
+
+
+@pytest.fixture
+def connection(fastmcp_in_process: Any) -> Any:
+    return make_connection(fastmcp_in_process, state_lifetime=timedelta(hours=1))
+
+
+def reminders_to(mailoutbox: Any) -> list[tuple[str, ...]]:
+    return [tuple(m.to) for m in mailoutbox if "Reminder" in m.subject]
+
+
+def test_reminders_at_half_and_ninety_percent_are_sent_once_each(
+    connection: Any, people: dict[str, Any], mailoutbox: Any
+) -> None:
+    Policy.objects.create(connection=connection, reminders=[0.5, 0.9])
+    round = start(connection, people["carl"], route_user=people["ada"])
+    assert [m.to for m in mailoutbox] == [["ada@example.com"]]  # the round itself
+    assert round.remind_at == moment(round, 0.5)
+
+    assert engine.remind_due(moment(round, 0.49)) == 0
+    assert reminders_to(mailoutbox) == []
+    assert engine.remind_due(moment(round, 0.5)) == 1
+    assert reminders_to(mailoutbox) == [("ada@example.com",)]
+    reminder = mailoutbox[-1]
+    assert "50%" in reminder.body and round.get_absolute_url() in reminder.body
+    # Once: a later task, or the sweep, finds nothing more until 90%.
+    assert engine.remind_due(moment(round, 0.6)) == 0
+    assert engine.sweep(now=moment(round, 0.7))["reminded"] == 0
+    round.refresh_from_db()
+    assert (round.reminders_sent, round.remind_at) == (1, moment(round, 0.9))
+
+    assert engine.remind_due(moment(round, 0.91)) == 1
+    assert "90%" in mailoutbox[-1].body
+    assert engine.remind_due(moment(round, 0.99)) == 0
+    assert reminders_to(mailoutbox) == [("ada@example.com",)] * 2
+    round.refresh_from_db()
+    assert (round.reminders_sent, round.remind_at) == (2, None)
+    reminded = round.events.filter(kind="reminded").order_by("id")
+    assert [(e.detail["reminder"], e.detail["fraction"]) for e in reminded] == [(1, 0.5), (2, 0.9)]
+
+    # Reminded or not, the round is answered as before, and the server gets the answer.
+    answer_on_the_page(people["ada"], round)
+    round.refresh_from_db()
+    assert round.status == Round.Status.DELIVERED
+    assert round.call.status == Call.Status.COMPLETED
+    assert round.call.result["structuredContent"]["confirmed"] is True
+
+
+def test_no_reminder_after_an_answer_nor_for_a_closed_round(
+    connection: Any, people: dict[str, Any], mailoutbox: Any
+) -> None:
+    Policy.objects.create(connection=connection, reminders=[0.5, 0.9])
+    answered = start(connection, people["carl"], route_user=people["ada"])
+    closed = start(connection, people["carl"], route_user=people["ada"])
+    answer_on_the_page(people["ada"], answered)
+    engine.abandon(closed, people["ada"])
+    answered.refresh_from_db()
+    assert answered.status == Round.Status.DELIVERED
+    late = max(moment(answered, 0.95), moment(closed, 0.95))
+    assert engine.remind_due(late) == 0
+    assert engine.sweep(now=late)["reminded"] == 0
+    assert reminders_to(mailoutbox) == []
+    assert "reminded" not in kinds(answered) + kinds(closed)
+
+
+def test_a_sweep_that_comes_late_sends_one_reminder_for_those_it_missed(
+    connection: Any, people: dict[str, Any], mailoutbox: Any
+) -> None:
+    Policy.objects.create(connection=connection, reminders=[0.5, 0.9])
+    round = start(connection, people["carl"], route_user=people["ada"])
+    # The worker was down past both moments: one email (the latest), both counted as sent.
+    assert engine.sweep(now=moment(round, 0.95))["reminded"] == 1
+    assert reminders_to(mailoutbox) == [("ada@example.com",)]
+    assert "90%" in mailoutbox[-1].body
+    round.refresh_from_db()
+    assert (round.reminders_sent, round.remind_at) == (2, None)
+
+
+def test_reminders_are_scheduled_one_task_per_minute_and_the_task_sends_them(
+    connection: Any, people: dict[str, Any], mailoutbox: Any, settings: Any
+) -> None:
+    settings.TASKS = DATABASE_QUEUE
+    Policy.objects.create(connection=connection, reminders=[0.5, 0.9])
+    rounds = [start(connection, people["carl"], route_user=people["ada"]) for _ in range(3)]
+
+    def reminder_tasks() -> list[DBTaskResult]:
+        return list(
+            DBTaskResult.objects.filter(
+                task_path__endswith=".remind_rounds_due", status="READY"
+            ).order_by("run_after")
+        )
+
+    # One task row per minute of reminders, not one per round (the rounds were parked within
+    # a second or two, so their 50% moments fall in one minute, or two across its turn).
+    buckets = {expiry_bucket(moment(r, 0.5)) for r in rounds}
+    assert {t.run_after for t in reminder_tasks()} == buckets and len(buckets) <= 2
+    # Time passes: the first round's 50% moment is a second ago, and its task is due.
+    round = rounds[0]
+    gone = moment(round, 0.5) - timezone.now() + timedelta(seconds=1)
+    Round.objects.filter(pk=round.pk).update(
+        created_at=F("created_at") - gone,
+        expires_at=F("expires_at") - gone,
+        remind_at=F("remind_at") - gone,
+    )
+    round.refresh_from_db()
+    DBTaskResult.objects.filter(task_path__endswith=".remind_rounds_due").update(
+        run_after=timezone.now() - timedelta(seconds=1)
+    )
+    run_tasks()
+    assert reminders_to(mailoutbox) == [("ada@example.com",)]
+    round.refresh_from_db()
+    assert round.reminders_sent == 1
+    # ... and its next reminder has a task of its own minute.
+    assert expiry_bucket(moment(round, 0.9)) in {t.run_after for t in reminder_tasks()}
+    assert [r.reminders_sent for r in Round.objects.filter(pk__in=[r.pk for r in rounds[1:]])] == [
+        0,
+        0,
+    ]
+
+
+def test_an_unanswered_round_is_escalated_to_the_fallback_once(
+    connection: Any, people: dict[str, Any], mailoutbox: Any
+) -> None:
+    ada, grace = people["ada"], people["grace"]
+    Policy.objects.create(
+        connection=connection, escalate_after=timedelta(minutes=30), escalate_user=grace
+    )
+    round = start(connection, people["carl"], route_user=ada)
+    mailoutbox.clear()
+    assert round.remind_at == round.created_at + timedelta(minutes=30)
+    assert engine.remind_due(round.created_at + timedelta(minutes=29)) == 0
+    assert engine.remind_due(round.created_at + timedelta(minutes=31)) == 1
+    round.refresh_from_db()
+    assert round.assigned_user == grace and round.escalated_at is not None
+    assert round.remind_at is None and round.status == Round.Status.PENDING
+    escalated = round.events.get(kind="escalated")
+    assert escalated.actor is None
+    assert escalated.detail["assigned_user"] == "grace"
+    assert escalated.detail["from_user"] == "ada"
+    # The fallback is asked as for any round; the one who had it is told it moved on.
+    by_address = {m.to[0]: m for m in mailoutbox}
+    assert set(by_address) == {"grace@example.com", "ada@example.com"}
+    assert round.get_absolute_url() in by_address["grace@example.com"].body
+    assert "Passed on to grace" in by_address["ada@example.com"].subject
+    # Once.
+    assert engine.remind_due(round.created_at + timedelta(hours=1)) == 0
+    assert engine.sweep(now=round.created_at + timedelta(minutes=59))["reminded"] == 0
+    assert len(mailoutbox) == 2
+    # The fallback answers; the one who had it no longer can.
+    assert not can_answer(ada, round)
+    answer_on_the_page(grace, round)
+    round.refresh_from_db()
+    assert (round.status, round.answered_by) == (Round.Status.DELIVERED, grace)
+
+
+def test_escalation_to_a_group_and_reminders_after_it_reach_its_members(
+    connection: Any, people: dict[str, Any], mailoutbox: Any
+) -> None:
+    finance = Group.objects.create(name="Finance")
+    finance.user_set.add(people["grace"], people["linus"])
+    Policy.objects.create(
+        connection=connection,
+        reminders=[0.9],
+        escalate_after=timedelta(minutes=10),
+        escalate_group=finance,
+    )
+    round = start(connection, people["carl"], route_user=people["ada"])
+    mailoutbox.clear()
+    assert engine.remind_due(round.created_at + timedelta(minutes=10)) == 1
+    round.refresh_from_db()
+    assert (round.assigned_user, round.assigned_group) == (None, finance)
+    assert round.remind_at == moment(round, 0.9)
+    assert sorted(m.to[0] for m in mailoutbox) == [
+        "ada@example.com",
+        "grace@example.com",
+        "linus@example.com",
+    ]
+    mailoutbox.clear()
+    assert engine.remind_due(moment(round, 0.9)) == 1
+    assert sorted(reminders_to(mailoutbox)) == [("grace@example.com",), ("linus@example.com",)]
+    assert kinds(round).count("escalated") == 1
+
+
+def test_an_escalation_due_after_an_answer_does_nothing(
+    connection: Any, people: dict[str, Any], mailoutbox: Any
+) -> None:
+    Policy.objects.create(
+        connection=connection,
+        escalate_after=timedelta(minutes=5),
+        escalate_user=people["grace"],
+    )
+    round = start(connection, people["carl"], route_user=people["ada"])
+    answer_on_the_page(people["ada"], round)
+    mailoutbox.clear()
+    assert engine.remind_due(round.created_at + timedelta(minutes=6)) == 0
+    round.refresh_from_db()
+    assert (round.assigned_user, round.escalated_at) == (people["ada"], None)
+    assert mailoutbox == []
