@@ -15,6 +15,7 @@ from pathlib import Path
 
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.translation import gettext_lazy as _
 
 from mrtrweb import env
 
@@ -77,6 +78,9 @@ MIDDLEWARE = [
     "django_permissions_policy.PermissionsPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # The language from the language cookie, else the browser's Accept-Language (English or
+    # German); the account's own choice wins, set after authentication (LanguageMiddleware).
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -85,6 +89,8 @@ MIDDLEWARE = [
     "mrtrweb.accounts.middleware.SecondFactorMiddleware",
     # Each page in the person's own time zone (account page, else browser, else UTC).
     "mrtrweb.accounts.timezones.TimeZoneMiddleware",
+    # The language chosen on the account page, when there is one, over the browser's.
+    "mrtrweb.accounts.languages.LanguageMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -236,7 +242,13 @@ EMAIL_HOST_PASSWORD = ENV.get("EMAIL_HOST_PASSWORD", "")
 EMAIL_USE_TLS = env.env_bool(ENV, "EMAIL_USE_TLS", default=False)
 DEFAULT_FROM_EMAIL = ENV.get("DEFAULT_FROM_EMAIL", "mrtrweb@localhost")
 
-LANGUAGE_CODE = "en-us"
+# English unless the browser or the account page asks for German (docs/development.md,
+# Translations). Tests and emails without a recipient's choice run in English.
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", _("English")), ("de", _("German"))]
+LOCALE_PATHS = [BASE_DIR / "locale"]
+# Dates as the pages write them, per language (mrtrweb/formats/).
+FORMAT_MODULE_PATH = ["mrtrweb.formats"]
 TIME_ZONE = ENV.get("DJANGO_TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True
@@ -316,6 +328,7 @@ if PRODUCTION:
     SECURE_HSTS_PRELOAD = env.env_bool(ENV, "DJANGO_SECURE_HSTS_PRELOAD", default=True)
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
+    LANGUAGE_COOKIE_SECURE = True
 
 # Logs go to stderr: one JSON object per line (DJANGO_LOG_FORMAT=json, the production default)
 # or plain text. mrtrweb.events gets one line per engine event (mrtrweb/core/event_log.py).

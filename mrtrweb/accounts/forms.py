@@ -7,13 +7,14 @@ from typing import Any
 
 from django import forms
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from .second_factor import Checked
 
 
 class CodeForm(forms.Form):
     code = forms.CharField(
-        label="Code",
+        label=_("Code"),
         max_length=32,
         strip=True,
         widget=forms.TextInput(
@@ -38,6 +39,6 @@ class CodeForm(forms.Form):
                 f"Too many wrong codes. Wait {seconds} s, then try again.", code="throttled"
             )
         raise forms.ValidationError(
-            "That code is not right (or was used already). Try the code your app shows now.",
+            _("That code is not right (or was used already). Try the code your app shows now."),
             code="wrong",
         )

@@ -54,6 +54,9 @@ class Preferences(models.Model):
     # An IANA zone name ("Europe/Oslo"); "" follows the browser (else UTC). Checked against
     # zoneinfo when saved and again when used, so a zone a later tzdata drops falls back.
     time_zone = models.CharField(max_length=64, blank=True, default="")
+    # A code of settings.LANGUAGES ("de"); "" follows the browser (else English). Pages and the
+    # emails sent to this person are in it (accounts/languages.py).
+    language = models.CharField(max_length=16, blank=True, default="")
 
     class Meta:
         verbose_name = "preferences"

@@ -34,6 +34,7 @@ from django.dispatch import receiver
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 from django_otp import login as otp_login
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 from mozilla_django_oidc.views import (
@@ -272,8 +273,11 @@ def _trusted_mfa(payload: dict[str, Any]) -> bool:
 def _failed(request: HttpRequest) -> HttpResponse:
     messages.error(
         request,
-        f"Signing in with {settings.MRTRWEB_OIDC_NAME} did not work. Try again, or sign in "
-        "with your username and password.",
+        _(
+            "Signing in with %(provider)s did not work. Try again, or sign in with your "
+            "username and password."
+        )
+        % {"provider": settings.MRTRWEB_OIDC_NAME},
     )
     return HttpResponseRedirect(reverse("login"))
 
@@ -287,7 +291,7 @@ class OidcStart(OIDCAuthenticationRequestView):
 
     def get(self, request: HttpRequest) -> HttpResponse:
         if not enabled():
-            raise Http404("Single sign-on is off.")
+            raise Http404(_("Single sign-on is off."))
         try:
             self.OIDC_OP_AUTH_ENDPOINT = provider()["OIDC_OP_AUTHORIZATION_ENDPOINT"]
         except ProviderUnavailable as exc:
@@ -302,7 +306,7 @@ class OidcCallback(OIDCAuthenticationCallbackView):
 
     def get(self, request: HttpRequest) -> HttpResponse:
         if not enabled():
-            raise Http404("Single sign-on is off.")
+            raise Http404(_("Single sign-on is off."))
         try:
             return super().get(request)
         except SuspiciousOperation as exc:  # a state this browser never started

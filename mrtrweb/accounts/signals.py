@@ -7,6 +7,7 @@ from typing import Any
 from django.contrib.auth.signals import user_logged_in
 from django.dispatch import receiver
 
+from . import languages
 from .second_factor import CODE_PENDING, has_code_device
 from .timezones import SESSION_KEY
 
@@ -24,11 +25,15 @@ def note_code_device(sender: Any, request: Any, user: Any, **kwargs: Any) -> Non
 
 @receiver(user_logged_in, dispatch_uid="mrtrweb.accounts.time_zone")
 def note_time_zone(sender: Any, request: Any, user: Any, **kwargs: Any) -> None:
-    """The account's time zone, kept in the new session: pages then need no query for it."""
+    """The account's time zone and language, kept in the new session: pages then need no query
+    for them."""
     session = getattr(request, "session", None)
     if session is None:
         return
     from .models import Preferences
 
-    name = Preferences.objects.filter(user=user).values_list("time_zone", flat=True).first()
+    name, language = Preferences.objects.filter(user=user).values_list(
+        "time_zone", "language"
+    ).first() or ("", "")
     session[SESSION_KEY] = [user.pk, name or ""]
+    session[languages.SESSION_KEY] = [user.pk, language or ""]

@@ -22,9 +22,12 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import views as auth_views
-from django.contrib.auth.forms import AuthenticationForm
+from django.contrib.auth.forms import AuthenticationForm, PasswordResetForm
 from django.core.cache import cache
 from django.http import HttpResponse, HttpResponseRedirect
+from django.utils.translation import gettext_lazy as _
+
+from mrtrweb.people.speaking import writing_to
 
 RESET_EMAIL = "registration/password_reset_email.txt"
 RESET_SUBJECT = "registration/password_reset_subject.txt"
@@ -33,10 +36,12 @@ RESET_SUBJECT = "registration/password_reset_subject.txt"
 class SignInForm(AuthenticationForm):
     error_messages = {
         **AuthenticationForm.error_messages,
-        "invalid_login": (
+        "invalid_login": _(
             "That username and password do not match an account here. Both are case-sensitive."
         ),
-        "inactive": "This account is switched off. An administrator of this site can switch it on.",
+        "inactive": _(
+            "This account is switched off. An administrator of this site can switch it on."
+        ),
     }
 
 
@@ -49,7 +54,16 @@ def base_url() -> str:
     return settings.MRTRWEB_BASE_URL.rstrip("/")
 
 
+class ResetForm(PasswordResetForm):
+    def send_mail(self, *args: Any, **kwargs: Any) -> None:
+        # In the account's own language, not that of whoever typed the address.
+        context = kwargs.get("context", args[2] if len(args) > 2 else {})
+        with writing_to(context.get("user")):
+            super().send_mail(*args, **kwargs)
+
+
 class PasswordReset(auth_views.PasswordResetView):
+    form_class = ResetForm
     email_template_name = RESET_EMAIL
     subject_template_name = RESET_SUBJECT
 

@@ -17,6 +17,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 from django_otp import login as otp_login
@@ -149,11 +150,13 @@ def turn_off(request: HttpRequest) -> HttpResponse:
     if second_factor.is_required(user):
         messages.error(
             request,
-            "Admins and operators must keep two-step sign-in. If you lost your phone, "
-            "ask an admin to reset it, then set it up again.",
+            _(
+                "Admins and operators must keep two-step sign-in. If you lost your phone, "
+                "ask an admin to reset it, then set it up again."
+            ),
         )
         return SeeOther(reverse("accounts:two_step"))
     second_factor.remove_devices(user)
     request.session.pop(second_factor.CODE_PENDING, None)
-    messages.success(request, "Two-step sign-in is off: signing in asks only for your password.")
+    messages.success(request, _("Two-step sign-in is off: signing in asks only for your password."))
     return SeeOther(reverse("accounts:two_step"))

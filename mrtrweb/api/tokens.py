@@ -16,6 +16,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -26,9 +27,9 @@ from .models import ApiToken
 
 class TokenForm(forms.Form):
     name = forms.CharField(
-        label="Name",
+        label=_("Name"),
         max_length=100,
-        help_text="What the token is for, e.g. “deploy pipeline”.",
+        help_text=_("What the token is for, e.g. “deploy pipeline”."),
     )
 
 
@@ -81,5 +82,8 @@ def token_revoke(request: HttpRequest, pk: int) -> HttpResponse:
         # It cannot be undone: the list's button only asks (no JavaScript needed).
         return render(request, "api/token_revoke.html", {"token": token})
     token.revoke()
-    messages.success(request, f"Token “{token.name}” revoked: programs using it are refused now.")
+    messages.success(
+        request,
+        _("Token “%(name)s” revoked: programs using it are refused now.") % {"name": token.name},
+    )
     return SeeOther(reverse("tokens:list"))

@@ -17,6 +17,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
@@ -44,7 +45,7 @@ def _kind_for(connection: Connection) -> str:
         return Authorization.Kind.SHARED
     if connection.auth == Connection.Auth.OAUTH_PERSON:
         return Authorization.Kind.PERSON
-    raise Http404("This connection is not connected through a browser.")
+    raise Http404(_("This connection is not connected through a browser."))
 
 
 def _connectable(request: HttpRequest, name: str) -> tuple[Connection, str]:
@@ -57,9 +58,9 @@ def _connectable(request: HttpRequest, name: str) -> tuple[Connection, str]:
     kind = _kind_for(connection)
     if kind == Authorization.Kind.SHARED:
         if not is_operator(request.user):
-            raise PermissionDenied("Only an operator connects a connection's shared account.")
+            raise PermissionDenied(_("Only an operator connects a connection's shared account."))
     elif not startable_connections(request.user).filter(pk=connection.pk).exists():
-        raise Http404("No such connection.")
+        raise Http404(_("No such connection."))
     return connection, kind
 
 
@@ -179,9 +180,13 @@ def callback(request: HttpRequest) -> HttpResponse:
         key = flow.hold_draft(request, connection, after, done.draft)
         after = flow.with_query(after, restore=key)
     if authorization.kind == Authorization.Kind.PERSON:
-        messages.success(request, f"Your account on {connection} is connected.")
+        messages.success(
+            request, _("Your account on %(server)s is connected.") % {"server": connection}
+        )
     else:
-        messages.success(request, f"The shared account of {connection} is connected.")
+        messages.success(
+            request, _("The shared account of %(server)s is connected.") % {"server": connection}
+        )
     return SeeOther(after)
 
 
@@ -207,7 +212,7 @@ def disconnect(request: HttpRequest, pk: int) -> HttpResponse:
     own = authorization.user_id is not None and authorization.user_id == request.user.pk
     if not (own or is_operator(request.user)):
         # Someone else's: as if it did not exist.
-        raise Http404("No such authorization.")
+        raise Http404(_("No such authorization."))
     connection = authorization.connection
     whose = "your account" if own else _whose(authorization)
     unrevoked = flow.revoke(authorization)
@@ -261,7 +266,7 @@ def client_metadata(request: HttpRequest) -> HttpResponse:
 
 def _operator(request: HttpRequest) -> None:
     if not is_operator(request.user):
-        raise PermissionDenied("The console is for operators.")
+        raise PermissionDenied(_("The console is for operators."))
 
 
 @login_required
@@ -301,7 +306,9 @@ def discover_now(request: HttpRequest, name: str) -> HttpResponse:
         found = flow.discovery_for(connection, refresh=True)
     except flow.FlowError as exc:
         return _panel(request, connection, error=str(exc), status=502)
-    messages.success(request, f"Discovered: the authorization server is {found.issuer}.")
+    messages.success(
+        request, _("Discovered: the authorization server is %(issuer)s.") % {"issuer": found.issuer}
+    )
     return SeeOther(reverse("authorizations:connection", kwargs={"name": name}))
 
 
@@ -311,11 +318,11 @@ def client_token(request: HttpRequest, name: str) -> HttpResponse:
     _operator(request)
     connection = get_object_or_404(Connection, name=name)
     if connection.auth != Connection.Auth.CLIENT_CREDENTIALS:
-        raise Http404("This connection does not use client credentials.")
+        raise Http404(_("This connection does not use client credentials."))
     try:
         flow.client_credentials_now(connection)
     except flow.FlowError as exc:
         return _panel(request, connection, error=str(exc), status=502)
     logger.info("operator %s got a client credentials token for %s", request.user, name)
-    messages.success(request, f"{connection} has a new token.")
+    messages.success(request, _("%(connection)s has a new token.") % {"connection": connection})
     return SeeOther(reverse("authorizations:connection", kwargs={"name": name}))

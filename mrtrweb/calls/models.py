@@ -16,6 +16,7 @@ from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.functional import cached_property
+from django.utils.translation import gettext_lazy as _
 
 from mrtrweb.elicitation.questions import Question, read_questions, summary
 from mrtrweb.encryption.fields import EncryptedCompactTextField, EncryptedJSONField
@@ -42,17 +43,17 @@ def _where_set(field: str, name: str, *more: str) -> models.Index:
 
 class Call(models.Model):
     class Method(models.TextChoices):
-        TOOL = "tools/call", "tool"
-        PROMPT = "prompts/get", "prompt"
-        RESOURCE = "resources/read", "resource"
+        TOOL = "tools/call", _("tool")
+        PROMPT = "prompts/get", _("prompt")
+        RESOURCE = "resources/read", _("resource")
 
     class Status(models.TextChoices):
-        RUNNING = "running", "running"
-        WAITING = "waiting", "waiting for input"
-        COMPLETED = "completed", "completed"
-        FAILED = "failed", "failed"
-        CANCELLED = "cancelled", "cancelled"
-        EXPIRED = "expired", "expired"
+        RUNNING = "running", _("running")
+        WAITING = "waiting", _("waiting for input")
+        COMPLETED = "completed", _("completed")
+        FAILED = "failed", _("failed")
+        CANCELLED = "cancelled", _("cancelled")
+        EXPIRED = "expired", _("expired")
 
     FINISHED = (Status.COMPLETED, Status.FAILED, Status.CANCELLED, Status.EXPIRED)
 
@@ -181,23 +182,23 @@ class Call(models.Model):
 
 class Round(models.Model):
     class Status(models.TextChoices):
-        PENDING = "pending", "waiting for an answer"
-        SUBMITTED = "submitted", "answered, waiting to be sent"
-        DELIVERING = "delivering", "being sent"
-        DELIVERED = "delivered", "delivered"
-        FAILED = "failed", "could not be delivered"
+        PENDING = "pending", _("waiting for an answer")
+        SUBMITTED = "submitted", _("answered, waiting to be sent")
+        DELIVERING = "delivering", _("being sent")
+        DELIVERED = "delivered", _("delivered")
+        FAILED = "failed", _("could not be delivered")
         # Sent, but no usable answer came back: the server may have acted on it, so it is not
         # resent blindly; an admin chooses to resend or abandon it.
-        UNKNOWN = "unknown", "sent, outcome unknown: waiting for an admin"
-        EXPIRED = "expired", "expired"
-        CANCELLED = "cancelled", "cancelled"
+        UNKNOWN = "unknown", _("sent, outcome unknown: waiting for an admin")
+        EXPIRED = "expired", _("expired")
+        CANCELLED = "cancelled", _("cancelled")
         # Renewal policy: its state expired, the call was issued again and the server asked
         # something else; the round that asks it now replaces this one (``replaces``).
-        CHANGED = "changed", "replaced: the server's questions changed"
+        CHANGED = "changed", _("replaced: the server's questions changed")
 
     class Carrier(models.TextChoices):
-        RETRY = "retry", "a retry of the request"
-        STREAM = "stream", "the response on the call's open stream"
+        RETRY = "retry", _("a retry of the request")
+        STREAM = "stream", _("the response on the call's open stream")
 
     # Indexed by round_index_unique_per_call (call first).
     call = models.ForeignKey(Call, on_delete=models.CASCADE, related_name="rounds", db_index=False)

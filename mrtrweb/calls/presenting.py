@@ -28,7 +28,7 @@ from typing import Any
 
 from django.db.models import BooleanField, Count, ExpressionWrapper, Q, QuerySet
 from django.forms.utils import ErrorDict
-from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext, gettext_lazy, ngettext
 from django.utils.translation import gettext as _
 
 from mrtrweb.elicitation import (
@@ -59,10 +59,15 @@ HEADLINE_CHARS = 200
 
 
 def _too_big(why: str) -> str:
-    return (
-        f"{why}: one page shows at most {MAX_QUESTIONS} questions, {MAX_FIELDS} fields and "
-        f"{MAX_FORM_OPTIONS} options in all."
-    )
+    return _(
+        "%(why)s: one page shows at most %(questions)d questions, %(fields)d fields and "
+        "%(options)d options in all."
+    ) % {
+        "why": why,
+        "questions": MAX_QUESTIONS,
+        "fields": MAX_FIELDS,
+        "options": MAX_FORM_OPTIONS,
+    }
 
 
 @dataclass
@@ -155,12 +160,16 @@ class PresentedRound:
             if count > MAX_QUESTIONS:
                 # Said once, above the first: the page stays small however many there are.
                 if len(sections) == 1:
-                    section.error = _too_big(f"The server asked {count} questions at once")
+                    section.error = _too_big(
+                        _("The server asked %(count)d questions at once") % {"count": count}
+                    )
                 continue
             section.message = question.message
             if isinstance(question, UnsupportedQuestion):
                 if question.malformed:
-                    section.error = f"The server sent a malformed question: {question.reason}"
+                    section.error = _("The server sent a malformed question: %(reason)s") % {
+                        "reason": question.reason
+                    }
                 else:
                     section.mode = "unsupported"
                     section.error = question.reason
@@ -168,13 +177,15 @@ class PresentedRound:
                 section.mode = "url"
                 section.url = question.info
             elif question.spec is None:
-                section.error = f"This question uses a form mrtrweb cannot show: {question.problem}"
+                section.error = _("This question uses a form mrtrweb cannot show: %(problem)s") % {
+                    "problem": question.problem
+                }
             else:
                 spec = question.spec
                 fields_left -= len(spec)
                 options_left -= sum(len(field.options) for field in spec)
                 if fields_left < 0 or options_left < 0:
-                    section.error = _too_big("With this question the round asks too much")
+                    section.error = _too_big(_("With this question the round asks too much"))
                     continue
                 section.mode = "form"
                 section.spec = spec
@@ -302,7 +313,7 @@ class RoundAnswers:
 
     @property
     def accept_label(self) -> str:
-        return "Submit" if self.has_forms else "I've finished"
+        return _("Submit") if self.has_forms else _("I've finished")
 
     def section_for_prefix(self, prefix: str) -> Section | None:
         for section in self.sections:
@@ -348,7 +359,7 @@ def labelled_value(field: FieldSpec | None, value: Any) -> str:
         return answer_value(value)
     labels = {option.value: option.label for option in field.options}
     if isinstance(value, list):
-        return ", ".join(labels.get(v, answer_value(v)) for v in value) or "(none)"
+        return ", ".join(labels.get(v, answer_value(v)) for v in value) or _("(none)")
     return labels.get(value, answer_value(value)) if isinstance(value, str) else answer_value(value)
 
 
@@ -400,23 +411,23 @@ class Outcome:
     """What came of a call, as one badge: ``key`` (its CSS class) and ``label``."""
 
     key: str
-    label: str
+    label: str  # translated when shown (a lazy string)
     tone: str  # live, good, refused, stopped, bad: the badge's colour
 
     def __str__(self) -> str:
-        return self.label
+        return str(self.label)
 
 
 OUTCOMES = {
-    "running": Outcome("running", "Running", "live"),
-    "waiting": Outcome("waiting", "Waiting for an answer", "live"),
-    "answered": Outcome("answered", "Answered", "good"),
-    "completed": Outcome("completed", "Completed", "good"),
-    "declined": Outcome("declined", "Declined", "refused"),
-    "cancelled": Outcome("cancelled", "Cancelled", "stopped"),
-    "expired": Outcome("expired", "Expired", "stopped"),
-    "failed": Outcome("failed", "Failed", "bad"),
-    "tool_error": Outcome("tool_error", "Tool error", "bad"),
+    "running": Outcome("running", gettext_lazy("Running"), "live"),
+    "waiting": Outcome("waiting", gettext_lazy("Waiting for an answer"), "live"),
+    "answered": Outcome("answered", gettext_lazy("Answered"), "good"),
+    "completed": Outcome("completed", gettext_lazy("Completed"), "good"),
+    "declined": Outcome("declined", gettext_lazy("Declined"), "refused"),
+    "cancelled": Outcome("cancelled", gettext_lazy("Cancelled"), "stopped"),
+    "expired": Outcome("expired", gettext_lazy("Expired"), "stopped"),
+    "failed": Outcome("failed", gettext_lazy("Failed"), "bad"),
+    "tool_error": Outcome("tool_error", gettext_lazy("Tool error"), "bad"),
 }
 
 

@@ -13,11 +13,12 @@ from django.core.mail import send_mass_mail
 from django.utils.translation import gettext as _
 
 from mrtrweb.mcp.oneline import one_line
+from mrtrweb.people.speaking import writing_to
 from mrtrweb.policies.resolve import delegate_of
 
 from .notify import SUBJECT_LENGTH
 from .presenting import person_name, present
-from .when import moment_in_utc
+from .when import moment_in_zone
 
 __all__ = ["notify_escalated_away", "notify_reminder", "waiting_for"]
 
@@ -56,6 +57,11 @@ def _send(what: str, round: Any, messages: list[Message]) -> None:
 
 
 def _reminder(round: Any, user: Any, fraction: float) -> Message:
+    with writing_to(user):  # their language and zone, not the worker's
+        return _reminder_text(round, user, fraction)
+
+
+def _reminder_text(round: Any, user: Any, fraction: float) -> Message:
     call = round.call
     link = settings.MRTRWEB_BASE_URL.rstrip("/") + round.get_absolute_url()
     question = one_line(present(round).first_message, SUBJECT_LENGTH)
@@ -90,7 +96,7 @@ def _reminder(round: Any, user: Any, fraction: float) -> Message:
         lines += [
             "",
             _("Answer before %(when)s; after that it cannot be answered.")
-            % {"when": moment_in_utc(round.expires_at)},
+            % {"when": moment_in_zone(round.expires_at)},
         ]
     return subject, "\n".join(lines) + "\n", None, [user.email]
 
@@ -105,6 +111,11 @@ def notify_reminder(round: Any, fraction: float) -> None:
 
 
 def _escalated(round: Any, user: Any, fallback: str) -> Message:
+    with writing_to(user):
+        return _escalated_text(round, user, fallback)
+
+
+def _escalated_text(round: Any, user: Any, fallback: str) -> Message:
     call = round.call
     facts = {
         "asker": person_name(call.started_by),

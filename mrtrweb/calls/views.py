@@ -19,6 +19,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 from django_htmx.http import HttpResponseClientRefresh
 
@@ -360,10 +361,10 @@ def _crumb(user: Any, call: Call) -> tuple[str, str]:
     """Where the call page's breadcrumb leads: "My calls" for its caller only; an admin's
     way in is the dashboard, anyone else's their inbox."""
     if call.started_by_id == user.pk:
-        return "My calls", reverse("calls:list") + ("?mine=1" if is_admin(user) else "")
+        return _("My calls"), reverse("calls:list") + ("?mine=1" if is_admin(user) else "")
     if is_admin(user):
-        return "Dashboard", reverse("dashboard:rounds")
-    return "Inbox", reverse("inbox:index")
+        return _("Dashboard"), reverse("dashboard:rounds")
+    return _("Inbox"), reverse("inbox:index")
 
 
 def _progress(call: Call, rounds: list[Round]) -> SafeString | None:
@@ -505,10 +506,11 @@ def _claim_lost(request: HttpRequest, pk: int) -> HttpResponse:
     if taker is not None:
         messages.info(
             request,
-            f"That round is no longer waiting for you: {person_name(taker)} took it.",
+            _("That round is no longer waiting for you: %(name)s took it.")
+            % {"name": person_name(taker)},
         )
     else:
-        messages.info(request, "That round is no longer waiting for you: someone else took it.")
+        messages.info(request, _("That round is no longer waiting for you: someone else took it."))
     return HttpResponseClientRefresh()
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.urls import NoReverseMatch, reverse
+from django.utils.translation import gettext as _
 
 from mrtrweb.people.roles import is_operator
 from mrtrweb.servers.models import Connection
@@ -41,8 +42,11 @@ def _name(user: Any) -> str:
 def headline(call: Call) -> str:
     server = str(call.connection)
     if call.connection.auth == Connection.Auth.OAUTH_PERSON:
-        return f"Waiting for {_name(call.started_by)} to reconnect their account on {server}"
-    return f"Waiting for an operator to reconnect the account of {server}"
+        return _("Waiting for %(name)s to reconnect their account on %(server)s") % {
+            "name": _name(call.started_by),
+            "server": server,
+        }
+    return _("Waiting for an operator to reconnect the account of %(server)s") % {"server": server}
 
 
 def reconnect_url(call: Call) -> str:

@@ -1,8 +1,15 @@
-"""Moments as people read them: "in 8 minutes — 2 Dec, 07:29", in the person's own zone.
+"""Moments as people read them: "in 8 minutes — 2 Dec, 07:29", in the person's own zone and
+language.
 
 The zone is Django's current time zone, which ``accounts.timezones.TimeZoneMiddleware``
-activates for every request (the account's choice, else the browser's, else UTC). Emails have
-no request: they say their zone (:func:`moment_in_utc`).
+activates for every request (the account's choice, else the browser's, else UTC); the language
+is the active one (``accounts.languages``). Emails, which have no request, are rendered inside
+``people.speaking.writing_to(recipient)``, which activates the recipient's own.
+
+Dates use the active language's formats (``mrtrweb/formats/``): "2 Dec, 07:29" in English,
+"2. Dez, 07:29" in German. Relative times have their own translated units, in the form that
+follows "in"/"vor" in German ("in 3 Tagen", "vor 3 Tagen"), which Django's own (nominative,
+"3 Tage") are not.
 """
 
 from __future__ import annotations
@@ -10,12 +17,23 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from django.utils import timezone
-from django.utils.dateformat import format as date_format
+from django.utils import formats, timezone
 from django.utils.timesince import timesince, timeuntil
+from django.utils.translation import gettext as _
+from django.utils.translation import npgettext_lazy
 
 # Closer than this to now, a moment is "just now" (never "0 minutes ago").
 JUST_NOW = dt.timedelta(minutes=1)
+
+# Django's timesince units, said as a relative time ("in 3 days", "3 days ago").
+RELATIVE_UNITS = {
+    "year": npgettext_lazy("relative time", "%(num)d year", "%(num)d years", "num"),
+    "month": npgettext_lazy("relative time", "%(num)d month", "%(num)d months", "num"),
+    "week": npgettext_lazy("relative time", "%(num)d week", "%(num)d weeks", "num"),
+    "day": npgettext_lazy("relative time", "%(num)d day", "%(num)d days", "num"),
+    "hour": npgettext_lazy("relative time", "%(num)d hour", "%(num)d hours", "num"),
+    "minute": npgettext_lazy("relative time", "%(num)d minute", "%(num)d minutes", "num"),
+}
 
 
 @dataclass(frozen=True)
@@ -37,11 +55,21 @@ class Moment:
 def relative(at: dt.datetime, now: dt.datetime | None = None) -> str:
     now = now or timezone.now()
     if abs(at - now) < JUST_NOW:
-        return "just now"
+        return _("just now")
     # Two units at most ("1 hour, 50 minutes"): one alone rounds 1 h 50 down to "1 hour".
     if at > now:
-        return f"in {timeuntil(at, now, depth=2)}".replace("\xa0", " ")
-    return f"{timesince(at, now, depth=2)} ago".replace("\xa0", " ")
+        span = timeuntil(at, now, time_strings=RELATIVE_UNITS, depth=2)
+        return (_("in %(time)s") % {"time": span}).replace("\xa0", " ")
+    span = timesince(at, now, time_strings=RELATIVE_UNITS, depth=2)
+    return (_("%(time)s ago") % {"time": span}).replace("\xa0", " ")
+
+
+def local_date(local: dt.datetime, *, with_year: bool) -> str:
+    """A local moment as the active language writes it, to the minute."""
+    if with_year:
+        return formats.date_format(local, "SHORT_DATETIME_FORMAT")
+    day = formats.date_format(local, "MONTH_DAY_FORMAT")
+    return f"{day}, {formats.time_format(local, 'TIME_FORMAT')}"
 
 
 def moment(at: dt.datetime, now: dt.datetime | None = None, tz: dt.tzinfo | None = None) -> Moment:
@@ -49,17 +77,29 @@ def moment(at: dt.datetime, now: dt.datetime | None = None, tz: dt.tzinfo | None
     tz = tz or timezone.get_current_timezone()
     local = timezone.localtime(at, tz)
     same_year = local.year == timezone.localtime(now, tz).year
-    zone = str(getattr(tz, "key", None) or local.tzname() or "UTC")
+    zone = zone_name(tz, local)
     return Moment(
         at=at,
         relative=relative(at, now),
-        date=date_format(local, "j M, H:i" if same_year else "j M Y, H:i"),
-        full=f"{date_format(local, 'j M Y, H:i')} ({zone})",
+        date=local_date(local, with_year=not same_year),
+        full=f"{local_date(local, with_year=True)} ({zone})",
         zone=zone,
         future=at > now,
     )
 
 
+def zone_name(tz: dt.tzinfo, local: dt.datetime) -> str:
+    return str(getattr(tz, "key", None) or local.tzname() or "UTC")
+
+
+def moment_in_zone(at: dt.datetime, tz: dt.tzinfo | None = None) -> str:
+    """For emails, which have no page to hover on: the date with its zone named, "2 Dec 2026,
+    07:29 Europe/Oslo", in the active zone (the recipient's, under ``writing_to``)."""
+    tz = tz or timezone.get_current_timezone()
+    local = timezone.localtime(at, tz)
+    return f"{local_date(local, with_year=True)} {zone_name(tz, local)}"
+
+
 def moment_in_utc(at: dt.datetime) -> str:
-    """For emails, which have no reader's zone: "2 Dec 2026, 07:29 UTC"."""
-    return f"{date_format(timezone.localtime(at, dt.UTC), 'j M Y, H:i')} UTC"
+    """ "2 Dec 2026, 07:29 UTC": where no reader's zone is known."""
+    return f"{local_date(timezone.localtime(at, dt.UTC), with_year=True)} UTC"

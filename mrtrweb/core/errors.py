@@ -20,7 +20,9 @@ from django.http import (
     HttpResponseServerError,
 )
 from django.template import loader
+from django.utils.functional import Promise
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext as _
 from django.views.decorators.csrf import requires_csrf_token
 
 logger = logging.getLogger(__name__)
@@ -48,13 +50,15 @@ def reason_of(exception: BaseException | None) -> str:
     if exception is None or not exception.args:
         return ""
     message = exception.args[0]
+    if isinstance(message, Promise):  # a translated reason (gettext_lazy), in the reader's language
+        return str(message).strip()
     if not isinstance(message, str):
         return ""
     message = message.strip()
     match = _NO_MATCH.match(message)
     if match:
         what = _WORDS.sub(" ", match["model"]).lower()
-        return f"There is no such {what} here."
+        return _("There is no such %(what)s here.") % {"what": what}
     return message
 
 

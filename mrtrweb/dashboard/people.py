@@ -31,10 +31,12 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from mrtrweb.http import SeeOther
 from mrtrweb.people.roles import ADMINS, END_USERS, OPERATORS, ensure_roles
+from mrtrweb.people.speaking import writing_to
 from mrtrweb.policies.models import Delegation
 
 from .views import admin_only
@@ -60,23 +62,23 @@ def _role_field(initial: list[str] | None = None) -> forms.MultipleChoiceField:
         widget=forms.CheckboxSelectMultiple,
         required=False,
         initial=initial,
-        label="Roles",
+        label=_("Roles"),
     )
 
 
 class InviteForm(forms.Form):
     username = forms.CharField(
         max_length=150,
-        help_text="What they sign in with. Letters, digits and @ . + - _ only.",
+        help_text=_("What they sign in with. Letters, digits and @ . + - _ only."),
     )
-    email = forms.EmailField(help_text="The link to set their password goes here.")
+    email = forms.EmailField(help_text=_("The link to set their password goes here."))
     roles = _role_field([END_USERS])
 
     def clean_username(self) -> str:
         username = self.cleaned_data["username"].strip()
         User.username_validator(username)
         if User.objects.filter(username__iexact=username).exists():
-            raise forms.ValidationError("Someone has this username already.")
+            raise forms.ValidationError(_("Someone has this username already."))
         return username
 
 
@@ -87,18 +89,18 @@ class PersonForm(forms.Form):
         queryset=Group.objects.exclude(name__in=ROLES).order_by("name"),
         widget=forms.CheckboxSelectMultiple,
         required=False,
-        label="Groups",
-        help_text="Rounds routed to a group wait for every member.",
+        label=_("Groups"),
+        help_text=_("Rounds routed to a group wait for every member."),
     )
 
 
 class GroupForm(forms.Form):
-    name = forms.CharField(max_length=150, label="Name of the new group")
+    name = forms.CharField(max_length=150, label=_("Name of the new group"))
 
     def clean_name(self) -> str:
         name = " ".join(self.cleaned_data["name"].split())
         if Group.objects.filter(name__iexact=name).exists():
-            raise forms.ValidationError("A group of this name exists already.")
+            raise forms.ValidationError(_("A group of this name exists already."))
         return name
 
 
@@ -107,7 +109,7 @@ class GroupForm(forms.Form):
 
 def _guard(request: HttpRequest, person: Any) -> None:
     if person.is_superuser and not request.user.is_superuser:
-        raise PermissionDenied("Only a superuser changes a superuser's account.")
+        raise PermissionDenied(_("Only a superuser changes a superuser's account."))
 
 
 def set_password_link(person: Any) -> str:
@@ -128,8 +130,13 @@ def send_set_password_link(person: Any, by: Any, *, invitation: bool) -> bool:
         "sign_in": settings.MRTRWEB_BASE_URL.rstrip("/") + reverse("login"),
         "invitation": invitation,
     }
-    subject = "You are invited to mrtrweb" if invitation else "Set a new password for mrtrweb"
-    body = render_to_string("dashboard/invite_email.txt", context)
+    # In the invited person's language (their choice, else the site's), not the admin's.
+    with writing_to(person):
+        # str() here: a lazy subject would be read when sent, outside their language.
+        subject = str(
+            _("You are invited to mrtrweb") if invitation else _("Set a new password for mrtrweb")
+        )
+        body = render_to_string("dashboard/invite_email.txt", context)
     try:
         send_mail(subject, body, None, [person.email])
     except Exception:  # an unreachable mail server must not lose the account just made
@@ -213,7 +220,11 @@ def person(request: HttpRequest, pk: int) -> HttpResponse:
                     person.save(update_fields=["email"])
                     chosen = [*Group.objects.filter(name__in=roles), *form.cleaned_data["groups"]]
                     person.groups.set(chosen)
-                messages.success(request, f"Saved {person.get_username()}'s roles and groups.")
+                messages.success(
+                    request,
+                    _("Saved %(username)s's roles and groups.")
+                    % {"username": person.get_username()},
+                )
                 return SeeOther(reverse("dashboard:person", kwargs={"pk": person.pk}))
     else:
         form = PersonForm(
@@ -252,7 +263,7 @@ def person_active(request: HttpRequest, pk: int) -> HttpResponse:
     here = reverse("dashboard:person", kwargs={"pk": person.pk})
     turn_on = request.POST.get("active") == "1"
     if not turn_on and person == request.user:
-        messages.error(request, "You cannot switch off your own account.")
+        messages.error(request, _("You cannot switch off your own account."))
         return SeeOther(here)
     if not turn_on and request.POST.get("confirmed") != "1":
         return render(request, "dashboard/person_off.html", {"person": person, "tab": "people"})
@@ -276,11 +287,13 @@ def person_link(request: HttpRequest, pk: int) -> HttpResponse:
     _guard(request, person)
     here = reverse("dashboard:person", kwargs={"pk": person.pk})
     if not person.is_active or not person.email:
-        messages.error(request, "Only an account that is switched on and has an email address.")
+        messages.error(request, _("Only an account that is switched on and has an email address."))
     elif send_set_password_link(person, request.user, invitation=not person.has_usable_password()):
-        messages.success(request, f"A link to set a password went to {person.email}.")
+        messages.success(
+            request, _("A link to set a password went to %(email)s.") % {"email": person.email}
+        )
     else:
-        messages.error(request, "The email could not be sent.")
+        messages.error(request, _("The email could not be sent."))
     return SeeOther(here)
 
 
@@ -294,7 +307,9 @@ def groups(request: HttpRequest) -> HttpResponse:
     form = GroupForm(request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():
         group = Group.objects.create(name=form.cleaned_data["name"])
-        messages.success(request, f"The group {group.name} is made; add its members here.")
+        messages.success(
+            request, _("The group %(name)s is made; add its members here.") % {"name": group.name}
+        )
         return SeeOther(reverse("dashboard:group", kwargs={"pk": group.pk}))
     listed = Group.objects.annotate(members=Count("user", filter=Q(user__is_active=True))).order_by(
         "name"
@@ -307,12 +322,12 @@ def groups(request: HttpRequest) -> HttpResponse:
 
 
 class MemberForm(forms.Form):
-    username = forms.CharField(max_length=150, label="Add a member (username)")
+    username = forms.CharField(max_length=150, label=_("Add a member (username)"))
 
     def clean_username(self) -> Any:
         found = User.objects.filter(username=self.cleaned_data["username"].strip()).first()
         if found is None:
-            raise forms.ValidationError("There is no account with this username.")
+            raise forms.ValidationError(_("There is no account with this username."))
         return found
 
 
@@ -328,17 +343,25 @@ def group(request: HttpRequest, pk: int) -> HttpResponse:
             member = get_object_or_404(group.user_set, pk=int(remove))
             _guard(request, member)
             if member == request.user and group.name == ADMINS:
-                messages.error(request, "You cannot take the Admins role from yourself.")
+                messages.error(request, _("You cannot take the Admins role from yourself."))
             else:
                 group.user_set.remove(member)
-                messages.success(request, f"{member.get_username()} left {group.name}.")
+                messages.success(
+                    request,
+                    _("%(username)s left %(name)s.")
+                    % {"username": member.get_username(), "name": group.name},
+                )
             return SeeOther(here)
         form = MemberForm(request.POST)
         if form.is_valid():
             member = form.cleaned_data["username"]
             _guard(request, member)
             group.user_set.add(member)
-            messages.success(request, f"{member.get_username()} joined {group.name}.")
+            messages.success(
+                request,
+                _("%(username)s joined %(name)s.")
+                % {"username": member.get_username(), "name": group.name},
+            )
             return SeeOther(here)
     members = group.user_set.order_by("username")
     return render(

@@ -27,6 +27,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.cache import patch_vary_headers
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_POST, require_safe
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -53,13 +54,13 @@ from .listing import (
 # The most rounds one bulk post acts on (two pages' worth).
 MAX_BULK = 100
 ACTIONS = {
-    "reassign": "Reassign",
-    "release": "Release the claim",
-    "cancel": "Cancel (tell the server)",
-    "expire": "Expire",
+    "reassign": _("Reassign"),
+    "release": _("Release the claim"),
+    "cancel": _("Cancel (tell the server)"),
+    "expire": _("Expire"),
     # For rounds whose delivery outcome is unknown (status "unknown") only.
-    "resend": "Resend (outcome unknown)",
-    "abandon": "Abandon (outcome unknown)",
+    "resend": _("Resend (outcome unknown)"),
+    "abandon": _("Abandon (outcome unknown)"),
 }
 DONE = {
     "reassign": "reassigned",
@@ -80,13 +81,19 @@ CONFIRM = {
     "abandon": "Abandon",
 }
 CONFIRM_WHY = {
-    "reassign": "The people they wait for now stop seeing them, and whatever they typed "
-    "without submitting is lost.",
-    "cancel": "The server is told each question was cancelled; the call goes on without an "
-    "answer, or ends. This cannot be undone.",
-    "expire": "Nobody can answer them any more. This cannot be undone.",
-    "abandon": "Whether the server took their answers is unknown; abandoning gives up on them "
-    "without sending again. This cannot be undone.",
+    "reassign": _(
+        "The people they wait for now stop seeing them, and whatever they typed "
+        "without submitting is lost."
+    ),
+    "cancel": _(
+        "The server is told each question was cancelled; the call goes on without an "
+        "answer, or ends. This cannot be undone."
+    ),
+    "expire": _("Nobody can answer them any more. This cannot be undone."),
+    "abandon": _(
+        "Whether the server took their answers is unknown; abandoning gives up on them "
+        "without sending again. This cannot be undone."
+    ),
 }
 
 
@@ -100,7 +107,7 @@ def admin_only(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]
                 return HttpResponseClientRedirect(to_login.url)
             return to_login
         if not is_admin(request.user):
-            raise PermissionDenied("The dashboard is for admins.")
+            raise PermissionDenied(_("The dashboard is for admins."))
         return view(request, *args, **kwargs)
 
     return wrapped
@@ -212,15 +219,15 @@ def _reassign_target(post: QueryDict) -> dict[str, Any] | str:
     username = post.get("assign_user", "").strip()
     group_name = post.get("assign_group", "").strip()
     if bool(username) == bool(group_name):
-        return "Reassign to one user or one group: fill in exactly one of the two."
+        return str(_("Reassign to one user or one group: fill in exactly one of the two."))
     if username:
         user = user_by_username(username)
         if user is None:
-            return f"There is no active user {username!r}."
+            return _("There is no active user '%(name)s'.") % {"name": username}
         return {"user": user}
     group = Group.objects.filter(name=group_name).first()
     if group is None:
-        return f"There is no group {group_name!r}."
+        return _("There is no group '%(name)s'.") % {"name": group_name}
     return {"group": group}
 
 
@@ -242,18 +249,18 @@ def bulk(request: HttpRequest) -> HttpResponse:
     one = post.get("one", "")
     if one:
         # A row's own button: "<action>:<round id>", whatever boxes are ticked.
-        action, _, raw_ids = one.partition(":")
+        action, _sep, raw_ids = one.partition(":")
         raw = [raw_ids]
     else:
         action = post.get("action", "")
         raw = post.getlist("rounds")
     ids = list(dict.fromkeys(int(x) for x in raw if x.strip().isdigit()))
     if action not in ACTIONS:
-        messages.error(request, "Choose an action.")
+        messages.error(request, _("Choose an action."))
     elif not ids:
-        messages.error(request, "Tick at least one round.")
+        messages.error(request, _("Tick at least one round."))
     elif len(ids) > MAX_BULK:
-        messages.error(request, f"At most {MAX_BULK} rounds at a time.")
+        messages.error(request, _("At most %(count)s rounds at a time.") % {"count": MAX_BULK})
     else:
         target: dict[str, Any] | str = {}
         if action == "reassign":

@@ -20,13 +20,17 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
+
 from mrtrweb.elicitation.schema import FieldSpec, FormSpec, Kind
 from mrtrweb.elicitation.values import value_problem
 
 Content = dict[str, str | int | float | bool | list[str]]
 
-REQUIRED = "This field is required."
-UNKNOWN_PROPERTY = "The question has no such field."
+# Marked here, translated where raised (a lazy string is no str for the API's models).
+REQUIRED = gettext_noop("This field is required.")
+UNKNOWN_PROPERTY = gettext_noop("The question has no such field.")
 # Beyond this many digits an integer is surely a typo, and Python refuses to print an int
 # of more than 4300 digits, so the JSON encoder would crash on it later.
 MAX_INTEGER_DIGITS = 300
@@ -67,7 +71,7 @@ def clean_value(spec: FieldSpec, value: Any) -> Any:
     wire = _normalised(spec, value)
     if wire is None:
         if spec.required:
-            raise AnswerProblem(REQUIRED, code="required")
+            raise AnswerProblem(_(REQUIRED), code="required")
         return None
     problem = value_problem(spec, wire)
     if problem is not None:
@@ -83,7 +87,7 @@ def clean_content(spec: FormSpec, content: Mapping[str, Any]) -> Content:
     does not answer its field).
     """
     known = {field.prop for field in spec}
-    problems = [ContentProblem(prop, UNKNOWN_PROPERTY) for prop in content if prop not in known]
+    problems = [ContentProblem(prop, _(UNKNOWN_PROPERTY)) for prop in content if prop not in known]
     cleaned: Content = {}
     for field in spec:
         try:
@@ -112,10 +116,10 @@ def _normalised(spec: FieldSpec, value: Any) -> Any:
 
 def _string(spec: FieldSpec, value: Any) -> str | None:
     if not isinstance(value, str):
-        raise AnswerProblem("Enter text.")
+        raise AnswerProblem(_("Enter text."))
     # NUL is legal in JSON but PostgreSQL refuses it in text and jsonb, where answers are kept.
     if "\x00" in value:
-        raise AnswerProblem("Null characters are not allowed.", code="null_characters")
+        raise AnswerProblem(_("Null characters are not allowed."), code="null_characters")
     value = value.strip()
     if not value:
         return None
@@ -129,7 +133,7 @@ def _moment(value: str) -> dt.datetime:
         return dt.datetime.fromisoformat(value)
     except ValueError:
         # RFC 3339 allows a lower-case T and Z, which Python's reader does not.
-        raise AnswerProblem("Enter a valid date and time.") from None
+        raise AnswerProblem(_("Enter a valid date and time.")) from None
 
 
 def rfc3339(moment: dt.datetime) -> str:
@@ -141,33 +145,33 @@ def rfc3339(moment: dt.datetime) -> str:
         try:
             moment = moment.astimezone(dt.UTC)
         except (OverflowError, ValueError):
-            raise AnswerProblem("Enter a valid date and time.") from None
+            raise AnswerProblem(_("Enter a valid date and time.")) from None
     return moment.isoformat(timespec="seconds")
 
 
 def _number(spec: FieldSpec, value: Any) -> int | float:
     integer = spec.kind is Kind.INTEGER
     if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
-        raise AnswerProblem("Enter a number.")
+        raise AnswerProblem(_("Enter a number."))
     if isinstance(value, int) and (
         # bit_length first: str() of an int of more than 4300 digits raises.
         value.bit_length() > 4 * MAX_NUMBER_CHARS or len(str(value)) > MAX_NUMBER_CHARS
     ):
-        raise AnswerProblem("Enter a shorter number.")
+        raise AnswerProblem(_("Enter a shorter number."))
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise AnswerProblem("Enter a number.")
+            raise AnswerProblem(_("Enter a number."))
         # repr is the shortest text that reads back as this float: what a JSON reader saw.
         value = Decimal(repr(value))
     number = Decimal(value)
     if not number.is_finite():
-        raise AnswerProblem("Enter a number.")
+        raise AnswerProblem(_("Enter a number."))
     if number.adjusted() >= MAX_INTEGER_DIGITS:
-        raise AnswerProblem("Enter a smaller number.")
+        raise AnswerProblem(_("Enter a smaller number."))
     integral = number == number.to_integral_value()
     if integer:
         if not integral:
-            raise AnswerProblem("Enter a whole number.")
+            raise AnswerProblem(_("Enter a whole number."))
         return int(number)
     if integral and abs(number) <= SAFE_INTEGER:
         return int(number)
@@ -179,7 +183,7 @@ def _multi(spec: FieldSpec, value: Any) -> list[str] | None:
     if not isinstance(value, list | tuple) or any(
         not isinstance(item, str) or item not in allowed for item in value
     ):
-        raise AnswerProblem("Select from the available choices.", code="invalid_choice")
+        raise AnswerProblem(_("Select from the available choices."), code="invalid_choice")
     chosen = set(value)
     if not chosen and not spec.required:
         # Nothing ticked on an optional multi-select is no answer, not an empty one.

@@ -18,6 +18,7 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 from django.utils.html import escape, format_html
+from django.utils.translation import gettext as _
 
 from mrtrweb.elicitation.content import MAX_NUMBER_CHARS, AnswerProblem, clean_value, rfc3339
 from mrtrweb.elicitation.hints import choices_hint, format_hint, join, length_hint, number_hint
@@ -56,10 +57,10 @@ def _text(value: Any) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise ValidationError("Enter text.", code="invalid")
+        raise ValidationError(_("Enter text."), code="invalid")
     # NUL is legal in JSON but PostgreSQL refuses it in text and jsonb, where answers are kept.
     if "\x00" in value:
-        raise ValidationError("Null characters are not allowed.", code="null_characters")
+        raise ValidationError(_("Null characters are not allowed."), code="null_characters")
     value = value.strip()
     return value or None
 
@@ -105,7 +106,7 @@ class DateTimeField(WireField):
         return rfc3339(self._parse(text))
 
     def _parse(self, text: str) -> dt.datetime:
-        invalid = ValidationError("Enter a valid date and time.", code="invalid")
+        invalid = ValidationError(_("Enter a valid date and time."), code="invalid")
         try:
             moment = dt.datetime.fromisoformat(text)
         except ValueError:
@@ -121,7 +122,7 @@ class DateTimeField(WireField):
             # Skipped by a clock change (spring forward). An hour repeated by the change in
             # autumn is read as its first occurrence.
             raise ValidationError(
-                "This time does not exist in %(zone)s: the clocks change then.",
+                _("This time does not exist in %(zone)s: the clocks change then."),
                 code="nonexistent",
                 params={"zone": _zone_name(self.tz)},
             )
@@ -156,16 +157,18 @@ class NumberField(WireField):
         if text is None:
             return None
         if len(text) > MAX_NUMBER_CHARS:
-            raise ValidationError("Enter a shorter number.", code="invalid")
+            raise ValidationError(_("Enter a shorter number."), code="invalid")
         if not _NUMBER.fullmatch(text):
             raise ValidationError(
-                "Enter a whole number." if self.spec.kind is Kind.INTEGER else "Enter a number.",
+                _("Enter a whole number.")
+                if self.spec.kind is Kind.INTEGER
+                else _("Enter a number."),
                 code="invalid",
             )
         try:
             return Decimal(text)
         except InvalidOperation:  # pragma: no cover - the pattern admits only Decimal syntax
-            raise ValidationError("Enter a number.", code="invalid") from None
+            raise ValidationError(_("Enter a number."), code="invalid") from None
 
     def prepare_value(self, value: Any) -> Any:
         # A str keeps Django from localising the number (``1,5`` is not a number input value).
@@ -198,7 +201,7 @@ class SingleChoiceField(WireField):
             return None
         index = _option_index(self.spec, value)
         if index is None:
-            raise ValidationError("Select a valid choice.", code="invalid_choice")
+            raise ValidationError(_("Select a valid choice."), code="invalid_choice")
         return self.spec.options[index].value
 
 
@@ -217,7 +220,7 @@ class MultiChoiceField(WireField):
         for item in value:
             index = _option_index(self.spec, item)
             if index is None:
-                raise ValidationError("Select a valid choice.", code="invalid_choice")
+                raise ValidationError(_("Select a valid choice."), code="invalid_choice")
             chosen.append(self.spec.options[index].value)
         return chosen
 

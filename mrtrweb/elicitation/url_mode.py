@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import SplitResult, urlsplit
 
+from django.utils.translation import gettext as _
+
 OPENABLE_SCHEMES = frozenset({"https", "http"})
 
 # Codes of warnings that make a URL unsafe to offer as a link at all.
@@ -72,42 +74,46 @@ def describe_url(url: str) -> UrlInfo:
         warnings.append(UrlWarning(code, message))
 
     if any(unicodedata.category(ch) == "Cc" or ch.isspace() for ch in url):
-        warn("control_characters", "The address contains spaces or control characters.")
+        warn("control_characters", _("The address contains spaces or control characters."))
     if any(unicodedata.category(ch) == "Cf" for ch in url):
         warn(
             "invisible_characters",
-            "The address contains invisible formatting characters that can disguise it.",
+            _("The address contains invisible formatting characters that can disguise it."),
         )
     if "\\" in url:
-        warn("backslash", "The address contains a backslash, which browsers read as '/'.")
+        warn("backslash", _("The address contains a backslash, which browsers read as '/'."))
 
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError:
-        warn("unparseable", "The address cannot be parsed.")
+        warn("unparseable", _("The address cannot be parsed."))
         return UrlInfo(full_url=url, scheme="", host="", warnings=tuple(warnings))
 
     scheme = parts.scheme.lower()
     if scheme not in OPENABLE_SCHEMES:
         warn(
             "unsupported_scheme",
-            f"Only web addresses (https) can be opened; this one uses {scheme or 'no'} scheme.",
+            _("Only web addresses (https) can be opened; this one uses the %(scheme)s scheme.")
+            % {"scheme": scheme}
+            if scheme
+            else _("Only web addresses (https) can be opened; this one has no scheme."),
         )
     elif scheme == "http":
-        warn("plain_http", "The address uses plain http: the connection is not encrypted.")
+        warn("plain_http", _("The address uses plain http: the connection is not encrypted."))
 
     raw_host = parts.hostname or ""
     if not raw_host:
-        warn("no_host", "The address names no host.")
+        warn("no_host", _("The address names no host."))
         return UrlInfo(full_url=url, scheme=scheme, host="", warnings=tuple(warnings), port=port)
     if parts.username is not None or parts.password is not None:
         warn(
             "userinfo",
-            f"The address has text before an '@', which hides its real host: {raw_host}.",
+            _("The address has text before an '@', which hides its real host: %(host)s.")
+            % {"host": raw_host},
         )
     if "%" in raw_host:
-        warn("percent_encoded_host", "The host is percent-encoded, which hides its real name.")
+        warn("percent_encoded_host", _("The host is percent-encoded, which hides its real name."))
 
     host, host_unicode = _host_forms(parts, raw_host, warn)
     return UrlInfo(
@@ -124,11 +130,17 @@ def _host_forms(
     parts: SplitResult, raw_host: str, warn: Callable[[str, str], None]
 ) -> tuple[str, str | None]:
     if parts.netloc.rpartition("@")[2].startswith("["):
-        warn("ip_literal", f"The address is a raw IP address ({raw_host}), not a name.")
+        warn(
+            "ip_literal",
+            _("The address is a raw IP address (%(host)s), not a name.") % {"host": raw_host},
+        )
         _warn_if_local(raw_host, warn)
         return f"[{raw_host}]", None
     if _is_ip(raw_host):
-        warn("ip_literal", f"The address is a raw IP address ({raw_host}), not a name.")
+        warn(
+            "ip_literal",
+            _("The address is a raw IP address (%(host)s), not a name.") % {"host": raw_host},
+        )
         _warn_if_local(raw_host, warn)
         return raw_host, None
     _warn_if_local(raw_host, warn)
@@ -138,8 +150,13 @@ def _host_forms(
         ascii_host = _to_ascii(raw_host)
         warn(
             "non_ascii_host",
-            "The host contains non-ASCII characters, which can imitate other names"
-            + (f" (it is really {ascii_host})." if ascii_host else "."),
+            _(
+                "The host contains non-ASCII characters, which can imitate other names (it is "
+                "really %(host)s)."
+            )
+            % {"host": ascii_host}
+            if ascii_host
+            else _("The host contains non-ASCII characters, which can imitate other names."),
         )
         host_unicode = raw_host
         host = ascii_host or raw_host
@@ -150,9 +167,13 @@ def _host_forms(
         decoded = _to_unicode(host)
         warn(
             "punycode",
-            "The host is an encoded international name"
-            + (f" that displays as {decoded}" if decoded and decoded != host else "")
-            + "; check it is the site you expect.",
+            _(
+                "The host is an encoded international name that displays as %(shown)s; check "
+                "it is the site you expect."
+            )
+            % {"shown": decoded}
+            if decoded and decoded != host
+            else _("The host is an encoded international name; check it is the site you expect."),
         )
         host_unicode = host_unicode or decoded
     if host_unicode == host:
@@ -172,7 +193,7 @@ def _warn_if_local(host: str, warn: Callable[[str, str], None]) -> None:
     if local:
         warn(
             "local_address",
-            f"The address {host} points into your own computer or network.",
+            _("The address %(host)s points into your own computer or network.") % {"host": host},
         )
 
 

@@ -10,28 +10,32 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop, ngettext
+
 from mrtrweb.elicitation.formats import FORMAT_CHECKS
 from mrtrweb.elicitation.schema import FieldSpec, Kind
 
+# Marked here, translated where returned.
 FORMAT_PROBLEMS = {
-    "email": "Enter a valid email address.",
-    "uri": "Enter a full address including its scheme, such as https://example.com/.",
-    "date": "Enter a valid date (YYYY-MM-DD).",
-    "date-time": "Enter a valid date and time.",
+    "email": gettext_noop("Enter a valid email address."),
+    "uri": gettext_noop("Enter a full address including its scheme, such as https://example.com/."),
+    "date": gettext_noop("Enter a valid date (YYYY-MM-DD)."),
+    "date-time": gettext_noop("Enter a valid date and time."),
 }
 
 
 def value_problem(spec: FieldSpec, value: Any) -> str | None:
     """Why ``value`` is not an acceptable wire value for ``spec``, or None when it is."""
     if spec.kind is Kind.BOOLEAN:
-        return None if isinstance(value, bool) else "Expected true or false."
+        return None if isinstance(value, bool) else _("Expected true or false.")
     if spec.kind in (Kind.INTEGER, Kind.NUMBER):
         return _number_problem(spec, value)
     if spec.kind is Kind.STRING:
         return _string_problem(spec, value)
     if spec.kind is Kind.SINGLE_SELECT:
         if not isinstance(value, str) or value not in spec.option_values():
-            return "Select one of the available choices."
+            return _("Select one of the available choices.")
         return None
     if spec.kind is Kind.MULTI_SELECT:
         return _multi_problem(spec, value)
@@ -40,41 +44,49 @@ def value_problem(spec: FieldSpec, value: Any) -> str | None:
 
 def _number_problem(spec: FieldSpec, value: Any) -> str | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        return "Enter a number."
+        return _("Enter a number.")
     if isinstance(value, float) and not math.isfinite(value):
-        return "Enter a number."
+        return _("Enter a number.")
     if spec.kind is Kind.INTEGER and not isinstance(value, int):
-        return "Enter a whole number."
+        return _("Enter a whole number.")
     if spec.minimum is not None and value < spec.minimum:
-        return f"Enter a number greater than or equal to {spec.minimum}."
+        return _("Enter a number greater than or equal to %(minimum)s.") % {"minimum": spec.minimum}
     if spec.maximum is not None and value > spec.maximum:
-        return f"Enter a number less than or equal to {spec.maximum}."
+        return _("Enter a number less than or equal to %(maximum)s.") % {"maximum": spec.maximum}
     return None
 
 
 def _string_problem(spec: FieldSpec, value: Any) -> str | None:
     if not isinstance(value, str):
-        return "Enter text."
+        return _("Enter text.")
     # JSON Schema lengths count code points, which is what len() of a str counts.
     if spec.min_length is not None and len(value) < spec.min_length:
-        return f"Enter at least {spec.min_length} characters (you entered {len(value)})."
+        return ngettext(
+            "Enter at least %(limit)d character (you entered %(count)d).",
+            "Enter at least %(limit)d characters (you entered %(count)d).",
+            spec.min_length,
+        ) % {"limit": spec.min_length, "count": len(value)}
     if spec.max_length is not None and len(value) > spec.max_length:
-        return f"Enter at most {spec.max_length} characters (you entered {len(value)})."
+        return ngettext(
+            "Enter at most %(limit)d character (you entered %(count)d).",
+            "Enter at most %(limit)d characters (you entered %(count)d).",
+            spec.max_length,
+        ) % {"limit": spec.max_length, "count": len(value)}
     if spec.format is not None and not FORMAT_CHECKS[spec.format](value):
-        return FORMAT_PROBLEMS[spec.format]
+        return _(FORMAT_PROBLEMS[spec.format])
     return None
 
 
 def _multi_problem(spec: FieldSpec, value: Any) -> str | None:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        return "Select from the available choices."
+        return _("Select from the available choices.")
     allowed = spec.option_values()
     if any(item not in allowed for item in value):
-        return "Select from the available choices."
+        return _("Select from the available choices.")
     if len(set(value)) != len(value):
-        return "Select each choice at most once."
+        return _("Select each choice at most once.")
     if spec.min_items is not None and len(value) < spec.min_items:
-        return f"Select at least {spec.min_items}."
+        return _("Select at least %(limit)d.") % {"limit": spec.min_items}
     if spec.max_items is not None and len(value) > spec.max_items:
-        return f"Select at most {spec.max_items}."
+        return _("Select at most %(limit)d.") % {"limit": spec.max_items}
     return None

@@ -78,7 +78,7 @@ class RouteUserField(forms.CharField):
         User = get_user_model()
         user = User.objects.filter(**{User.USERNAME_FIELD: username}, is_active=True).first()
         if user is None:
-            raise forms.ValidationError("No active user has this username.", code="unknown_user")
+            raise forms.ValidationError(_("No active user has this username."), code="unknown_user")
         return user
 
 
@@ -103,52 +103,58 @@ class ConnectionForm(forms.ModelForm):
     required_css_class = "required"
 
     state_lifetime = forms.DecimalField(
-        label="State lifetime (minutes)",
+        label=_("State lifetime (minutes)"),
         min_value=Decimal("0.05"),
         max_value=MAX_STATE_MINUTES,
         max_digits=9,
         decimal_places=2,
-        help_text="How long the server keeps a round's requestState valid; answers must "
-        "arrive within it.",
+        help_text=_(
+            "How long the server keeps a round's requestState valid; answers must arrive within it."
+        ),
         widget=forms.NumberInput(attrs={"step": "any"}),
     )
-    route_user = RouteUserField(help_text="With “a named user”: the username.")
+    route_user = RouteUserField(help_text=_("With “a named user”: the username."))
     bearer_token = forms.CharField(
-        label="Bearer token",
+        label=_("Bearer token"),
         required=False,
         strip=True,
         widget=_secret_input(),
-        help_text="Sent as “Authorization: Bearer …”. Leave empty to keep the stored token.",
+        help_text=_("Sent as “Authorization: Bearer …”. Leave empty to keep the stored token."),
     )
-    clear_token = forms.BooleanField(label="Remove the stored token", required=False)
+    clear_token = forms.BooleanField(label=_("Remove the stored token"), required=False)
     headers = forms.CharField(
-        label="Custom headers",
+        label=_("Custom headers"),
         required=False,
         widget=SecretTextarea(attrs={"rows": 3, "spellcheck": "false", "autocomplete": "off"}),
-        help_text="One “Name: value” per line. Replaces every stored header; "
-        "leave empty to keep them.",
+        help_text=_(
+            "One “Name: value” per line. Replaces every stored header; leave empty to keep them."
+        ),
     )
-    clear_headers = forms.BooleanField(label="Remove the stored headers", required=False)
+    clear_headers = forms.BooleanField(label=_("Remove the stored headers"), required=False)
     oauth_client_secret = forms.CharField(
-        label="Client secret",
+        label=_("Client secret"),
         required=False,
         strip=True,
         widget=_secret_input(),
-        help_text="With a pre-registered client or client credentials, if the authorization "
-        "server gave one. Leave empty to keep the stored secret.",
+        help_text=_(
+            "With a pre-registered client or client credentials, if the authorization "
+            "server gave one. Leave empty to keep the stored secret."
+        ),
     )
     clear_client_secret = forms.BooleanField(
-        label="Remove the stored client secret", required=False
+        label=_("Remove the stored client secret"), required=False
     )
     oauth_private_key = forms.CharField(
-        label="Private key (PEM)",
+        label=_("Private key (PEM)"),
         required=False,
         strip=True,
         widget=SecretTextarea(attrs={"rows": 4, "spellcheck": "false", "autocomplete": "off"}),
-        help_text="Client credentials only: signs a JWT instead of sending a secret "
-        "(private_key_jwt). Leave empty to keep the stored key.",
+        help_text=_(
+            "Client credentials only: signs a JWT instead of sending a secret "
+            "(private_key_jwt). Leave empty to keep the stored key."
+        ),
     )
-    clear_private_key = forms.BooleanField(label="Remove the stored private key", required=False)
+    clear_private_key = forms.BooleanField(label=_("Remove the stored private key"), required=False)
 
     class Meta:
         model = Connection
@@ -294,7 +300,7 @@ class ConnectionForm(forms.ModelForm):
         if parts.username is not None or parts.password is not None:
             # Addresses are shown on pages; credentials belong in the token or the headers.
             raise forms.ValidationError(
-                "Put credentials in the bearer token or a header, not in the URL.",
+                _("Put credentials in the bearer token or a header, not in the URL."),
                 code="userinfo",
             )
         return url
@@ -303,7 +309,7 @@ class ConnectionForm(forms.ModelForm):
         token: str = self.cleaned_data["bearer_token"]
         if token and not HEADER_VALUE.match(token):
             raise forms.ValidationError(
-                "The token must be printable ASCII on one line.", code="token"
+                _("The token must be printable ASCII on one line."), code="token"
             )
         return token
 
@@ -322,7 +328,7 @@ class ConnectionForm(forms.ModelForm):
         secret: str = self.cleaned_data["oauth_client_secret"]
         if secret and not HEADER_VALUE.match(secret):
             raise forms.ValidationError(
-                "The client secret must be printable ASCII on one line.", code="client_secret"
+                _("The client secret must be printable ASCII on one line."), code="client_secret"
             )
         return secret
 
@@ -337,7 +343,7 @@ class ConnectionForm(forms.ModelForm):
         except (ValueError, TypeError, UnsupportedAlgorithm):
             # Says nothing of the text itself: it may be most of a key.
             raise forms.ValidationError(
-                "This is not an unencrypted PEM private key (RSA, EC or Ed25519).",
+                _("This is not an unencrypted PEM private key (RSA, EC or Ed25519)."),
                 code="private_key",
             ) from None
         return pem
@@ -533,7 +539,7 @@ class ExposureForm(forms.ModelForm):
 
     def clean_tool(self) -> str:
         if self.cleaned_data["tool"] != self.tool_name:
-            raise forms.ValidationError("The form is for another tool.", code="tool")
+            raise forms.ValidationError(_("The form is for another tool."), code="tool")
         return self.tool_name
 
     def clean(self) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from django.core.validators import MinValueValidator
 from django.db import models
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from mrtrweb.encryption.fields import EncryptedJSONField, EncryptedTextField
 from mrtrweb.mcp import ConnectionSettings
@@ -25,9 +26,9 @@ DEFAULT_STATE_LIFETIME = timedelta(minutes=10)
 class Routing(models.TextChoices):
     """Who is asked when a call on a connection (or one tool) needs input."""
 
-    CALLER = "caller", "whoever started the call"
-    USER = "user", "a named user"
-    GROUP = "group", "a group (members claim the round)"
+    CALLER = "caller", _("whoever started the call")
+    USER = "user", _("a named user")
+    GROUP = "group", _("a group (members claim the round)")
 
 
 class RoutingTarget(models.Model):
@@ -46,9 +47,9 @@ class RoutingTarget(models.Model):
 
     def clean(self) -> None:
         if self.routing == Routing.USER and self.route_user is None:
-            raise ValidationError({"route_user": "Name the user the rounds go to."})
+            raise ValidationError({"route_user": _("Name the user the rounds go to.")})
         if self.routing == Routing.GROUP and self.route_group is None:
-            raise ValidationError({"route_group": "Name the group the rounds go to."})
+            raise ValidationError({"route_group": _("Name the group the rounds go to.")})
 
 
 class Connection(RoutingTarget):
@@ -62,16 +63,16 @@ class Connection(RoutingTarget):
         # How calls authenticate (docs/operator-guide.md, "Authentication"). OAuth per person
         # is the default: a server that never answers 401 needs nothing, and one that does
         # asks each person to connect their own account the first time they need it.
-        NONE = "none", "none"
-        HEADER = "header", "a static header or bearer token"
-        OAUTH_PERSON = "oauth-person", "OAuth, per person"
-        OAUTH_SHARED = "oauth-shared", "OAuth, shared (an operator connects once)"
-        CLIENT_CREDENTIALS = "client-credentials", "OAuth client credentials (no person)"
+        NONE = "none", _("none")
+        HEADER = "header", _("a static header or bearer token")
+        OAUTH_PERSON = "oauth-person", _("OAuth, per person")
+        OAUTH_SHARED = "oauth-shared", _("OAuth, shared (an operator connects once)")
+        CLIENT_CREDENTIALS = "client-credentials", _("OAuth client credentials (no person)")
 
     class Era(models.TextChoices):
-        UNKNOWN = "", "not yet probed"
+        UNKNOWN = "", _("not yet probed")
         MODERN = "modern", "2026-07-28"
-        LEGACY = "legacy", "handshake era (2025-11-25 or older)"
+        LEGACY = "legacy", _("handshake era (2025-11-25 or older)")
 
     name = models.SlugField(max_length=64, unique=True)
     title = models.CharField(max_length=200, blank=True)

@@ -23,6 +23,7 @@ from django.db.models import Count, Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
@@ -47,7 +48,7 @@ def operator_required(view: View) -> View:
     @wraps(view)
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if not is_operator(request.user):
-            raise PermissionDenied("The console is for operators.")
+            raise PermissionDenied(_("The console is for operators."))
         return view(request, *args, **kwargs)
 
     return wrapper
@@ -85,7 +86,9 @@ def connection_create(request: HttpRequest) -> HttpResponse:
         if form.is_valid():
             connection = form.save()
             _log_saved(request, connection, form, created=True)
-            messages.success(request, f"Connection “{connection.name}” added. Test it now.")
+            messages.success(
+                request, _("Connection “%(name)s” added. Test it now.") % {"name": connection.name}
+            )
             return SeeOther(reverse("servers:edit", kwargs={"name": connection.name}))
         return _render_form(request, form, status=422)
     return _render_form(request, form)
@@ -101,7 +104,7 @@ def connection_edit(request: HttpRequest, name: str) -> HttpResponse:
         if form.is_valid():
             connection = form.save()
             _log_saved(request, connection, form, created=False)
-            messages.success(request, f"Connection “{connection.name}” saved.")
+            messages.success(request, _("Connection “%(name)s” saved.") % {"name": connection.name})
             return SeeOther(reverse("servers:edit", kwargs={"name": connection.name}))
         return _render_form(request, form, status=422)
     return _render_form(request, form)
@@ -146,8 +149,13 @@ def connection_toggle(request: HttpRequest, name: str) -> HttpResponse:
     logger.info("operator %s %s connection %s", request.user.get_username(), verb, name)
     messages.success(
         request,
-        f"Connection “{name}” {verb}."
-        + ("" if enable else " No one can start calls on it; rounds already parked remain."),
+        _("Connection “%(name)s” enabled.") % {"name": name}
+        if enable
+        else _(
+            "Connection “%(name)s” disabled. No one can start calls on it; rounds already "
+            "parked remain."
+        )
+        % {"name": name},
     )
     return SeeOther(_next_url(request, reverse("servers:list")))
 
@@ -261,13 +269,13 @@ def _save_exposure(request: HttpRequest, connection: Connection) -> HttpResponse
     )
     existing = ToolExposure.objects.filter(connection=connection, tool_name=tool_name).first()
     if tool is None and existing is None:
-        raise Http404("This server does not offer that tool.")
+        raise Http404(_("This server does not offer that tool."))
     instance = existing or ToolExposure(connection=connection, tool_name=tool_name)
     form = ExposureForm(request.POST, instance=instance, tool_name=tool_name)
     saved = form.is_valid()
     if saved:
         data = form.cleaned_data
-        exposure, _ = ToolExposure.objects.update_or_create(
+        exposure, _made = ToolExposure.objects.update_or_create(
             connection=connection,
             tool_name=tool_name,
             defaults={
@@ -286,8 +294,12 @@ def _save_exposure(request: HttpRequest, connection: Connection) -> HttpResponse
             exposure.routing or "inherit",
         )
         if not _htmx(request):
-            state = "may now be started by end users" if exposure.exposed else "is operators only"
-            messages.success(request, f"Saved: {tool_name} {state}.")
+            said = (
+                _("Saved: %(tool)s may now be started by end users.")
+                if exposure.exposed
+                else _("Saved: %(tool)s is operators only.")
+            )
+            messages.success(request, said % {"tool": tool_name})
             return SeeOther(reverse("servers:exposure", kwargs={"name": connection.name}))
         form = ExposureForm(instance=exposure, tool_name=tool_name)
     if _htmx(request):

@@ -22,6 +22,7 @@ from django import forms
 from django.utils.html import escape, format_html
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from mrtrweb.elicitation import field_name_for, hints
 from mrtrweb.elicitation.schema import MAX_FIELDS, MAX_OPTIONS
@@ -326,7 +327,7 @@ class JsonArgumentsForm(forms.Form):
     """The JSON editor: any JSON object, sent exactly as typed."""
 
     arguments = forms.CharField(
-        label="Arguments (a JSON object)",
+        label=_("Arguments (a JSON object)"),
         widget=forms.Textarea(attrs={"rows": 12, "spellcheck": "false", "class": "code"}),
         initial="{}",
         strip=False,
@@ -339,5 +340,5 @@ class JsonArgumentsForm(forms.Form):
         except ValueError as exc:
             raise forms.ValidationError(f"This is not valid JSON: {exc}") from None
         if not isinstance(value, dict):
-            raise forms.ValidationError("The arguments must be a JSON object ({…}).")
+            raise forms.ValidationError(_("The arguments must be a JSON object ({…})."))
         return text

@@ -96,6 +96,7 @@ RULES = [
         third_party=only("django", "mcp_types", "pydantic"),
     ),
     Rule("mrtrweb.people", ("mrtrweb",), third_party=only("django")),
+    Rule("mrtrweb.formats", ("mrtrweb",), third_party=only()),
     Rule("mrtrweb.encryption", ("mrtrweb",), third_party=only("django", "cryptography")),
     Rule("mrtrweb.http", ("mrtrweb",), third_party=only("django")),
     Rule("mrtrweb.env", ("mrtrweb",), third_party=only("dj_database_url")),
