@@ -250,7 +250,6 @@ NOT_PAGES: dict[str, str] = {
     "away:end": "POST only: sends back to away:away",
     "tokens:secret": "POST only: sends back to tokens:list",
     "accounts:turn_off": "POST only: sends back to accounts:two_step",
-    "away:end": "POST only: sends back to away:away",
     "api:openapi": "JSON (the reference page renders it)",
     "api:reference_slash": "a redirect to api:reference",
     "api:unknown": "JSON problem for unknown API addresses",
