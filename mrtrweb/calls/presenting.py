@@ -47,6 +47,7 @@ from mrtrweb.elicitation.questions import (
     UrlQuestion,
 )
 from mrtrweb.elicitation.schema import MAX_FIELDS, MAX_FORM_OPTIONS, FieldSpec, Kind
+from mrtrweb.people.roles import is_admin
 from mrtrweb.policies.snapshot import PolicySnapshot
 
 from .models import Call, Event, Round, RoundPart, Vote
@@ -641,22 +642,30 @@ class Comment:
     what: str  # answered, proposed, approved, rejected
 
 
-COMMENTED = {"answered": "answered", "quorum_proposed": "proposed"}
+COMMENTED = {"answered": "answered", "part_answered": "answered", "quorum_proposed": "proposed"}
 
 
-def comments_of(call: Call) -> list[Comment]:
-    """Every comment left on ``call``'s rounds, oldest first (from the audit trail, where
-    they are kept; the server never gets them)."""
+def comments_of(call: Call, reader: Any = None) -> list[Comment]:
+    """Every comment left on ``call``'s rounds that ``reader`` may read, oldest first (from
+    the audit trail, where they are kept; the server never gets them). A comment on a part of
+    a split round is for the requester: besides them, only admins and its author read it, as
+    the other parts' people never see that part (``reader`` None: every comment)."""
     events = (
-        Event.objects.filter(call=call, kind__in=["answered", "quorum_proposed", "quorum_vote"])
+        Event.objects.filter(
+            call=call,
+            kind__in=["answered", "part_answered", "quorum_proposed", "quorum_vote"],
+        )
         .select_related("actor", "round")
         .order_by("created_at", "id")
     )
+    sees_parts = reader is None or reader.pk == call.started_by_id or is_admin(reader)
     comments = []
     for event in events:
         detail = event.detail if isinstance(event.detail, Mapping) else {}
         text = detail.get("comment")
         if not isinstance(text, str) or not text:
+            continue
+        if event.kind == "part_answered" and not (sees_parts or event.actor_id == reader.pk):
             continue
         if event.kind == "quorum_vote":
             what = "approved" if detail.get("verdict") == "approve" else "rejected"

@@ -188,7 +188,7 @@ def _render_round(
     context = {
         "quorum": _quorum(round, request.user),
         "typed": typed,
-        "comments": [c for c in comments_of(call) if c.round_index == round.index],
+        "comments": [c for c in comments_of(call, request.user) if c.round_index == round.index],
         "round": round,
         "call": call,
         "answers": answers,
@@ -336,7 +336,7 @@ def call_page(request: HttpRequest, pk: int) -> HttpResponse:
         "progress": _progress(call, rounds) if in_flight else None,
         "rounds": [round_view(shown_to(request.user, r)) for r in rounds],
         # Notes answerers left for the requester (kept in the audit trail, never sent).
-        "comments": comments_of(call),
+        "comments": comments_of(call, request.user),
         "pending_policy": policy_state(pending[-1]) if pending else [],
         "pending": pending[-1] if pending else None,
         # Whoever cannot answer the waiting round (a requester whose round went to a

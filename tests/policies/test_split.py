@@ -376,3 +376,39 @@ def test_a_policy_is_split_or_a_quorum_never_both(people: dict[str, Any]) -> Non
         "A round is split between people or needs a quorum, not both."
     )
     assert "split_routes" not in problems(PolicySnapshot(split_routes=ROUTES))
+
+
+def test_each_part_can_carry_a_comment_for_the_requester_alone(
+    fastmcp_in_process: Any, people: dict[str, Any]
+) -> None:
+    """A comment left with a part is kept in the audit trail and shown to the requester (and
+    its author), never to the other part's people and never sent to the server."""
+    peer = fastmcp_in_process
+    call = start_split(peer, people)
+    round = call.rounds.get()
+    since = peer.mark()
+    engine.answer(round, {"budget": BUDGET}, people["alice"], comment="Within Q1 budget.")
+    engine.answer(round, {"schedule": SCHEDULE}, people["bob"], comment="Ops can start then.")
+    (sent,) = retries(peer, since)
+    assert "Within Q1" not in str(sent) and "Ops can start" not in str(sent)
+    assert sent["inputResponses"] == {"budget": BUDGET, "schedule": SCHEDULE}
+    notes = {
+        e.actor.username: e.detail.get("comment")
+        for e in Event.objects.filter(call=call, kind__in=["part_answered", "answered"])
+        if e.detail.get("comment")
+    }
+    assert notes == {"alice": "Within Q1 budget.", "bob": "Ops can start then."}  # once each
+
+    def call_page(user: Any) -> str:
+        client = Client()
+        client.force_login(user)
+        response = client.get(f"/calls/{call.pk}/")
+        assert response.status_code == 200
+        return response.content.decode()
+
+    requester = call_page(people["ada"])
+    assert "Within Q1 budget." in requester and "Ops can start then." in requester
+    alice = call_page(people["alice"])
+    assert "Within Q1 budget." in alice and "Ops can start then." not in alice
+    bob = call_page(people["bob"])
+    assert "Ops can start then." in bob and "Within Q1 budget." not in bob

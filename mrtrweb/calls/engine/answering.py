@@ -64,8 +64,13 @@ def answer(
     sending: list[Future[None]] = []
     with transaction.atomic():
         now = timezone.now()
-        if round.split and (answers := splitting.answer_part(round, answers, user, now)) is None:
-            return Round.objects.get(pk=round.pk)  # a part answered; the round waits for the rest
+        comment = quorum.clean_comment(comment)
+        if round.split:
+            answers = splitting.answer_part(round, answers, user, now, comment=comment)
+            # The part's entry keeps its comment; the round's own "answered" does not repeat it.
+            comment = ""
+            if answers is None:
+                return Round.objects.get(pk=round.pk)  # a part answered; the rest still wait
         if not transition(
             round,
             Round.Status.PENDING,
@@ -82,7 +87,6 @@ def answer(
             # Registered before the event's hooks, so the delivery starts once the answers are
             # committed, while this thread tells the receivers.
             transaction.on_commit(lambda: sending.append(handoff.start(resubmit, round.pk)))
-        comment = quorum.clean_comment(comment)
         note = {"comment": comment} if comment else {}
         # "answered by bob for ada": a delegate's answer says whom it stood in for.
         for_whom = answering_for(round, user)

@@ -123,9 +123,13 @@ def answer_part(
     responses: Mapping[str, Mapping[str, Any]],
     user: Any,
     now: dt.datetime,
+    *,
+    comment: str = "",
 ) -> dict[str, dict[str, Any]] | None:
     """Store ``user``'s answers to one part of split ``round`` (``responses`` holds exactly
-    that part's keys), inside the caller's transaction (``answering.answer``).
+    that part's keys), inside the caller's transaction (``answering.answer``). ``comment``,
+    their note for the requester, is kept with the part's entry in the audit trail (only the
+    requester, admins and its author read it: other parts' people never see it).
 
     Returns the round's whole ``inputResponses`` when the round is now to be sent (every
     part answered, or a part declined under ``decline-round``): the caller then moves the
@@ -173,6 +177,7 @@ def answer_part(
         keys=part.keys,
         answers=answers,
         **({"declined": refusal} if refusal else {}),
+        **({"comment": comment} if comment else {}),
     )
     if refusal and policy.split_decline != SEND_WITH_OTHERS:
         # decline-round: the whole round is refused now; the other parts are not asked.
