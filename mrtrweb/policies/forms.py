@@ -29,6 +29,8 @@ _ROUTE = re.compile(r"^\s*(?P<key>[^=\s][^=]*?)\s*=\s*(?P<kind>user|group)\s*:\s
 
 
 class PolicyForm(forms.Form):
+    label_suffix = ""
+
     renew_expired = forms.BooleanField(
         required=False,
         label=gettext_lazy("Renew rounds whose server state expires"),

@@ -93,6 +93,14 @@ def _open_menu(page: Any) -> None:
             shoot(page, "phone-menu")
 
 
+def _shoot_wide(page: Any, name: str) -> None:
+    """A guide's picture of this page: once, at 1280 px in English."""
+    if page.viewport_size["width"] >= 1000 and "en" in (
+        page.evaluate("document.documentElement.lang") or ""
+    ):
+        shoot(page, name)
+
+
 PAGES: tuple[Visit, ...] = (
     # Signing in, and out of it.
     Visit("login", "anonymous", lambda s: "/accounts/login/"),
@@ -179,7 +187,12 @@ PAGES: tuple[Visit, ...] = (
     ),
     Visit("servers:catalog", "person", lambda s: "/operators/peer/catalog/"),
     Visit("servers:exposure", "person", lambda s: "/operators/peer/exposure/"),
-    Visit("policies:policy", "person", lambda s: "/operators/peer/policy/?tool=approve_deploy"),
+    Visit(
+        "policies:policy",
+        "person",
+        lambda s: "/operators/peer/policy/?tool=approve_deploy",
+        then=lambda page: _shoot_wide(page, "operator-policy"),
+    ),
     Visit("authorizations:connection", "person", lambda s: "/oauth/connections/peer/"),
     Visit(
         "authorizations:connect",
