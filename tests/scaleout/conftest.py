@@ -20,15 +20,18 @@ both), as tests/core/test_services.py does (tests/support/services.py).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
@@ -202,6 +205,17 @@ def topology(scale_database: str, scale_redis_url: str, fastmcp_peer: Peer) -> I
 
 
 # -- speaking to the web processes as a signed-in person -----------------------------------------
+
+
+T = TypeVar("T")
+
+
+def run_apart(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` to its end on an event loop of its own, in a thread of its own: the main
+    thread may hold Playwright's loop (its sync API runs one there, and the browser fixture
+    lives for the session), where ``asyncio.run`` refuses to start."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 def start_call(base_url: str, session_key: str, tool: str) -> tuple[int, int]:

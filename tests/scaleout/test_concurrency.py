@@ -12,7 +12,7 @@ import pytest
 
 from mrtrweb.elicitation import field_name_for, prefix_for_key
 from tests.peers.fixtures import Peer
-from tests.scaleout.conftest import Topology, start_call
+from tests.scaleout.conftest import Topology, run_apart, start_call
 from tests.support.web import csrf_token
 
 POSTS = 50
@@ -92,7 +92,7 @@ def test_fifty_concurrent_posts_of_one_round_resubmit_once(
     since = fastmcp_peer.mark()
 
     started = time.monotonic()
-    outcomes, raced = asyncio.run(_race(topology, round_id))
+    outcomes, raced = run_apart(_race(topology, round_id))
 
     statuses = sorted(status for _, status, _, _ in outcomes)
     assert statuses == [303] + [409] * (POSTS - 1), statuses

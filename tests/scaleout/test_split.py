@@ -14,7 +14,7 @@ import pytest
 
 from mrtrweb.elicitation import field_name_for, prefix_for_key
 from tests.peers.fixtures import Peer
-from tests.scaleout.conftest import Topology, start_call
+from tests.scaleout.conftest import Topology, run_apart, start_call
 from tests.support.web import csrf_token
 
 TOOL = "plan_budget_schedule"
@@ -100,7 +100,7 @@ def test_two_parts_answered_at_once_in_two_processes_send_one_retry(
     for race in range(RACES):
         call_id, round_id = start_call(topology.url_a, caller, TOOL)
         since = fastmcp_peer.mark()
-        outcomes = asyncio.run(_both_at_once(topology, round_id))
+        outcomes = run_apart(_both_at_once(topology, round_id))
         assert [status for status, _ in outcomes] == [303, 303], [b[-800:] for _, b in outcomes]
         deadline = time.monotonic() + 30
         while _status(topology, call_id) != "completed" and time.monotonic() < deadline:
