@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 
 END_USERS = "End users"
@@ -45,3 +46,14 @@ def is_admin(user: Any) -> bool:
 
 def is_operator(user: Any) -> bool:
     return bool(getattr(user, "is_active", False) and user.has_perm("servers.manage_connections"))
+
+
+def active_usernames(limit: int = 500) -> list[str]:
+    """Suggestions for the forms' user fields (a datalist; any active username is accepted),
+    capped so a large site's page stays small."""
+    User = get_user_model()
+    return list(
+        User.objects.filter(is_active=True)
+        .order_by(User.USERNAME_FIELD)
+        .values_list(User.USERNAME_FIELD, flat=True)[:limit]
+    )

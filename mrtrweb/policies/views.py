@@ -7,7 +7,6 @@ import logging
 from typing import Any
 
 from django.contrib import messages
-from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
@@ -18,7 +17,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
 
 from mrtrweb.http import SeeOther
-from mrtrweb.people.roles import is_operator
+from mrtrweb.people.roles import active_usernames, is_operator
 from mrtrweb.servers.models import Connection
 
 from .describe import describe
@@ -92,7 +91,7 @@ def policy(request: HttpRequest, name: str) -> HttpResponse:
             }
             for t in tools
         ],
-        "usernames": _usernames(),
+        "usernames": active_usernames(),
     }
     return render(request, "policies/policy.html", context, status=status)
 
@@ -102,13 +101,4 @@ def _own_rows(connection: Connection) -> set[str]:
         Policy.objects.filter(connection=connection)
         .exclude(tool_name="")
         .values_list("tool_name", flat=True)
-    )
-
-
-def _usernames() -> list[str]:
-    User = get_user_model()
-    return list(
-        User.objects.filter(is_active=True)
-        .order_by(User.USERNAME_FIELD)
-        .values_list(User.USERNAME_FIELD, flat=True)[:500]
     )

@@ -16,7 +16,6 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q
@@ -28,7 +27,7 @@ from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from mrtrweb.http import SeeOther
-from mrtrweb.people.roles import is_operator
+from mrtrweb.people.roles import active_usernames, is_operator
 
 from .catalog import ProbeReport, authenticator_for, ensure_catalog, refresh_catalog
 from .forms import ConnectionForm, ExposureForm
@@ -115,7 +114,7 @@ def _render_form(request: HttpRequest, form: ConnectionForm, *, status: int = 20
         "form": form,
         "connection": form.instance if form.editing else None,
         "retype_secrets": form.is_bound and form.secrets_were_typed,
-        "usernames": _usernames(),
+        "usernames": active_usernames(),
         # mrtrweb's client ID at authorization servers that accept metadata documents.
         "client_metadata_url": settings.MRTRWEB_BASE_URL.rstrip("/")
         + reverse("authorizations:client-metadata"),
@@ -240,7 +239,7 @@ def exposure(request: HttpRequest, name: str) -> HttpResponse:
         "failure": probe_summary(report, connection) if report and not report.ok else None,
         "rows": rows,
         "stale": stale,
-        "usernames": _usernames(),
+        "usernames": active_usernames(),
     }
     return render(request, "servers/exposure.html", context)
 
@@ -315,17 +314,7 @@ def _save_exposure(request: HttpRequest, connection: Connection) -> HttpResponse
         "connection": connection,
         "rows": rows,
         "stale": stale,
-        "usernames": _usernames(),
+        "usernames": active_usernames(),
         "failure": None,
     }
     return render(request, "servers/exposure.html", context, status=422)
-
-
-def _usernames() -> list[str]:
-    """Suggestions for the user fields (a datalist; any active username is accepted)."""
-    User = get_user_model()
-    return list(
-        User.objects.filter(is_active=True)
-        .order_by(User.USERNAME_FIELD)
-        .values_list(User.USERNAME_FIELD, flat=True)[:500]
-    )
