@@ -12,10 +12,10 @@ Built on the round's typed questions (``Round.questions()``), never on its JSON:
 - ``Outcome`` (``call_outcome``, ``outcomes_for``): what came of a call, in words people use,
   decided here once for every list and page;
 - ``expiry_of``: why an expired call expired, so pages say what really happened;
-- ``proposal_view``, ``votes_of``, ``comments_of``: a quorum round's proposal by its labels,
-  its votes, and the comments answerers left for the requester (never sent to the server);
-- ``policy_state`` / ``policy_states``: each approval policy's state of a round as short
-  labels ("approvals 1 of 2"), for the inbox and the admins' lists.
+- ``person_name``: a person as others read them.
+
+The approval policies' side of a round (a quorum's proposal and votes, the comments
+answerers left, each policy's state as short labels) is ``presenting_policies``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
-from django.db.models import BooleanField, Count, ExpressionWrapper, Q, QuerySet
+from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet
 from django.forms.utils import ErrorDict
 from django.utils.translation import gettext, gettext_lazy, ngettext
 from django.utils.translation import gettext as _
@@ -47,10 +47,8 @@ from mrtrweb.elicitation.questions import (
     UrlQuestion,
 )
 from mrtrweb.elicitation.schema import MAX_FIELDS, MAX_FORM_OPTIONS, FieldSpec, Kind
-from mrtrweb.people.roles import is_admin
-from mrtrweb.policies.snapshot import PolicySnapshot
 
-from .models import Call, Event, Round, RoundPart, Vote
+from .models import Call, Round
 from .rendering import answer_value
 
 # At most this many questions in one round are shown (a server's 5,000 took 6 s to render,
@@ -203,7 +201,7 @@ class PresentedRound:
     def asked(self) -> tuple[Asked, ...]:
         """Every question with the answer given to it, for the call page."""
         answers = self.round.answers if isinstance(self.round.answers, Mapping) else {}
-        return tuple(_asked(question, answers.get(question.key)) for question in self.questions)
+        return tuple(asked_with(question, answers.get(question.key)) for question in self.questions)
 
 
 def present(round: Round) -> PresentedRound:
@@ -215,7 +213,8 @@ def round_view(round: Round) -> RoundView:
     return RoundView(round=round, questions=present(round).asked)
 
 
-def _asked(question: Question, answer: Any) -> Asked:
+def asked_with(question: Question, answer: Any) -> Asked:
+    """``question`` with ``answer`` (a stored answer: action and content) by its labels."""
     answer = answer if isinstance(answer, Mapping) else {}
     content = answer.get("content")
     fields: dict[str, FieldSpec] = {}
@@ -612,135 +611,3 @@ def person_name(user: Any) -> str:
         return ""
     full = user.get_full_name().strip() if hasattr(user, "get_full_name") else ""
     return full or str(user.get_username())
-
-
-# -- approval policies: quorum, comments, the state of each policy ---------------------------
-
-
-def proposal_view(round: Round) -> tuple[Asked, ...]:
-    """A quorum round's proposal (the first answers, waiting for approvals) question by
-    question, with the answers by their labels as on the call page; () without one."""
-    proposal = round.proposal if isinstance(round.proposal, Mapping) else {}
-    if not proposal:
-        return ()
-    return tuple(_asked(question, proposal.get(question.key)) for question in round.questions())
-
-
-def votes_of(round: Round) -> list[Vote]:
-    """The votes on ``round``'s proposal, first first."""
-    return list(Vote.objects.filter(round=round).select_related("voter"))
-
-
-@dataclass(frozen=True)
-class Comment:
-    """A note an answerer left for the requester: with an answer, a proposal or a vote."""
-
-    author: Any
-    text: str
-    at: dt.datetime
-    round_index: int | None
-    what: str  # answered, proposed, approved, rejected
-
-
-COMMENTED = {"answered": "answered", "part_answered": "answered", "quorum_proposed": "proposed"}
-
-
-def comments_of(call: Call, reader: Any = None) -> list[Comment]:
-    """Every comment left on ``call``'s rounds that ``reader`` may read, oldest first (from
-    the audit trail, where they are kept; the server never gets them). A comment on a part of
-    a split round is for the requester: besides them, only admins and its author read it, as
-    the other parts' people never see that part (``reader`` None: every comment)."""
-    events = (
-        Event.objects.filter(
-            call=call,
-            kind__in=["answered", "part_answered", "quorum_proposed", "quorum_vote"],
-        )
-        .select_related("actor", "round")
-        .order_by("created_at", "id")
-    )
-    sees_parts = reader is None or reader.pk == call.started_by_id or is_admin(reader)
-    comments = []
-    for event in events:
-        detail = event.detail if isinstance(event.detail, Mapping) else {}
-        text = detail.get("comment")
-        if not isinstance(text, str) or not text:
-            continue
-        if event.kind == "part_answered" and not (sees_parts or event.actor_id == reader.pk):
-            continue
-        if event.kind == "quorum_vote":
-            what = "approved" if detail.get("verdict") == "approve" else "rejected"
-        else:
-            what = COMMENTED[event.kind]
-        comments.append(
-            Comment(
-                author=event.actor,
-                text=text,
-                at=event.created_at,
-                round_index=event.round.index if event.round is not None else None,
-                what=what,
-            )
-        )
-    return comments
-
-
-def _quorum_labels(policy: PolicySnapshot, approvals: int, rejections: int) -> list[str]:
-    labels = [
-        _("approvals %(count)d of %(required)d")
-        % {"count": approvals, "required": policy.approvals_required}
-    ]
-    if policy.rejections_to_decline > 1 and rejections:
-        labels.append(
-            _("rejections %(count)d of %(required)d")
-            % {"count": rejections, "required": policy.rejections_to_decline}
-        )
-    elif rejections:
-        labels.append(_("rejected"))
-    return labels
-
-
-def policy_states(rounds: Sequence[Round]) -> dict[int, list[str]]:
-    """Each approval policy's state of every round of a list, as short labels (one query
-    for the votes of all of them). The quorum says "approvals 1 of 2"; the other policies
-    (split rounds, renewal) add their labels here, so a list shows them all."""
-    states: dict[int, list[str]] = {r.pk: [] for r in rounds}
-    quorum = {
-        r.pk: policy for r in rounds if (policy := PolicySnapshot.from_json(r.call.policy)).quorum
-    }
-    if quorum:
-        counts: dict[tuple[int, str], int] = {
-            (row["round_id"], row["verdict"]): row["n"]
-            for row in Vote.objects.filter(round_id__in=list(quorum))
-            .values("round_id", "verdict")
-            .annotate(n=Count("id"))
-        }
-        for pk, policy in quorum.items():
-            states[pk] += _quorum_labels(
-                policy,
-                counts.get((pk, Vote.Verdict.APPROVE), 0),
-                counts.get((pk, Vote.Verdict.REJECT), 0),
-            )
-    split = [r.pk for r in rounds if r.split]
-    if split:
-        # Split rounds: "parts answered 1 of 2" (one query for the parts of all of them).
-        parts: dict[int, list[str]] = {pk: [] for pk in split}
-        for round_id, status in RoundPart.objects.filter(round_id__in=split).values_list(
-            "round_id", "status"
-        ):
-            parts[round_id].append(status)
-        for pk, statuses in parts.items():
-            states[pk] += _split_labels(statuses)
-    return states
-
-
-def _split_labels(statuses: Sequence[str]) -> list[str]:
-    done = sum(status in RoundPart.ANSWERED_STATUSES for status in statuses)
-    labels = [_("parts answered %(done)d of %(total)d") % {"done": done, "total": len(statuses)}]
-    declined = list(statuses).count(RoundPart.Status.DECLINED)
-    if declined:
-        labels.append(_("%(count)d declined") % {"count": declined})
-    return labels
-
-
-def policy_state(round: Round) -> list[str]:
-    """:func:`policy_states` of one round."""
-    return policy_states([round])[round.pk]

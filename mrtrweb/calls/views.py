@@ -42,18 +42,15 @@ from .access import (
 from .models import Call, Round
 from .presenting import (
     RoundAnswers,
-    comments_of,
     expiry_of,
     listed_calls,
     outcome_of,
     person_name,
-    policy_state,
-    proposal_view,
     round_view,
     typed_values,
-    votes_of,
     with_error_flag,
 )
+from .presenting_policies import comments_of, policy_states, proposal_view, votes_of
 from .rendering import pretty_json, result_view
 from .waiting import authorization_wait
 
@@ -185,8 +182,9 @@ def _render_round(
     typed: Any = (),
 ) -> HttpResponse:
     call = round.call
+    policy_state = policy_states([round])[round.pk]
     context = {
-        "quorum": _quorum(round, request.user),
+        "quorum": _quorum(round, request.user, policy_state),
         "typed": typed,
         "comments": [c for c in comments_of(call, request.user) if c.round_index == round.index],
         "round": round,
@@ -202,7 +200,7 @@ def _render_round(
         "claim_problem": claim_problem,
         "authorization_wait": authorization_wait(call, request.user),
         "part": getattr(round, "part", None),
-        "policy_state": policy_state(round),
+        "policy_state": policy_state,
     }
     return render(request, "calls/round.html", context, status=status)
 
@@ -224,7 +222,7 @@ class QuorumView:
     may_vote: bool
 
 
-def _quorum(round: Round, user: Any) -> QuorumView | None:
+def _quorum(round: Round, user: Any, labels: list[str]) -> QuorumView | None:
     policy = PolicySnapshot.from_json(round.call.policy)
     if not policy.quorum:
         return None
@@ -233,7 +231,7 @@ def _quorum(round: Round, user: Any) -> QuorumView | None:
         policy=policy,
         proposal=proposal_view(round),
         votes=votes_of(round),
-        labels=policy_state(round),
+        labels=labels,
         cannot_vote=cannot,
         # The call's starter may still reject their own call (self: no approval).
         may_vote=can_answer(user, round) and cannot in ("", "self"),
@@ -337,7 +335,7 @@ def call_page(request: HttpRequest, pk: int) -> HttpResponse:
         "rounds": [round_view(shown_to(request.user, r)) for r in rounds],
         # Notes answerers left for the requester (kept in the audit trail, never sent).
         "comments": comments_of(call, request.user),
-        "pending_policy": policy_state(pending[-1]) if pending else [],
+        "pending_policy": policy_states(pending[-1:])[pending[-1].pk] if pending else [],
         "pending": pending[-1] if pending else None,
         # Whoever cannot answer the waiting round (a requester whose round went to a
         # group, say) sees where it stands, not an "Answer" button that leads nowhere.

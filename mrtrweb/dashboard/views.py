@@ -33,7 +33,8 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Event, Round
-from mrtrweb.calls.presenting import outcomes_for, policy_states
+from mrtrweb.calls.presenting import outcomes_for
+from mrtrweb.calls.presenting_policies import policy_states
 from mrtrweb.http import SeeOther
 from mrtrweb.people.roles import is_admin
 

@@ -28,10 +28,10 @@ from mrtrweb.calls.models import Call, Round
 from mrtrweb.calls.presenting import (
     Outcome,
     outcomes_for,
-    policy_states,
     present,
     round_action,
 )
+from mrtrweb.calls.presenting_policies import policy_states
 
 PAGE_SIZE = 25
 SNIPPET_CHARS = 200
@@ -124,7 +124,7 @@ class PendingRow:
     claimed_by_me: bool
     # A split round: the key of the part waiting for this person ("" for the unrouted rest).
     part: str | None = None
-    # Each approval policy's state ("approvals 1 of 2"), calls.presenting.policy_states.
+    # Each approval policy's state ("approvals 1 of 2"), calls.presenting_policies.policy_states.
     policy: tuple[str, ...] = ()
     # Delegations: the person I answer this round for, or the one who answers it for me.
     for_person: Any = None

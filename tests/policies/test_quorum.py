@@ -14,7 +14,7 @@ from django.contrib.auth.models import Group
 
 from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Round, Vote
-from mrtrweb.calls.presenting import comments_of, policy_state, proposal_view
+from mrtrweb.calls.presenting_policies import comments_of, policy_states, proposal_view
 from mrtrweb.policies.models import Policy
 from tests.support.factories import make_connection, make_user
 
@@ -77,7 +77,7 @@ def test_two_of_three_approvals_deliver_the_proposal_once(
     assert round.status == Round.Status.PENDING and round.claimed_by is None
     assert round.proposal == proposal and round.proposed_by == finance["alice"]
     assert retries(fastmcp_in_process, since) == []
-    assert policy_state(round) == ["approvals 1 of 2"]
+    assert policy_states([round])[round.pk] == ["approvals 1 of 2"]
     # Others see it by labels: "Replicas: 3", not the property names.
     shown = {item.label: item.value for q in proposal_view(round) for item in q.content}
     assert shown["Replicas"] == "3"
@@ -152,7 +152,7 @@ def test_two_rejections_when_the_policy_says_so(
     engine.vote(round, finance["bob"], "reject")
     round.refresh_from_db()
     assert round.is_pending and retries(fastmcp_in_process, since) == []
-    assert policy_state(round) == ["approvals 1 of 3", "rejections 1 of 2"]
+    assert policy_states([round])[round.pk] == ["approvals 1 of 3", "rejections 1 of 2"]
     engine.vote(round, finance["cy"], "reject")
     round.refresh_from_db()
     assert round.answers == {"approval": {"action": "decline"}}
@@ -210,7 +210,7 @@ def test_a_starters_own_proposal_does_not_count_without_self_approval(
     round = call.rounds.get()
     engine.answer(round, {"approval": {"action": "accept", "content": APPROVAL}}, finance["alice"])
     round.refresh_from_db()
-    assert policy_state(round) == ["approvals 0 of 2"]
+    assert policy_states([round])[round.pk] == ["approvals 0 of 2"]
     engine.vote(round, finance["bob"], "approve")
     round.refresh_from_db()
     assert round.is_pending
@@ -235,7 +235,8 @@ def test_a_plain_rounds_comment_is_kept_and_never_sent(
     call.refresh_from_db()
     assert call.status == Call.Status.COMPLETED
     assert call.events.get(kind="answered").detail["comment"] == "Approved after the review call."
-    assert policy_state(call.rounds.get()) == []
+    round = call.rounds.get()
+    assert policy_states([round])[round.pk] == []
     (sent,) = retries(fastmcp_in_process, since)
     assert "review call" not in sent["body"]
     assert [c.text for c in comments_of(call)] == ["Approved after the review call."]

@@ -13,7 +13,7 @@ from django.test import Client
 
 from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Event, Round, RoundPart
-from mrtrweb.calls.presenting import policy_state
+from mrtrweb.calls.presenting_policies import policy_states
 from mrtrweb.elicitation import prefix_for_key
 from mrtrweb.people.roles import ADMINS
 from mrtrweb.policies.models import Policy
@@ -89,14 +89,14 @@ def test_each_key_becomes_a_part_and_one_retry_carries_both(
     budget, schedule = part(round, "budget"), part(round, "schedule")
     assert (budget.keys, budget.assigned_user) == (["budget"], people["alice"])
     assert (schedule.keys, schedule.assigned_group.name) == (["schedule"], "Ops")
-    assert policy_state(round) == ["parts answered 0 of 2"]
+    assert policy_states([round])[round.pk] == ["parts answered 0 of 2"]
 
     since = peer.mark()
     engine.answer(round, {"budget": BUDGET}, people["alice"])
     round.refresh_from_db()
     assert round.status == Round.Status.PENDING  # waits for the schedule
     assert retries(peer, since) == []
-    assert policy_state(round) == ["parts answered 1 of 2"]
+    assert policy_states([round])[round.pk] == ["parts answered 1 of 2"]
 
     engine.answer(round, {"schedule": SCHEDULE}, people["bob"])
     (sent,) = retries(peer, since)  # exactly one retry, both keys under their own
@@ -154,7 +154,7 @@ def test_send_with_others_waits_and_sends_the_declined_part_as_declined(
     engine.answer(round, {"budget": {"action": "decline"}}, people["alice"])
     round.refresh_from_db()
     assert round.status == Round.Status.PENDING and retries(peer, since) == []
-    assert policy_state(round) == ["parts answered 1 of 2", "1 declined"]
+    assert policy_states([round])[round.pk] == ["parts answered 1 of 2", "1 declined"]
     # Admins read it on the dashboard, and who answered which part in the audit trail.
     admin = _client(make_user("root", ADMINS))
     assert "parts answered 1 of 2" in admin.get("/dashboard/rounds/").content.decode()
