@@ -180,7 +180,49 @@ class Call(models.Model):
         return kept
 
 
-class Round(models.Model):
+def _assignment(asked: str) -> type[models.Model]:
+    """The abstract base of what is asked of people, a round and a split round's part: who
+    is asked (see calls.routing: one user, or a group whose members claim it) and who
+    answered. ``asked`` is what a person and a group call them, ``user.assigned_<asked>``,
+    ``user.answered_<asked>``: a parameter because the names predate the base ("parts", not
+    the "roundparts" Django's ``%(class)s`` would make), and renaming them would be a
+    migration. None of the three is indexed alone: each model's ``Meta`` indexes them beside
+    ``status`` (assigned_*), and only where set (answered_by), under its own index names."""
+
+    class Assignment(models.Model):
+        assigned_user = models.ForeignKey(
+            settings.AUTH_USER_MODEL,
+            null=True,
+            blank=True,
+            on_delete=models.SET_NULL,
+            related_name=f"assigned_{asked}",
+            db_index=False,
+        )
+        assigned_group = models.ForeignKey(
+            Group,
+            null=True,
+            blank=True,
+            on_delete=models.SET_NULL,
+            related_name=f"assigned_{asked}",
+            db_index=False,
+        )
+        # NULL until answered.
+        answered_by = models.ForeignKey(
+            settings.AUTH_USER_MODEL,
+            null=True,
+            blank=True,
+            on_delete=models.SET_NULL,
+            related_name=f"answered_{asked}",
+            db_index=False,
+        )
+
+        class Meta:
+            abstract = True
+
+    return Assignment
+
+
+class Round(_assignment("rounds")):
     class Status(models.TextChoices):
         PENDING = "pending", _("waiting for an answer")
         SUBMITTED = "submitted", _("answered, waiting to be sent")
@@ -222,35 +264,7 @@ class Round(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     # inputResponses as sent: {key: {"action": ..., "content": {...}}}.
     answers = CompactJSONField(null=True, blank=True)
-    # NULL until answered: indexed only where set (round_answerer_answered), which serves
-    # "answered by me" newest first.
-    answered_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="answered_rounds",
-        db_index=False,
-    )
     answered_at = models.DateTimeField(null=True, blank=True)
-    # Who is asked (see calls.routing): one user, or a group whose members claim the round.
-    # Indexed by round_assignee_status and round_group_status (each first there).
-    assigned_user = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="assigned_rounds",
-        db_index=False,
-    )
-    assigned_group = models.ForeignKey(
-        Group,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="assigned_rounds",
-        db_index=False,
-    )
     # Only ever filtered beside assigned_group (which the index finds); indexed where set,
     # for deleting a user (SET_NULL).
     claimed_by = models.ForeignKey(
@@ -447,7 +461,7 @@ class Event(models.Model):
         return f"{self.kind} on call {self.call_id}"
 
 
-class RoundPart(models.Model):
+class RoundPart(_assignment("parts")):
     """A part of a split round (issue 17): the keys of its ``inputRequests`` that a split
     policy routes to one person or group, who sees and answers only these. The keys no route
     names form one more part, routed as the round itself is. The round is resubmitted once,
@@ -468,34 +482,9 @@ class RoundPart(models.Model):
     keys = models.JSONField(default=list)
     # The route's key ("" for the remaining part), what lists call the part by.
     key = models.TextField(blank=True, default="")
-    # Indexed by part_assignee_status and part_group_status (each first there).
-    assigned_user = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="assigned_parts",
-        db_index=False,
-    )
-    assigned_group = models.ForeignKey(
-        Group,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="assigned_parts",
-        db_index=False,
-    )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     # inputResponses for this part's keys: {key: {"action": ..., "content": {...}}}.
     answers = CompactJSONField(null=True, blank=True)
-    answered_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="answered_parts",
-        db_index=False,
-    )
     answered_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
