@@ -1,7 +1,7 @@
 """Reminders: a pending round's assignees are emailed at the fractions of its answering time
 that the call's policy names (``PolicySnapshot.reminders``, e.g. ``[0.5, 0.9]``).
 
-The answering time runs from parking to the deadline the person sees (:func:`deadline_seen`).
+The answering time runs from parking to the deadline the person sees (``Round.answer_by``).
 Each reminder is sent once: ``Round.reminders_sent`` counts them, and only the update that
 moves it on sends (a guarded update, so two tasks or sweeps racing send one email). A round
 answered or closed meanwhile is no longer pending and gets none.
@@ -28,7 +28,6 @@ from .trail import record
 from .transitions import transition
 
 __all__ = [
-    "deadline_seen",
     "escalation_due_at",
     "next_due",
     "plan",
@@ -42,16 +41,10 @@ def policy_of(round: Round) -> PolicySnapshot:
     return PolicySnapshot.from_json(round.call.policy)
 
 
-def deadline_seen(round: Round) -> datetime | None:
-    """The deadline the person sees for ``round``: the one its reminders divide up (the
-    renewal policy's, when it renews the round behind the person's back)."""
-    return round.answer_by
-
-
 def reminder_moments(round: Round, policy: PolicySnapshot) -> list[datetime]:
     """When each of the policy's reminders is due for ``round``, earliest first. Fractions
     outside (0, 1) are ignored: a reminder at or after the deadline reminds nobody of it."""
-    deadline = deadline_seen(round)
+    deadline = round.answer_by
     if deadline is None:
         return []
     span = deadline - round.created_at
@@ -108,7 +101,7 @@ def send_reminder(round: Round, policy: PolicySnapshot, now: datetime) -> bool:
             return False  # answered, closed, or reminded by another task meanwhile
         round.reminders_sent = passed
         fraction = sorted({f for f in policy.reminders if 0 < f < 1})[passed - 1]
-        deadline = deadline_seen(round)
+        deadline = round.answer_by
         record(
             round.call,
             "reminded",
