@@ -47,6 +47,20 @@ def _test_settings(settings):
 
 
 @pytest.fixture(autouse=True)
+def _site_language():
+    """Each test starts in the site's language. LocaleMiddleware activates a request's language
+    on the thread that serves it and, like Django, leaves it there; under ASGI each request
+    has a context of its own, but the test client serves on the test's thread, so a page
+    served in German would leave later tests' words in German."""
+    from django.conf import settings as django_settings
+    from django.utils import translation
+
+    translation.activate(django_settings.LANGUAGE_CODE)
+    yield
+    translation.activate(django_settings.LANGUAGE_CODE)
+
+
+@pytest.fixture(autouse=True)
 def _secrets_never_shown(settings):
     """No OAuth secret a test server issued is shown or logged (tests/support/secret_guard.py)."""
     from tests.support import secret_guard
