@@ -257,7 +257,21 @@ async def _signed_in(run: Stack, count: int) -> list[Person]:
     return people
 
 
-async def _web_phases(run: Stack, plan: Plan, figures: dict[str, Any]) -> None:
+async def p6_watchers(run: Stack, plan: Plan, person: Person, context: dict) -> dict[str, Any]:
+    from . import watchers
+
+    return await watchers.measure(
+        run,
+        person,
+        context,
+        people=plan.watch_people,
+        concerned=plan.watch_concerned,
+        events=plan.watch_events,
+        page_repeats=plan.page_repeats,
+    )
+
+
+async def _web_phases(run: Stack, plan: Plan, figures: dict[str, Any], context: dict) -> None:
     people = await _signed_in(run, plan.concurrency)
     try:
         # Warm both sides up (imports, connections, template caches) before measuring.
@@ -278,6 +292,8 @@ async def _web_phases(run: Stack, plan: Plan, figures: dict[str, Any]) -> None:
             + plan.throughput_repeats * plan.concurrency * plan.throughput_flows
         )
         figures["memory"] = await _guarded("memory", memory(run, plan, people, app_rounds))
+        # After the memory figure: P6's thousand sockets would count in its growth.
+        figures["p6"] = await _guarded("p6", p6_watchers(run, plan, people[0], context))
     finally:
         await asyncio.gather(*(p.close() for p in people))
 
@@ -303,13 +319,17 @@ def run_suite(
     if worker_mode == "process":
         figures["worker_interval_s"] = worker_interval
     started = time.perf_counter()
+    # P6 holds thousands of sockets: this process and the servers it starts need the files.
+    from .watchers import raise_fd_limit
+
+    raise_fd_limit()
     with stack(backend, worker_mode=worker_mode, worker_interval=worker_interval) as run:
         from . import seed
 
         seed.setup_django()
         context = seed.prepare(run.mcp_url)
         figures["p5"] = _phase("p5", pages.storage, plan.storage_rounds, context)
-        asyncio.run(_web_phases(run, plan, figures))
+        asyncio.run(_web_phases(run, plan, figures, context))
         figures["p3"] = _phase("p3", pages.scale, run, plan, context)
         if profile_dir is not None:
             from .profile import profile
