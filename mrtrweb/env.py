@@ -23,7 +23,7 @@ PRODUCTION_WORDS = frozenset({"production", "prod"})
 
 DEFAULT_ALLOWED_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 REDIS_CHANNEL_LAYER = "channels_redis.core.RedisChannelLayer"
-IN_MEMORY_CHANNEL_LAYER = "channels.layers.InMemoryChannelLayer"
+IN_MEMORY_CHANNEL_LAYER = "mrtrweb.live.layers.SweptInMemoryChannelLayer"
 REDIS_SOCKET_TIMEOUT = 15.0
 LOG_FORMATS = ("json", "plain")
 POSTGRES_CONNECT_TIMEOUT = 5  # seconds

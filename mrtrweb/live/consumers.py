@@ -28,6 +28,7 @@ from django.utils.crypto import constant_time_compare
 from mrtrweb.accounts.second_factor import session_passed
 
 from . import frames
+from .batch import checked
 from .events import call_group, is_quiet, session_group, user_group, user_sockets_group
 
 NOT_SIGNED_IN = 4401
@@ -52,11 +53,16 @@ def _signed_in(user: Any) -> bool:
     return bool(getattr(user, "is_authenticated", False) and getattr(user, "is_active", False))
 
 
-@database_sync_to_async
-def _current_person(session_key: str, person_id: Any) -> Any | None:
+async def _current_person(session_key: str, person_id: Any) -> Any | None:
     """The person still signed in with this session, read again from the session store, or
-    None: as Django's ``auth.get_user`` decides, but without its side effects (it would flush
-    a session whose password hash no longer matches; a socket only listens)."""
+    None. Checked together with the other sockets' checks of the moment (``batch.py``)."""
+    return await checked(_person_now, session_key, person_id)
+
+
+def _person_now(session_key: str, person_id: Any) -> Any | None:
+    """:func:`_current_person`, on the database thread: as Django's ``auth.get_user`` decides,
+    but without its side effects (it would flush a session whose password hash no longer
+    matches; a socket only listens)."""
     from django.contrib.auth import (
         BACKEND_SESSION_KEY,
         HASH_SESSION_KEY,
@@ -143,8 +149,12 @@ class PersonSocket(AsyncWebsocketConsumer):
         """Browsers have nothing to say on these sockets."""
 
 
-@database_sync_to_async
-def _sees_call(user: Any, call_id: int) -> bool:
+async def _sees_call(user: Any, call_id: int) -> bool:
+    """Whether ``user`` may see the call, checked with the other sockets' checks (``batch.py``)."""
+    return bool(await checked(_sees_call_now, user, call_id))
+
+
+def _sees_call_now(user: Any, call_id: int) -> bool:
     from mrtrweb.calls.access import visible_calls
 
     return visible_calls(user).filter(pk=call_id).exists()

@@ -45,7 +45,7 @@ def test_the_redis_layer_reads_longer_than_its_consumers_block():
 @pytest.mark.parametrize("url", [None, ""])
 def test_without_redis_url_the_channel_layer_is_in_memory(url):
     assert env.channel_layers(url) == {
-        "default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}
+        "default": {"BACKEND": "mrtrweb.live.layers.SweptInMemoryChannelLayer"}
     }
 
 

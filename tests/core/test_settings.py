@@ -33,7 +33,7 @@ def test_embedded_defaults(run_python: RunPython, tmp_path):
 
     assert shown["engine"] == "django.db.backends.sqlite3"
     assert shown["name"] == str(tmp_path / "var" / "db.sqlite3")
-    assert shown["layer"] == "channels.layers.InMemoryChannelLayer"
+    assert shown["layer"] == "mrtrweb.live.layers.SweptInMemoryChannelLayer"
     assert shown["debug"] is False
     assert shown["allowed_hosts"] == ["localhost", "127.0.0.1", "[::1]"]
     assert shown["tasks"] == "django_tasks_db.DatabaseBackend"
