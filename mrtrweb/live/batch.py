@@ -6,10 +6,11 @@ own hop to the database thread cost a thread handoff and, with ``CONN_MAX_AGE`` 
 connection opened and closed (``database_sync_to_async`` closes it before and after): most of
 the CPU an event cost the web process (issue 18, P6).
 
-:func:`checked` runs the same check, unchanged and still after the message arrived, but in one
+:func:`checked` runs the same check, still after the message arrived, but in one
 ``database_sync_to_async`` call with every other check asked for meanwhile on this event loop:
 the first one asked waits one turn of the loop for the others, and while a batch runs the next
-gathers. Each check gets its own result (or its own exception).
+gathers. A check is a function of a list of items returning one result per item, so that it
+can read the rows of all its items at once; each caller gets its own item's result.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 
-_Job = tuple[Callable[..., Any], tuple[Any, ...], "asyncio.Future[Any]"]
+Many = Callable[[list[Any]], list[Any]]
+_Job = tuple[Many, Any, "asyncio.Future[Any]"]
 
 
 class _Batch:
@@ -29,9 +31,9 @@ class _Batch:
         self.waiting: list[_Job] = []
         self.running = False
 
-    async def run(self, function: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    async def run(self, function: Many, item: Any) -> Any:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self.waiting.append((function, args, future))
+        self.waiting.append((function, item, future))
         if not self.running:
             self.running = True
             asyncio.get_running_loop().create_task(self._drain())
@@ -66,12 +68,21 @@ class _Batch:
 
 
 def _run_all(jobs: list[_Job]) -> list[tuple[bool, Any]]:
-    outcomes: list[tuple[bool, Any]] = []
-    for function, args, _ in jobs:
+    """Each function once, with its items in the order asked; one (ok, result) per job."""
+    by_function: dict[Many, list[int]] = {}
+    for index, (function, _, _) in enumerate(jobs):
+        by_function.setdefault(function, []).append(index)
+    outcomes: list[tuple[bool, Any]] = [(False, None)] * len(jobs)
+    for function, indexes in by_function.items():
         try:
-            outcomes.append((True, function(*args)))
+            results = function([jobs[i][1] for i in indexes])
+            if len(results) != len(indexes):
+                raise RuntimeError(f"{function!r} gave {len(results)} results for {len(indexes)}")
+            for i, result in zip(indexes, results, strict=True):
+                outcomes[i] = (True, result)
         except Exception as exc:
-            outcomes.append((False, exc))
+            for i in indexes:
+                outcomes[i] = (False, exc)
     return outcomes
 
 
@@ -79,10 +90,11 @@ def _run_all(jobs: list[_Job]) -> list[tuple[bool, Any]]:
 _batches: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Batch] = weakref.WeakKeyDictionary()
 
 
-async def checked(function: Callable[..., Any], *args: Any) -> Any:
-    """``function(*args)`` on the database thread, together with the other checks waiting."""
+async def checked(function: Many, item: Any) -> Any:
+    """``function([item, ...])``'s result for ``item``, on the database thread, together with
+    the other checks waiting."""
     loop = asyncio.get_running_loop()
     batch = _batches.get(loop)
     if batch is None:
         batch = _batches[loop] = _Batch()
-    return await batch.run(function, args)
+    return await batch.run(function, item)

@@ -15,19 +15,14 @@ operator who typed the password but not yet the code is not listened to either).
 from __future__ import annotations
 
 import time
-from importlib import import_module
 from typing import Any
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
-from django.conf import settings
 from django.urls import reverse
-from django.utils.crypto import constant_time_compare
 
-from mrtrweb.accounts.second_factor import session_passed
-
-from . import frames
+from . import checks, frames
 from .batch import checked
 from .events import call_group, is_quiet, session_group, user_group, user_sockets_group
 
@@ -55,38 +50,9 @@ def _signed_in(user: Any) -> bool:
 
 async def _current_person(session_key: str, person_id: Any) -> Any | None:
     """The person still signed in with this session, read again from the session store, or
-    None. Checked together with the other sockets' checks of the moment (``batch.py``)."""
-    return await checked(_person_now, session_key, person_id)
-
-
-def _person_now(session_key: str, person_id: Any) -> Any | None:
-    """:func:`_current_person`, on the database thread: as Django's ``auth.get_user`` decides,
-    but without its side effects (it would flush a session whose password hash no longer
-    matches; a socket only listens)."""
-    from django.contrib.auth import (
-        BACKEND_SESSION_KEY,
-        HASH_SESSION_KEY,
-        SESSION_KEY,
-        get_user_model,
-        load_backend,
-    )
-
-    # A deleted or expired session loads as an empty one.
-    session = import_module(settings.SESSION_ENGINE).SessionStore(session_key)
-    backend_path = session.get(BACKEND_SESSION_KEY)
-    if SESSION_KEY not in session or backend_path not in settings.AUTHENTICATION_BACKENDS:
-        return None
-    user_id = get_user_model()._meta.pk.to_python(session[SESSION_KEY])
-    # ModelBackend gives no user for one who is not active.
-    user = load_backend(backend_path).get_user(user_id)
-    if user is None or user.pk != person_id or not user.is_active:
-        return None
-    stored_hash = session.get(HASH_SESSION_KEY) or ""
-    if not constant_time_compare(stored_hash, user.get_session_auth_hash()):
-        return None  # the password changed: Django signs this session out on its next page
-    if not session_passed(session, user):
-        return None  # still owes its second factor: no page would show it anything either
-    return user
+    None; checked together with the other sockets' checks of the moment (``batch.py``,
+    ``checks.people_now``)."""
+    return await checked(checks.people_now, (session_key, person_id))
 
 
 class PersonSocket(AsyncWebsocketConsumer):
@@ -150,14 +116,8 @@ class PersonSocket(AsyncWebsocketConsumer):
 
 
 async def _sees_call(user: Any, call_id: int) -> bool:
-    """Whether ``user`` may see the call, checked with the other sockets' checks (``batch.py``)."""
-    return bool(await checked(_sees_call_now, user, call_id))
-
-
-def _sees_call_now(user: Any, call_id: int) -> bool:
-    from mrtrweb.calls.access import visible_calls
-
-    return visible_calls(user).filter(pk=call_id).exists()
+    """Whether ``user`` may see the call, checked with the other sockets' checks."""
+    return bool(await checked(checks.sees_calls_now, (user, call_id)))
 
 
 def shown_state(call_status: str, rounds: list[dict[str, Any]]) -> str:
