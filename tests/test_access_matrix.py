@@ -36,6 +36,7 @@ from mrtrweb.authorizations.models import Authorization
 from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.elicitation import field_name_for
+from mrtrweb.env import IN_MEMORY_CHANNEL_LAYER
 from mrtrweb.servers.catalog import ensure_catalog
 from mrtrweb.servers.models import Connection
 from tests.inbox.support import (
@@ -638,7 +639,7 @@ def sockets_in_process(settings: Any) -> Iterator[None]:
     from mrtrweb.live import events
 
     settings.MRTRWEB_INPROCESS_WORKER = False
-    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": IN_MEMORY_CHANNEL_LAYER}}
     channel_layers.backends.clear()
     yield
     channel_layers.backends.clear()

@@ -28,6 +28,7 @@ from django.test import Client
 
 from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call
+from mrtrweb.env import IN_MEMORY_CHANNEL_LAYER
 from mrtrweb.live import events, worker
 from mrtrweb.servers.models import Connection, Routing
 
@@ -49,7 +50,7 @@ def _isolated(settings: Any) -> Iterator[None]:
 
 @pytest.fixture
 def layer(settings: Any) -> Iterator[None]:
-    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": IN_MEMORY_CHANNEL_LAYER}}
     channel_layers.backends.clear()
     yield
     channel_layers.backends.clear()
