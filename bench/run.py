@@ -16,6 +16,7 @@ import datetime
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -103,7 +104,7 @@ def rows(figures: dict[str, Any]) -> list[tuple[str, str]]:
     if "error" in figures:
         return [("error", figures["error"])]
     out: list[tuple[str, str]] = []
-    for phase in ("p1", "p1_floor", "p2", "p2_floor", "p3", "p4", "p5", "memory"):
+    for phase in ("p1", "p1_floor", "p2", "p2_floor", "p3", "p4", "p5", "memory", "p6"):
         if "error" in (figures.get(phase) or {}):
             out.append((f"{phase} error", figures[phase]["error"]))
     worker = figures.get("worker")
@@ -209,8 +210,47 @@ def rows(figures: dict[str, Any]) -> list[tuple[str, str]]:
                 f"{_num(entry['growth_bytes_per_round'], 0)} B/round",
             )
         )
+    out += _p6_rows(figures.get("p6") or {})
     out.append(("run time, s", _num(figures.get("seconds"), 0)))
     return out
+
+
+def _p6_rows(p6: dict[str, Any]) -> list[tuple[str, str]]:
+    """P6, many people watching (bench/watchers.py): sockets, one event, memory, a page."""
+    if not p6.get("sockets"):
+        return []
+    n, concerned = p6["sockets"], p6["concerned"]
+    latency = p6.get("published_to_received") or {}
+    idle, opened = p6.get("memory_idle") or {}, p6.get("memory_open_after_events") or {}
+    reached = p6.get("reached") or []
+    cpu = p6.get("event_web_cpu_ms") or []
+    return [
+        (
+            f"P6 {n:,} sockets ({p6['layer']} layer): event -> {concerned} people, ms",
+            f"p50 {_num(latency.get('median'))}, p95 {_num(latency.get('p95'))}, "
+            f"max {_num(latency.get('max'))} (target p95 <= 1,000)",
+        ),
+        (
+            "P6   reached per event; web CPU per event, ms",
+            f"{'/'.join(str(r) for r in reached)} of {concerned}"
+            f"{'' if not p6.get('unconcerned_reached') else ' (and others!)'}; "
+            f"{_num(statistics.median(cpu), 0) if cpu else '-'}",
+        ),
+        (
+            "P6   web RSS idle -> sockets open, MB",
+            f"{_num(idle.get('rss_mb'))} -> {_num(opened.get('rss_mb'))} "
+            f"(peak {_num(opened.get('peak_rss_mb'))}; target <= 300)",
+        ),
+        (
+            "P6   opening them: s; web CPU per socket, ms",
+            f"{_num(p6.get('open_seconds'))}; {_num(p6.get('open_web_cpu_ms_per_socket'))}",
+        ),
+        (
+            "P6   inbox page idle -> sockets open, ms",
+            f"{_spread(p6.get('page_idle'))} -> {_spread(p6.get('page_loaded'))}; "
+            f"{_ratio(p6.get('page_ratio'), 'target <= 1.5x')}",
+        ),
+    ]
 
 
 def table(result: dict[str, Any]) -> str:

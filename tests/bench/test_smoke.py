@@ -76,6 +76,15 @@ def _backend(figures: dict) -> None:
     if figures["worker"] == "process":
         assert memory["worker"]["peak_rss_mb"] > 0
 
+    # P6 (bench/watchers.py): every concerned person heard the event, nobody else did.
+    p6 = figures["p6"]
+    assert p6["sockets"] == 2 * p6["people"] and p6["still_open"] == p6["sockets"]
+    assert p6["reached"] == [p6["concerned"]] * p6["events"]
+    assert p6["unconcerned_reached"] == 0
+    for name in ("published_to_received", "page_idle", "page_loaded"):
+        _figure(p6[name])
+    assert p6["memory_open"]["rss_mb"] > 0 and p6["page_ratio"] > 0
+
 
 @pytest.mark.timeout(600)
 def test_smoke_run_prints_the_table_and_writes_every_figure(tmp_path: Path) -> None:
@@ -106,6 +115,7 @@ def test_smoke_run_prints_the_table_and_writes_every_figure(tmp_path: Path) -> N
         "P3 inbox",
         "P4 live",
         "P5 bytes",
+        "P6 ",
     ):
         assert label in done.stdout, done.stdout
     assert str(out) in done.stdout
