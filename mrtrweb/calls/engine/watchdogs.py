@@ -22,7 +22,7 @@ from mrtrweb.servers.models import Connection
 
 from .. import queue
 from ..models import Call, Round
-from .expiry import schedule_batched
+from .batching import schedule_batched
 from .outcomes import fail_call, outcome_unknown
 
 __all__ = [
