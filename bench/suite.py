@@ -305,7 +305,10 @@ def run_suite(
     worker_interval: float,
     profile_dir: Path | None = None,
     memory_rounds: int | None = None,
+    only: str | None = None,
 ) -> dict:
+    """``only="p5"`` measures storage alone (on the same fresh database the full run parks
+    into first), for measuring one storage change at a time; the full run passes nothing."""
     plan = PLANS[mode]
     if memory_rounds:
         plan = replace(plan, memory_rounds=memory_rounds)
@@ -329,6 +332,9 @@ def run_suite(
         seed.setup_django()
         context = seed.prepare(run.mcp_url)
         figures["p5"] = _phase("p5", pages.storage, plan.storage_rounds, context)
+        if only == "p5":
+            figures["seconds"] = time.perf_counter() - started
+            return figures
         asyncio.run(_web_phases(run, plan, figures, context))
         figures["p3"] = _phase("p3", pages.scale, run, plan, context)
         if profile_dir is not None:
@@ -348,6 +354,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--json", type=Path, required=True)
     parser.add_argument("--profile", type=Path, default=None, help="write profiles here")
     parser.add_argument("--memory-rounds", type=int, default=None)
+    parser.add_argument(
+        "--only", choices=("p5",), default=None, help="measure only this phase (P5: storage)"
+    )
     args = parser.parse_args(argv)
     figures = run_suite(
         args.backend,
@@ -356,6 +365,7 @@ def main(argv: list[str] | None = None) -> None:
         args.worker_interval,
         profile_dir=args.profile,
         memory_rounds=args.memory_rounds,
+        only=args.only,
     )
     args.json.write_text(json.dumps(figures, indent=2, default=str))
 

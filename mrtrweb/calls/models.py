@@ -23,7 +23,7 @@ from mrtrweb.encryption.fields import EncryptedCompactTextField, EncryptedJSONFi
 from mrtrweb.mcp.headers import header_schema
 from mrtrweb.servers.models import Connection
 
-from .fields import CompactJSONField
+from .fields import CompactJSONField, TextJSONField
 
 
 def state_sha256(state: str | None) -> str:
@@ -68,7 +68,7 @@ class Call(models.Model):
     credentials = EncryptedJSONField(null=True, blank=True)
     # What later rounds need of the tool as listed when the call started (see tool_for_rounds):
     # any worker mirrors its x-mcp-header arguments, and resends it once if idempotent.
-    tool = CompactJSONField(null=True, blank=True)
+    tool = TextJSONField(null=True, blank=True)
     # Indexed by call_starter_created (a composite whose first column it is).
     started_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="calls", db_index=False
@@ -125,7 +125,7 @@ class Call(models.Model):
     waiting_for_authorization_reason = models.CharField(max_length=500, blank=True, default="")
     # The approval policy the call started with (mrtrweb.policies.snapshot.PolicySnapshot as
     # JSON, only what differs from none): a policy edited later never changes a call in flight.
-    policy = models.JSONField(default=dict, blank=True)
+    policy = TextJSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -246,7 +246,7 @@ class Round(_assignment("rounds")):
     call = models.ForeignKey(Call, on_delete=models.CASCADE, related_name="rounds", db_index=False)
     index = models.PositiveSmallIntegerField()
     # The inputRequests exactly as received (keys are arbitrary server strings).
-    input_requests = CompactJSONField(default=dict)
+    input_requests = TextJSONField(default=dict)
     # Their messages as plain text, filled when parked: what the admins' search looks in
     # (JSON text escapes non-ASCII and quotes on some databases, and cannot be indexed).
     summary = models.TextField(blank=True, default="")
@@ -448,7 +448,7 @@ class Event(models.Model):
         on_delete=models.SET_NULL,
         db_index=False,
     )
-    detail = CompactJSONField(default=dict, blank=True)
+    detail = TextJSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

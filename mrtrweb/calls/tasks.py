@@ -6,11 +6,12 @@ Their names are stored as task paths in queued rows (``mrtrweb.calls.tasks.deliv
 so they stay as they are even where the engine's verbs changed: a task queued before an
 upgrade still runs after it.
 
-``deliver_round`` resubmits answers; ``watch_delivery`` (a round's attempt) and ``watch_call``
-(a call's first request) are enqueued to run at a deadline (``run_after``) and do nothing if
-the round or call moved on by then; ``expire_rounds_due`` runs when parked rounds' state
-lifetimes end: the engine enqueues one per minute of deadlines (not one per round: a task row
-per parked round was a third of its storage), and it expires every open round due by then.
+``deliver_round`` resubmits answers; ``watch_delivery`` (a round's attempt) and
+``watch_calls_due`` (calls' first requests, one per minute of deadlines) are enqueued to run
+at a deadline (``run_after``) and do nothing if the round or call moved on by then;
+``expire_rounds_due`` runs when parked rounds' state lifetimes end: the engine enqueues one
+per minute of deadlines (not one per round: a task row per parked round was a third of its
+storage), and it expires every open round due by then.
 ``sweep_rounds`` is the safety net behind them (also ``manage.py expire_rounds``).
 """
 
@@ -74,7 +75,15 @@ def watch_delivery(round_id: int, attempt: int) -> None:
 
 @task()
 def watch_call(call_id: int) -> None:
+    """One call's watchdog, as queued before ``watch_calls_due`` (rows still waiting run)."""
     engine.check_call(call_id)
+
+
+@task()
+def watch_calls_due() -> int:
+    """Fail the calls whose sender died (one task per minute of deadlines, like
+    expire_rounds_due)."""
+    return engine.check_calls_due()
 
 
 @task()
@@ -99,5 +108,6 @@ QUEUED_BY_THE_ENGINE = (
     remind_rounds_due,
     watch_delivery,
     watch_call,
+    watch_calls_due,
     watch_stream,
 )

@@ -35,6 +35,7 @@ from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Event, Round
 from mrtrweb.calls.presenting import outcomes_for
 from mrtrweb.calls.presenting_policies import policy_states
+from mrtrweb.calls.trail import with_start
 from mrtrweb.http import SeeOther
 from mrtrweb.people.roles import is_admin
 
@@ -379,7 +380,8 @@ def call_audit(request: HttpRequest, pk: int) -> HttpResponse:
     )
     context = {
         "call": call,
-        "events": event_views(events),
+        # The start is read from the call row (calls.trail): it is not stored as an event.
+        "events": event_views(with_start(call, events)),
         "rounds": round_digests(rounds),
         "restarts": list(Call.objects.filter(restarted_from=call).values_list("pk", flat=True)),
     }

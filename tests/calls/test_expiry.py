@@ -135,3 +135,30 @@ def test_the_sweep_requeues_an_answered_round_whose_task_was_lost(
     round = run_until(round, Round.Status.DELIVERED)
     assert round.status == Round.Status.DELIVERED
     assert len(resubmissions(flaky)) == 1
+
+
+# -- the calls' watchdog: one task per minute of deadlines too ------------------------------
+
+
+def test_calls_share_one_watchdog_task_per_minute_which_fails_only_the_overdue(
+    flaky: Any, user: Any
+) -> None:
+    calls = [park(flaky, user, name=f"flaky-watched-{n}").call for n in range(3)]
+    watchdogs = DBTaskResult.objects.filter(task_path__endswith=".watch_calls_due")
+    # Each first request made sure the watchdog runs after its deadline: one row per minute
+    # of deadlines (the three fall in one or two), none per call.
+    assert 1 <= watchdogs.filter(status="READY").count() <= 2
+    assert not DBTaskResult.objects.filter(task_path__endswith=".watch_call").exists()
+    # One call's sender died mid-request (still running, long past its deadline): the
+    # watchdog fails it, and leaves the live and the parked ones alone.
+    long_ago = timezone.now() - timedelta(days=1)
+    Call.objects.filter(pk=calls[0].pk).update(status=Call.Status.RUNNING, updated_at=long_ago)
+    Call.objects.filter(pk=calls[1].pk).update(status=Call.Status.RUNNING)
+    watchdogs.delete()
+    assert engine.check_calls_due() == 1
+    statuses = dict(Call.objects.values_list("pk", "status"))
+    assert statuses[calls[0].pk] == Call.Status.FAILED
+    assert statuses[calls[1].pk] == Call.Status.RUNNING
+    assert statuses[calls[2].pk] == Call.Status.WAITING
+    # The live one is looked at again once it is due.
+    assert watchdogs.filter(status="READY").count() == 1

@@ -21,6 +21,7 @@ from mrtrweb.calls.engine import streams
 from mrtrweb.calls.engine.handshake_calls import wait_idle
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.calls.presenting import expiry_of
+from mrtrweb.calls.trail import trail
 from mrtrweb.elicitation.questions import FormQuestion, UrlQuestion
 from mrtrweb.servers.catalog import refresh_catalog
 from mrtrweb.servers.models import Connection
@@ -97,7 +98,7 @@ def test_two_questions_in_a_row_then_the_result(
     assert call.result["content"][0]["text"] == "Ada likes green"
     second.refresh_from_db()
     assert second.status == Round.Status.DELIVERED
-    kinds = list(call.events.values_list("kind", flat=True))
+    kinds = [event.kind for event in trail(call)]
     assert kinds == [
         "started",
         "round_parked",

@@ -14,6 +14,7 @@ from django.urls import reverse
 
 from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Event, Round
+from mrtrweb.calls.trail import trail
 from mrtrweb.servers.models import Connection
 from tests.dashboard.support import client_for, make_admin, make_user, text, visible_text
 from tests.peers.fixtures import free_port
@@ -91,7 +92,7 @@ def test_a_call_from_start_to_result(web: Client, root: Any, ann: Any, fastmcp_p
     response = web.get(audit_url(call))
     assert response.status_code == 200
     lines = entries(response)
-    kinds = list(call.events.order_by("created_at", "id").values_list("kind", flat=True))
+    kinds = [event.kind for event in trail(call)]
     assert kinds == ["started", "round_parked", "reassigned", "answered", "delivered", "completed"]
     assert len(lines) == len(kinds)
     started, parked, reassigned, answered, delivered, completed = lines
@@ -210,3 +211,38 @@ def test_the_audit_is_read_only_and_for_admins(web: Client, root: Any, ann: Any)
     # The caller sees their call page, not its audit trail.
     assert client_for(ann).get(url).status_code == 403
     assert client_for(ann).get(round.call.get_absolute_url()).status_code == 200
+
+
+def test_the_start_is_on_the_trail_from_the_call_row(
+    web: Client, root: Any, ann: Any, fastmcp_peer: Any
+) -> None:
+    """The start is not stored as an event (the call row holds all of it): the trail and its
+    page show it from the call, who and when exactly as the row says, first, once; an old
+    call's stored start is shown as it is, not twice."""
+    call = start(fastmcp_peer, ann)
+    assert not call.events.filter(kind="started").exists()
+    first = trail(call)[0]
+    assert (first.kind, first.actor, first.created_at) == ("started", ann, call.created_at)
+    assert first.detail == {"method": "tools/call", "target": "approve_deploy"}
+    lines = entries(web.get(audit_url(call)))
+    assert "Call started" in lines[0] and "by ann" in lines[0]
+    assert "tools/call" in lines[0] and "approve_deploy" in lines[0]
+    assert [line.split(" · ")[1] for line in lines].count("Call started") == 1
+
+    # Started again (by root): the trail says from which call, as the event did.
+    call.refresh_from_db()
+    Call.objects.filter(pk=call.pk).update(status=Call.Status.FAILED)
+    call.refresh_from_db()
+    again = engine.restart(call, root)
+    first = trail(again)[0]
+    assert (first.kind, first.actor) == ("started", root)
+    assert first.detail["restarted_from"] == call.pk
+    lines = entries(web.get(audit_url(again)))
+    assert "Call started" in lines[0] and "by root" in lines[0]
+    assert "restarted_from" in lines[0] and str(call.pk) in lines[0]
+
+    # A call started before the start was read from its row keeps its stored one: shown once.
+    Event.objects.create(call=call, kind="started", actor=ann, detail={"method": "tools/call"})
+    assert [event.kind for event in trail(call)].count("started") == 1
+    lines = entries(web.get(audit_url(call)))
+    assert [line.split(" · ")[1] for line in lines].count("Call started") == 1

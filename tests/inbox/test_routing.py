@@ -14,6 +14,7 @@ import pytest
 from django.urls import reverse
 
 from mrtrweb.calls.models import Call, Event, Round
+from mrtrweb.calls.trail import trail
 from mrtrweb.elicitation import field_name_for
 from mrtrweb.servers.models import Connection, Routing, ToolExposure
 from tests.inbox.support import (
@@ -119,7 +120,7 @@ def test_a_group_round_claimed_by_one_member_and_answered(fastmcp_peer: Any) -> 
     call.refresh_from_db()
     assert (round.status, round.answered_by, round.claimed_by) == (Round.Status.DELIVERED, ada, ada)
     assert call.status == Call.Status.COMPLETED, call.error
-    kinds = list(call.events.values_list("kind", flat=True))
+    kinds = [event.kind for event in trail(call)]
     assert kinds == ["started", "round_parked", "claimed", "answered", "delivered", "completed"]
     assert call.events.get(kind="claimed").actor == ada
     assert round.pk in round_links(ada_web.get(reverse("inbox:history")))

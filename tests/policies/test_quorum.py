@@ -15,6 +15,7 @@ from django.contrib.auth.models import Group
 from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Round, Vote
 from mrtrweb.calls.presenting_policies import comments_of, policy_states, proposal_view
+from mrtrweb.calls.trail import trail
 from mrtrweb.policies.models import Policy
 from tests.support.factories import make_connection, make_user
 
@@ -103,7 +104,7 @@ def test_two_of_three_approvals_deliver_the_proposal_once(
         engine.vote(round, finance["cy"], "approve")
     assert len(retries(fastmcp_in_process, since)) == 1
 
-    kinds = list(call.events.values_list("kind", flat=True))
+    kinds = [event.kind for event in trail(call)]
     assert kinds == [
         "started",
         "round_parked",

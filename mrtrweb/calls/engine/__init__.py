@@ -82,7 +82,7 @@ from .transitions import (
     transition,
     transition_call,
 )
-from .watchdogs import call_stuck_after, check_call, check_delivery, stuck_after
+from .watchdogs import call_stuck_after, check_call, check_calls_due, check_delivery, stuck_after
 
 __all__ = [
     "AlreadyAnswered",
@@ -98,6 +98,7 @@ __all__ = [
     "call_stuck_after",
     "cancel_round",
     "check_call",
+    "check_calls_due",
     "check_delivery",
     "check_stream",
     "claim",

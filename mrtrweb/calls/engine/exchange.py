@@ -18,7 +18,6 @@ from typing import Any
 import mcp_types
 from asgiref.sync import async_to_sync
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
-from django.db.models import F
 from django.utils import timezone
 
 from mrtrweb.authorizations.credentials import DatabaseAuthenticator, authenticator_for
@@ -285,16 +284,21 @@ def _exchange(call: Call, *, round: Round | None, responses: Any, state: str | N
             if not isinstance(result, mcp_types.InputRequiredResult):
                 complete(call, result)
                 return False
-            # Each request of the call restarts the watchdog's clock (updated_at).
-            Call.objects.filter(pk=call.pk).update(
-                rounds_used=F("rounds_used") + 1, updated_at=timezone.now()
+            # One more round, counted in the same UPDATE that parks it or fails the call: on
+            # PostgreSQL each UPDATE leaves a row version behind until vacuum (the row is
+            # locked for it first, as an F() increment would). Each request of the call
+            # restarts the watchdog's clock (updated_at, which set_call sets).
+            used = 1 + (
+                Call.objects.select_for_update()
+                .values_list("rounds_used", flat=True)
+                .get(pk=call.pk)
             )
-            call.refresh_from_db(fields=["rounds_used"])
-            if call.rounds_used > connection.max_rounds:
+            if used > connection.max_rounds:
                 set_call(
                     call,
                     status=Call.Status.FAILED,
                     error=f"The server asked for input more than {connection.max_rounds} times.",
+                    rounds_used=used,
                 )
                 record(call, "failed", reason="round cap", cap=connection.max_rounds)
                 return False
@@ -303,8 +307,10 @@ def _exchange(call: Call, *, round: Round | None, responses: Any, state: str | N
                     call,
                     {key: dump(request) for key, request in result.input_requests.items()},
                     result.request_state,
+                    rounds_used=used,
                 )
                 return False
+            set_call(call, rounds_used=used)
             # A state-only round: retry at once with the echoed state, backing off a little.
             record(
                 call, "state_only_retry", request_state_sha256=state_sha256(result.request_state)

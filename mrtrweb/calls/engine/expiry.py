@@ -6,22 +6,17 @@ Parked rounds are expired by ``tasks.expire_rounds_due``, one task per step of d
 
 from __future__ import annotations
 
-import math
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
-from django_tasks.base import TaskResultStatus
-from django_tasks_db import DatabaseBackend
-from django_tasks_db.models import DBTaskResult
 
-from .. import queue
 from ..models import Call, Round
 from ..notify import notify_expired
 from . import renewal
+from .batching import expiry_bucket, schedule_batched
 from .trail import record
 from .transitions import AlreadyAnswered, set_call, transition
 
@@ -109,15 +104,6 @@ def expire_due(now: datetime) -> int:
     return sum(expire_if_due(round_id, now=now) for round_id in due)
 
 
-def expiry_bucket(expires_at: datetime) -> datetime:
-    """When the expiry task for a deadline of ``expires_at`` runs: the next whole step
-    (``MRTRWEB_EXPIRY_STEP`` seconds) at or after it."""
-    step = float(settings.MRTRWEB_EXPIRY_STEP)
-    if step <= 0:
-        return expires_at
-    return datetime.fromtimestamp(math.ceil(expires_at.timestamp() / step) * step, tz=UTC)
-
-
 def schedule_expiry(expires_at: datetime) -> None:
     """Make sure an ``expire_rounds_due`` task runs at or soon after ``expires_at``.
 
@@ -128,22 +114,3 @@ def schedule_expiry(expires_at: datetime) -> None:
     a round whose transaction has not committed yet.
     """
     schedule_batched("expire_rounds_due", expires_at)
-
-
-def schedule_batched(name: str, due_at: datetime) -> None:
-    """Make sure task ``name`` (one that does everything due by the time it runs) runs at or
-    soon after ``due_at``, sharing a task row per step as :func:`schedule_expiry` says. The
-    reminders use it too (``engine.reminders``)."""
-    at = expiry_bucket(due_at)
-    step = timedelta(seconds=float(settings.MRTRWEB_EXPIRY_STEP))
-    task = queue.task(name)
-    if at - timezone.now() > step and isinstance(task.get_backend(), DatabaseBackend):
-        waiting = DBTaskResult.objects.filter(
-            status=TaskResultStatus.READY,
-            priority=task.priority,
-            run_after=at,
-            task_path=task.module_path,
-        )
-        if waiting.exists():
-            return
-    queue.enqueue(name, at=at, deferred_only=True)

@@ -30,6 +30,7 @@ def park(
     carrier: str = Round.Carrier.RETRY,
     owner: str = "",
     lifetime: timedelta | None = None,
+    rounds_used: int | None = None,
 ) -> Round:
     """Store a round of ``call`` asking ``requests`` (the ``inputRequests`` as the server sent
     them) with its ``requestState``, routed to whoever answers, and set the call waiting.
@@ -40,6 +41,8 @@ def park(
     A question asked on a handshake-era call's stream (``carrier`` "stream", see
     engine.streams) has no state; ``owner`` is the process holding the stream, and
     ``lifetime`` (the connection's question deadline) replaces the state's lifetime.
+
+    ``rounds_used``, when given, is the call's new count of rounds, set in the same UPDATE.
     """
     with transaction.atomic():
         index = call.rounds.count() + 1
@@ -68,7 +71,8 @@ def park(
         )
         parked.set_request_state(state)
         parked.save()
-        set_call(call, status=Call.Status.WAITING)
+        counted = {} if rounds_used is None else {"rounds_used": rounds_used}
+        set_call(call, status=Call.Status.WAITING, **counted)
         # The questions themselves are on the round (the audit trail shows them from there);
         # empty fields are left out: this is stored once per round.
         routed = {"assigned_user": user.get_username()} if user else {}

@@ -23,7 +23,7 @@ from mrtrweb.policies.snapshot import PolicySnapshot
 
 from ..models import Round
 from ..reminder_emails import notify_reminder
-from .expiry import schedule_batched
+from .batching import schedule_batched
 from .trail import record
 from .transitions import transition
 

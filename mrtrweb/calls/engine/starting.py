@@ -19,7 +19,7 @@ from .. import handoff, queue
 from ..models import Call
 from .exchange import run
 from .handshake_calls import converse
-from .trail import dump, record
+from .trail import announce, dump
 from .transitions import transition_call
 
 __all__ = ["StartRequest", "create_call", "restart", "run_call", "send_call", "start_call"]
@@ -94,10 +94,11 @@ def create_call(**start: Unpack[StartRequest]) -> Call:
             route_group=route_group,
             policy=policy.to_json(),
         )
-        record(
+        # Announced like every event, not stored as one: the call row holds all of it, and
+        # the trail shows the start from there (calls.trail).
+        announce(
             call,
             "started",
-            actor=start["user"],
             method=method,
             target=target,
             **({"restarted_from": restarted_from.pk} if restarted_from else {}),

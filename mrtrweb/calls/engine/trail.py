@@ -10,7 +10,7 @@ from django.db import transaction
 from ..models import Call, Event, Round
 from ..signals import call_event
 
-__all__ = ["dump", "note", "record"]
+__all__ = ["announce", "dump", "note", "record"]
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +30,12 @@ def record(
 ) -> None:
     """Add ``kind`` to the call's trail, and announce it through ``call_event`` on commit."""
     Event.objects.create(call=call, round=round, kind=kind, actor=actor, detail=detail)
+    announce(call, kind, round=round, **detail)
+
+
+def announce(call: Call, kind: str, *, round: Round | None = None, **detail: Any) -> None:
+    """Announce ``kind`` through ``call_event`` on commit without storing it: only for what
+    the rows hold already (a call's start: ``calls.trail`` shows it from the call row)."""
     call_id, round_id = call.pk, round.pk if round is not None else None
     started_by_id = call.started_by_id
     # Every transition that finishes a call sets its status (set_call) before recording it.

@@ -2,8 +2,10 @@
 
 Each claimed resubmission enqueues ``watch_delivery``, due after the connection's connect
 timeout, answer deadline and ``MRTRWEB_DELIVERY_GRACE`` (counted again from the attempt's
-last progress); each first request of a call enqueues ``watch_call``. Both do nothing when
-the round or call moved on by then.
+last progress). Calls are watched by ``watch_calls_due``, one task per step of deadlines
+(``MRTRWEB_EXPIRY_STEP``, a minute) shared by every call whose first request is due by then,
+rather than one task row per call (which was a fifth of what a parked round stored). Both do
+nothing when the round or call moved on by then.
 """
 
 from __future__ import annotations
@@ -20,9 +22,17 @@ from mrtrweb.servers.models import Connection
 
 from .. import queue
 from ..models import Call, Round
+from .batching import schedule_batched
 from .outcomes import fail_call, outcome_unknown
 
-__all__ = ["call_stuck_after", "check_call", "check_delivery", "stuck_after", "watch_call"]
+__all__ = [
+    "call_stuck_after",
+    "check_call",
+    "check_calls_due",
+    "check_delivery",
+    "stuck_after",
+    "watch_call",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -49,12 +59,9 @@ def watch_delivery(round: Round, at: datetime) -> None:
 
 
 def watch_call(call: Call) -> None:
-    queue.enqueue(
-        "watch_call",
-        call.pk,
-        at=timezone.now() + call_stuck_after(call.connection),
-        deferred_only=True,
-    )
+    """Make sure the calls' watchdog looks at ``call`` once its first request is overdue
+    (at most a step later: a task row shared by every call due within the step)."""
+    schedule_batched("watch_calls_due", timezone.now() + call_stuck_after(call.connection))
 
 
 def check_delivery(round_id: int, attempt: int, *, now: datetime | None = None) -> bool:
@@ -109,7 +116,7 @@ def check_call(call_id: int, *, now: datetime | None = None) -> bool:
     deadline = call.updated_at + call_stuck_after(call.connection)
     if now < deadline:
         with transaction.atomic():
-            queue.enqueue("watch_call", call.pk, at=deadline, deferred_only=True)
+            schedule_batched("watch_calls_due", deadline)
         return False
     message = (
         f"The call got no answer by {deadline:%Y-%m-%d %H:%M:%S %Z}: the process sending it "
@@ -119,3 +126,11 @@ def check_call(call_id: int, *, now: datetime | None = None) -> bool:
     if stuck:
         logger.warning("call %s: still running past its deadline, failed", call.pk)
     return stuck
+
+
+def check_calls_due(*, now: datetime | None = None) -> int:
+    """Fail every call still ``running`` past its deadline (:func:`check_call`), and have the
+    watchdog look again at those not due yet. How many it failed."""
+    now = now or timezone.now()
+    running = Call.objects.filter(status=Call.Status.RUNNING, sent_at__isnull=False)
+    return sum(check_call(call_id, now=now) for call_id in running.values_list("pk", flat=True))
