@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from django.db import transaction
@@ -20,15 +21,26 @@ def dump(model: Any) -> Any:
     return model.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
+# Who a round's event concerns, as the engine that just wrote the round knows it: the ids of
+# users and of groups (None among them is ignored). Told on commit, so the receivers that
+# tell people (mrtrweb.live.events) need not read the round again.
+People = tuple[set[int | None], set[int | None]]
+
+
 def record(
     call: Call,
     kind: str,
     *,
     round: Round | None = None,
     actor: Any = None,
+    people: Callable[[], People | None] | None = None,
     **detail: Any,
 ) -> None:
-    """Add ``kind`` to the call's trail, and announce it through ``call_event`` on commit."""
+    """Add ``kind`` to the call's trail, and announce it through ``call_event`` on commit.
+
+    ``people``, asked once committed, says whom a round's event concerns when the caller
+    knows it for sure (it wrote the round in this transaction); None: receivers look it up.
+    """
     Event.objects.create(call=call, round=round, kind=kind, actor=actor, detail=detail)
     call_id, round_id = call.pk, round.pk if round is not None else None
     started_by_id = call.started_by_id
@@ -42,6 +54,7 @@ def record(
             detail=detail,
             started_by_id=started_by_id,
             call_finished=call_finished,
+            people=people() if people is not None else None,
         )
     )
 
