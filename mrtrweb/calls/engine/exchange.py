@@ -272,7 +272,8 @@ def _exchange(call: Call, *, round: Round | None, responses: Any, state: str | N
             # call while its answer was on the way.
             own = round is None
             if round is not None:
-                if not delivered(round, http_status=http_status):
+                # The round came from resubmit's claim (the only caller with a round).
+                if not delivered(round, http_status=http_status, read_at_claim=True):
                     return False
                 round = None
             if not isinstance(result, mcp_types.InputRequiredResult):

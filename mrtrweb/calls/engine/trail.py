@@ -11,7 +11,7 @@ from django.db import transaction
 from ..models import Call, Event, Round
 from ..signals import call_event
 
-__all__ = ["dump", "note", "record"]
+__all__ = ["People", "dump", "note", "people_of", "record"]
 
 logger = logging.getLogger(__name__)
 
@@ -25,6 +25,17 @@ def dump(model: Any) -> Any:
 # users and of groups (None among them is ignored). Told on commit, so the receivers that
 # tell people (mrtrweb.live.events) need not read the round again.
 People = tuple[set[int | None], set[int | None]]
+
+
+def people_of(round: Round) -> People | None:
+    """Whom an event of ``round`` concerns, from a row read while nobody could change who it
+    is routed to, claimed or answered by (it was not pending); None for a split round (its
+    parts have people of their own: receivers look them up)."""
+    if round.split:
+        return None
+    users = {round.assigned_user_id, round.claimed_by_id, round.answered_by_id}
+    users |= {round.call.started_by_id, round.delegated_from_id}
+    return users, {round.assigned_group_id}
 
 
 def record(
