@@ -130,9 +130,13 @@ def on_call_event(
     kind: str,
     detail: dict[str, Any] | None = None,
     started_by_id: int | None = None,
+    people: tuple[set[int | None], set[int | None]] | None = None,
     **_: Any,
 ) -> None:
-    """Tell the call's watchers and the people whose inbox it touches."""
+    """Tell the call's watchers and the people whose inbox it touches.
+
+    ``people``: whom a round's event concerns (user ids, group ids), when the engine that
+    just wrote the round knows it (a round parked); else they are looked up."""
     if is_quiet(kind):
         return
     at = time.time()
@@ -142,7 +146,7 @@ def on_call_event(
     ]
     sends += [
         (user_group(user_id), {"type": "inbox.changed", "kind": kind, "at": at})
-        for user_id in sorted(concerned_users(call_id, round_id, kind, started_by_id))
+        for user_id in sorted(concerned_users(call_id, round_id, kind, started_by_id, people))
     ]
     try:
         publish(sends)
@@ -152,13 +156,18 @@ def on_call_event(
 
 
 def concerned_users(
-    call_id: int, round_id: int | None, kind: str, started_by_id: int | None = None
+    call_id: int,
+    round_id: int | None,
+    kind: str,
+    started_by_id: int | None = None,
+    people: tuple[set[int | None], set[int | None]] | None = None,
 ) -> set[int]:
     """Whose inbox or history may have changed: the caller, and everyone the round is (or
     was, before a reassignment) routed to, claimed by or answered by.
 
     ``started_by_id``, when the event carries it, spares looking the caller up for a call's
-    own events."""
+    own events; ``people`` (user and group ids the engine knows for sure) spares reading the
+    round."""
     # Imported here: this module is imported by the engine's callers before apps are ready.
     from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Group
@@ -171,6 +180,9 @@ def concerned_users(
         users.add(started_by_id)
     elif round_id is None:
         users |= set(Call.objects.filter(pk=call_id).values_list("started_by_id", flat=True))
+    elif people is not None and kind not in ("reassigned", "escalated"):
+        users |= people[0]
+        groups |= people[1]
     else:
         # The caller comes with the round: one query per event, on every event of a round.
         for row in Round.objects.filter(pk=round_id).values(

@@ -102,7 +102,9 @@ def answer(
         handoff.wait_for(sending[0], deliver_within or 0.0)
     elif stream and deliver_within:
         _wait_for_owner(round.pk, deliver_within)
-    round.refresh_from_db()
+    # With its call as it is now (completed, or waiting on the next round): the answer's
+    # page shows both, and reading them together is one query, not two.
+    round.refresh_from_db(from_queryset=Round.objects.select_related("call"))
     return round
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import mcp_types
 from asgiref.sync import async_to_sync
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from mrtrweb.authorizations.credentials import DatabaseAuthenticator, authenticator_for
@@ -54,7 +55,6 @@ from .renewing import Send, renew_answered, renew_parked
 from .resuming import resume_authorized
 from .trail import dump, record
 from .transitions import set_call, this_attempt
-from .watchdogs import watch_call
 
 __all__ = ["renew", "run", "settle_failure", "settle_result"]
 
@@ -67,13 +67,8 @@ def run(call: Call, *, round: Round | None, responses: Any, state: str | None) -
     True when the server turned out to speak the handshake era (it refused the first request
     as a 2026-07-28 one, so nothing ran): the caller starts the call's conversation
     (:mod:`.handshake_calls`) instead."""
-    if round is None:
-        # Should this process die (or hang) before the call settles, the watchdog fails it;
-        # its clock (updated_at) starts now, when the request leaves, not when it was queued.
-        with transaction.atomic():
-            call.updated_at = timezone.now()
-            Call.objects.filter(pk=call.pk).update(updated_at=call.updated_at)
-            watch_call(call)
+    # The first request's watchdog was committed with its claim (starting.send_call); a
+    # round's, with its claim (resubmitting.resubmit).
     try:
         return _exchange(call, round=round, responses=responses, state=state)
     except Exception as exc:
@@ -273,50 +268,77 @@ def _exchange(call: Call, *, round: Round | None, responses: Any, state: str | N
         # The round closed and what came back stored in one transaction: one commit, and the
         # events' receivers run after the result is stored, not before.
         with transaction.atomic():
+            # The call's own request (no round's answers): the watchdog may have failed the
+            # call while its answer was on the way.
+            own = round is None
             if round is not None:
-                if not delivered(round, http_status=http_status):
+                # The round came from resubmit's claim (the only caller with a round).
+                if not delivered(round, http_status=http_status, read_at_claim=True):
                     return False
                 round = None
-            elif Call.objects.filter(pk=call.pk, status__in=Call.FINISHED).exists():
-                # The watchdog failed the call while its answer was on the way: it stays so.
-                record(call, "late_answer_ignored")
-                return False
             if not isinstance(result, mcp_types.InputRequiredResult):
+                if own and Call.objects.filter(pk=call.pk, status__in=Call.FINISHED).exists():
+                    # The watchdog failed the call while its answer was on the way: it stays so.
+                    record(call, "late_answer_ignored")
+                    return False
                 complete(call, result)
                 return False
-            # One more round, counted in the same UPDATE that parks it or fails the call: on
-            # PostgreSQL each UPDATE leaves a row version behind until vacuum (the row is
-            # locked for it first, as an F() increment would). Each request of the call
-            # restarts the watchdog's clock (updated_at, which set_call sets).
-            used = 1 + (
-                Call.objects.select_for_update()
-                .values_list("rounds_used", flat=True)
-                .get(pk=call.pk)
-            )
-            if used > connection.max_rounds:
-                set_call(
-                    call,
-                    status=Call.Status.FAILED,
-                    error=f"The server asked for input more than {connection.max_rounds} times.",
-                    rounds_used=used,
-                )
-                record(call, "failed", reason="round cap", cap=connection.max_rounds)
+            if not _count_round(call, own=own, asks=bool(result.input_requests)):
                 return False
             if result.input_requests:
                 park(
                     call,
                     {key: dump(request) for key, request in result.input_requests.items()},
                     result.request_state,
-                    rounds_used=used,
+                    waiting=True,
                 )
                 return False
-            set_call(call, rounds_used=used)
             # A state-only round: retry at once with the echoed state, backing off a little.
             record(
                 call, "state_only_retry", request_state_sha256=state_sha256(result.request_state)
             )
         time.sleep(next(waits))
         responses, state = None, result.request_state
+
+
+def _count_round(call: Call, *, own: bool, asks: bool) -> bool:
+    """Count a round the server asked for (inside the caller's transaction); False when the
+    call must not go on: it finished meanwhile (``own``: the call's own request), or the cap
+    of rounds is reached (the call is then failed).
+
+    One guarded update does what three queries did (is it finished? count it, read the count
+    back): it counts the round under the cap, restarts the watchdog's clock (each request of
+    the call does: ``updated_at``) and, when the round asks a person (``asks``), sets the
+    call waiting, for :func:`.parking.park` told so (``waiting=True``). Only when nothing
+    matched is the call read, to tell which it was."""
+    cap = call.connection.max_rounds
+    now = timezone.now()
+    rows = Call.objects.filter(pk=call.pk, rounds_used__lt=cap)
+    if own:
+        rows = rows.exclude(status__in=Call.FINISHED)
+    fields: dict[str, Any] = {"rounds_used": F("rounds_used") + 1, "updated_at": now}
+    if asks:
+        fields["status"] = Call.Status.WAITING
+    if rows.update(**fields):
+        call.rounds_used += 1
+        if asks:
+            call.status, call.updated_at = Call.Status.WAITING, now
+        return True
+    call.refresh_from_db(fields=["status", "rounds_used"])
+    if own and call.status in Call.FINISHED:
+        # The watchdog failed the call while its answer was on the way: it stays so.
+        record(call, "late_answer_ignored")
+        return False
+    # One round more than the cap allows: counted, and the call fails.
+    Call.objects.filter(pk=call.pk).update(rounds_used=F("rounds_used") + 1, updated_at=now)
+    call.rounds_used += 1
+    set_call(
+        call,
+        status=Call.Status.FAILED,
+        error=f"The server asked for input more than {cap} times.",
+    )
+    record(call, "failed", reason="round cap", cap=cap)
+    return False
 
 
 def _release_pooled_connection() -> None:

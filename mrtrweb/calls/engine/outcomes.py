@@ -37,7 +37,7 @@ from mrtrweb.mcp import InvalidRequestState, MCPError, NotDelivered
 from .. import queue
 from ..models import Call, Round
 from ..notify import notify_reconnect
-from .trail import dump, record
+from .trail import dump, people_of, record
 from .transitions import set_call, this_attempt, transition, transition_call
 
 __all__ = [
@@ -56,9 +56,13 @@ logger = logging.getLogger(__name__)
 _UNFINISHED = [status for status in Call.Status.values if status not in Call.FINISHED]
 
 
-def delivered(round: Round, *, http_status: int | None = None) -> bool:
+def delivered(round: Round, *, http_status: int | None = None, read_at_claim: bool = False) -> bool:
     """Mark the round delivered; False if this attempt is no longer the round's (its answer
-    is then dropped, and the newer attempt's answer counts)."""
+    is then dropped, and the newer attempt's answer counts).
+
+    ``read_at_claim``: ``round`` was read in the transaction that claimed this attempt; who
+    it concerns cannot have changed since (only a pending round is claimed, released or
+    reassigned), so the announcement says so and the receivers need not read it again."""
     # A late answer to an attempt already flagged as unknown settles it: now it is known.
     if not transition(
         round,
@@ -73,7 +77,14 @@ def delivered(round: Round, *, http_status: int | None = None) -> bool:
     ):
         record(round.call, "late_answer_ignored", round=round, attempt=round.attempts)
         return False
-    record(round.call, "delivered", round=round, http_status=http_status, attempt=round.attempts)
+    record(
+        round.call,
+        "delivered",
+        round=round,
+        people=(lambda: people_of(round)) if read_at_claim else None,
+        http_status=http_status,
+        attempt=round.attempts,
+    )
     return True
 
 

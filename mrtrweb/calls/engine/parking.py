@@ -15,7 +15,7 @@ from ..routing import route, stand_in
 from . import renewal, splitting
 from .expiry import schedule_expiry
 from .reminders import plan as plan_reminders
-from .trail import record
+from .trail import People, record
 from .transitions import set_call
 
 __all__ = ["park"]
@@ -30,7 +30,7 @@ def park(
     carrier: str = Round.Carrier.RETRY,
     owner: str = "",
     lifetime: timedelta | None = None,
-    rounds_used: int | None = None,
+    waiting: bool = False,
 ) -> Round:
     """Store a round of ``call`` asking ``requests`` (the ``inputRequests`` as the server sent
     them) with its ``requestState``, routed to whoever answers, and set the call waiting.
@@ -42,9 +42,12 @@ def park(
     engine.streams) has no state; ``owner`` is the process holding the stream, and
     ``lifetime`` (the connection's question deadline) replaces the state's lifetime.
 
-    ``rounds_used``, when given, is the call's new count of rounds, set in the same UPDATE.
+    ``waiting``: the caller already set the call waiting in this transaction (the exchange
+    does it with the round's count: one update instead of two).
     """
-    with transaction.atomic():
+    # No savepoint of its own (two statements a round): nobody catches a failure of parking
+    # inside a transaction and goes on, so the whole transaction is rolled back anyway.
+    with transaction.atomic(savepoint=False):
         index = call.rounds.count() + 1
         user, group = route(call)
         user, delegated_from = stand_in(call, user)  # a delegate answers for who is away
@@ -71,8 +74,8 @@ def park(
         )
         parked.set_request_state(state)
         parked.save()
-        counted = {} if rounds_used is None else {"rounds_used": rounds_used}
-        set_call(call, status=Call.Status.WAITING, **counted)
+        if not waiting:
+            set_call(call, status=Call.Status.WAITING)
         # The questions themselves are on the round (the audit trail shows them from there);
         # empty fields are left out: this is stored once per round.
         routed = {"assigned_user": user.get_username()} if user else {}
@@ -80,10 +83,22 @@ def park(
             routed["assigned_group"] = group.name
         if delegated_from:
             routed["delegated_from"] = delegated_from.get_username()
+
+        def people() -> People | None:
+            # Asked once committed: a round split meanwhile (below) has parts with people of
+            # their own, looked up by the receivers.
+            if parked.split:
+                return None
+            return (
+                {call.started_by_id, parked.assigned_user_id, parked.delegated_from_id},
+                {parked.assigned_group_id},
+            )
+
         record(
             call,
             "round_parked",
             round=parked,
+            people=people,
             index=index,
             **({"unsupported": unsupported} if unsupported else {}),
             request_state_sha256=parked.request_state_sha256,

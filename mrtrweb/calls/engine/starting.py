@@ -21,6 +21,7 @@ from .exchange import run
 from .handshake_calls import converse
 from .trail import announce, dump
 from .transitions import transition_call
+from .watchdogs import watch_call
 
 __all__ = ["StartRequest", "create_call", "restart", "run_call", "send_call", "start_call"]
 
@@ -122,17 +123,27 @@ def send_call(call_id: int) -> None:
 
     Returns when the call is completed, failed, or waiting on a round; on a handshake-era
     server the call's conversation goes on after that in this process (it owns the stream)."""
-    if not transition_call(
-        call_id,
-        Call.Status.RUNNING,
-        Call.Status.RUNNING,
-        # Not while it waits for an account: the resume clears that, then sends it.
-        where={"sent_at__isnull": True, "waiting_for_authorization_since__isnull": True},
-        sent_at=timezone.now(),
-    ):
-        return
-    call = Call.objects.select_related("connection", "started_by").get(pk=call_id)
-    if call.connection.era != Connection.Era.LEGACY:
+    # The claim and its watchdog are one transaction (one commit): should this process die
+    # (or hang) before the call settles, the watchdog fails it; its clock (updated_at) starts
+    # with the claim, just before the request leaves.
+    with transaction.atomic():
+        now = timezone.now()
+        if not transition_call(
+            call_id,
+            Call.Status.RUNNING,
+            Call.Status.RUNNING,
+            # Not while it waits for an account: the resume clears that, then sends it.
+            where={"sent_at__isnull": True, "waiting_for_authorization_since__isnull": True},
+            sent_at=now,
+            updated_at=now,
+        ):
+            return
+        call = Call.objects.select_related("connection", "started_by").get(pk=call_id)
+        modern = call.connection.era != Connection.Era.LEGACY
+        if modern:
+            # A handshake-era call's conversation starts its own watchdog (handshake_calls).
+            watch_call(call)
+    if modern:
         with io_loop.attached():
             if not run(call, round=None, responses=None, state=None):
                 return

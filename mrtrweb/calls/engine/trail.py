@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from django.db import transaction
@@ -10,7 +11,7 @@ from django.db import transaction
 from ..models import Call, Event, Round
 from ..signals import call_event
 
-__all__ = ["announce", "dump", "note", "record"]
+__all__ = ["People", "announce", "dump", "note", "people_of", "record"]
 
 logger = logging.getLogger(__name__)
 
@@ -20,20 +21,49 @@ def dump(model: Any) -> Any:
     return model.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
+# Who a round's event concerns, as the engine that just wrote the round knows it: the ids of
+# users and of groups (None among them is ignored). Told on commit, so the receivers that
+# tell people (mrtrweb.live.events) need not read the round again.
+People = tuple[set[int | None], set[int | None]]
+
+
+def people_of(round: Round) -> People | None:
+    """Whom an event of ``round`` concerns, from a row read while nobody could change who it
+    is routed to, claimed or answered by (it was not pending); None for a split round (its
+    parts have people of their own: receivers look them up)."""
+    if round.split:
+        return None
+    users = {round.assigned_user_id, round.claimed_by_id, round.answered_by_id}
+    users |= {round.call.started_by_id, round.delegated_from_id}
+    return users, {round.assigned_group_id}
+
+
 def record(
     call: Call,
     kind: str,
     *,
     round: Round | None = None,
     actor: Any = None,
+    people: Callable[[], People | None] | None = None,
     **detail: Any,
 ) -> None:
-    """Add ``kind`` to the call's trail, and announce it through ``call_event`` on commit."""
+    """Add ``kind`` to the call's trail, and announce it through ``call_event`` on commit.
+
+    ``people``, asked once committed, says whom a round's event concerns when the caller
+    knows it for sure (it wrote the round in this transaction); None: receivers look it up.
+    """
     Event.objects.create(call=call, round=round, kind=kind, actor=actor, detail=detail)
-    announce(call, kind, round=round, **detail)
+    announce(call, kind, round=round, people=people, **detail)
 
 
-def announce(call: Call, kind: str, *, round: Round | None = None, **detail: Any) -> None:
+def announce(
+    call: Call,
+    kind: str,
+    *,
+    round: Round | None = None,
+    people: Callable[[], People | None] | None = None,
+    **detail: Any,
+) -> None:
     """Announce ``kind`` through ``call_event`` on commit without storing it: only for what
     the rows hold already (a call's start: ``calls.trail`` shows it from the call row)."""
     call_id, round_id = call.pk, round.pk if round is not None else None
@@ -48,6 +78,7 @@ def announce(call: Call, kind: str, *, round: Round | None = None, **detail: Any
             detail=detail,
             started_by_id=started_by_id,
             call_finished=call_finished,
+            people=people() if people is not None else None,
         )
     )
 
