@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .flow import rows as flow_rows
 from .stack import REPO_ROOT, reachable
 
 DEFAULT_JSON = REPO_ROOT / "var" / "bench" / "last.json"
@@ -51,6 +52,7 @@ def _run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
             command += ["--profile", str(args.json.parent)]
         if args.memory_rounds:
             command += ["--memory-rounds", str(args.memory_rounds)]
+        command += ["--sql-dir", str(args.json.parent)]
         started = time.perf_counter()
         done = subprocess.run(command, cwd=REPO_ROOT, check=False)
         if done.returncode != 0 or not out.exists():
@@ -104,7 +106,7 @@ def rows(figures: dict[str, Any]) -> list[tuple[str, str]]:
     if "error" in figures:
         return [("error", figures["error"])]
     out: list[tuple[str, str]] = []
-    for phase in ("p1", "p1_floor", "p2", "p2_floor", "p3", "p4", "p5", "memory", "p6"):
+    for phase in ("p1", "p1_floor", "p2", "p2_floor", "p3", "p4", "p5", "memory", "p6", "flow"):
         if "error" in (figures.get(phase) or {}):
             out.append((f"{phase} error", figures[phase]["error"]))
     worker = figures.get("worker")
@@ -196,6 +198,8 @@ def rows(figures: dict[str, Any]) -> list[tuple[str, str]]:
             f"{_num(p5.get('beyond_request_json_bytes'), 0)} (target <= 1,024)",
         ),
     ]
+    # Queries and CPU of one person's whole flow (bench/flow.py), against issue 18's targets.
+    out += flow_rows(figures.get("flow", {}))
     mem = figures.get("memory", {})
     for name in ("web", "worker"):
         entry = mem.get(name) or {}

@@ -306,6 +306,7 @@ def run_suite(
     profile_dir: Path | None = None,
     memory_rounds: int | None = None,
     only: str | None = None,
+    sql_dir: Path | None = None,
 ) -> dict:
     """``only="p5"`` measures storage alone (on the same fresh database the full run parks
     into first), for measuring one storage change at a time; the full run passes nothing."""
@@ -336,6 +337,12 @@ def run_suite(
             figures["seconds"] = time.perf_counter() - started
             return figures
         asyncio.run(_web_phases(run, plan, figures, context))
+        # Queries and CPU of one person's whole flow, in this process (bench/flow.py); before
+        # P3 seeds its hundred thousand rounds.
+        from . import flow
+
+        sql_path = sql_dir / f"flow-{backend}-sql.txt" if sql_dir is not None else None
+        figures["flow"] = _phase("flow", flow.measure, context, plan.flow_repeats, sql_path)
         figures["p3"] = _phase("p3", pages.scale, run, plan, context)
         if profile_dir is not None:
             from .profile import profile
@@ -357,6 +364,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--only", choices=("p5",), default=None, help="measure only this phase (P5: storage)"
     )
+    parser.add_argument("--sql-dir", type=Path, default=None, help="where the flow's SQL goes")
     args = parser.parse_args(argv)
     figures = run_suite(
         args.backend,
@@ -366,6 +374,7 @@ def main(argv: list[str] | None = None) -> None:
         profile_dir=args.profile,
         memory_rounds=args.memory_rounds,
         only=args.only,
+        sql_dir=args.sql_dir,
     )
     args.json.write_text(json.dumps(figures, indent=2, default=str))
 

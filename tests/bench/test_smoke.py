@@ -69,6 +69,15 @@ def _backend(figures: dict) -> None:
     assert p5["bytes_per_round"] > p5["request_json_bytes"] > 0
     assert p5["by_table_bytes_per_round"]
 
+    # One person's whole flow (bench/flow.py): every phase counted, the SQL listed.
+    flow = figures["flow"]
+    for phase in ("start", "page", "answer", "delivery"):
+        assert flow["queries"][phase] > 0 and flow["cpu_ms"][phase] > 0, flow
+    assert flow["queries"]["total"] == pytest.approx(
+        sum(flow["queries"][p] for p in ("start", "page", "answer", "delivery")), abs=4
+    ), flow
+    assert Path(flow["sql_list"]).read_text().startswith("== start:")
+
     memory = figures["memory"]
     assert memory["rounds"] > 0
     assert memory["web"]["peak_rss_mb"] > 0
@@ -116,6 +125,8 @@ def test_smoke_run_prints_the_table_and_writes_every_figure(tmp_path: Path) -> N
         "P4 live",
         "P5 bytes",
         "P6 ",
+        "Flow: SQL queries (start/page/answer/delivery)",
+        "Flow: CPU ms (start/page/answer/delivery)",
     ):
         assert label in done.stdout, done.stdout
     assert str(out) in done.stdout

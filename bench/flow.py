@@ -1,0 +1,257 @@
+"""Queries and CPU per flow (issue 18): what one person's whole flow costs this process.
+
+One flow is what a person does with the bench tool: the start POST (which sends the call and
+parks its round), the round page GET, the answer POST, and the delivery of that answer to the
+bench server until the result is stored. It runs in the bench process with Django's test
+client (CSRF checked, as a browser's requests are), warm, ``repeats`` times; each phase's SQL
+queries are counted and its CPU time (``time.process_time``: every thread of the process, the
+shared MCP event loop included) measured.
+
+The engine sends a started call and a taken answer on a delivery thread of the process that
+took it (calls/handoff.py). Here that work runs inline instead, at the moment the thread would
+start, so that its queries are counted on this connection and set apart from the request's:
+``start`` is the start POST plus the sending of the call, ``delivery`` the resubmission of the
+answer. Everything else runs as in production: the safety-net tasks are written to the task
+queue (and found already done by the stack's worker later; those later runs are not counted).
+
+``--list`` (or the suite's ``sql_dir``) writes every query of one flow, by phase, to a text
+file beside the JSON, so that anyone can see what to cut.
+
+    python -m bench.flow --backend sqlite [--repeats 10] [--list]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from .stack import CONNECTION, PERSON, TOOL
+
+PHASES = ("start", "page", "answer", "delivery")
+# Targets of issue 18, for the whole flow.
+TARGET_QUERIES = 20
+TARGET_CPU_MS = 20.0
+
+
+class _Meter:
+    """Splits one flow's queries and CPU time into phases: ``enter(name)`` closes the current
+    phase (its queries and CPU so far are added to it) and opens ``name``."""
+
+    def __init__(self, queries: Any) -> None:
+        self.queries = queries  # a running CaptureQueriesContext
+        self.current: str | None = None
+        self.count: dict[str, int] = {}
+        self.cpu: dict[str, float] = {}
+        self.sql: dict[str, list[str]] = {}
+        self._cpu_mark = 0.0
+        self._query_mark = 0
+
+    def enter(self, name: str | None) -> str | None:
+        now = time.process_time()
+        done = len(self.queries.captured_queries)
+        if self.current is not None:
+            self.cpu[self.current] = self.cpu.get(self.current, 0.0) + now - self._cpu_mark
+            self.count[self.current] = self.count.get(self.current, 0) + done - self._query_mark
+            self.sql.setdefault(self.current, []).extend(
+                q["sql"] for q in self.queries.captured_queries[self._query_mark : done]
+            )
+        previous, self.current = self.current, name
+        self._cpu_mark, self._query_mark = time.process_time(), done
+        return previous
+
+
+@contextlib.contextmanager
+def _inline_handoff(meter_of: Callable[[], _Meter | None]) -> Iterator[None]:
+    """Run what the engine hands to a delivery thread at once, on this thread, metered as
+    ``delivery`` (an answer) or as part of ``start`` (a call's first request)."""
+    from concurrent.futures import Future
+
+    from mrtrweb.calls import handoff
+    from mrtrweb.mcp import io_loop
+
+    original = handoff.start
+
+    def start(work: Callable[[int], None], pk: int) -> Future[None]:
+        future: Future[None] = Future()
+        meter = meter_of()
+        phase = "delivery" if work.__name__ == "resubmit" else "start"
+        previous = meter.enter(phase) if meter is not None else None
+        try:
+            with io_loop.attached():
+                work(pk)
+            future.set_result(None)
+        except Exception as exc:  # as on a delivery thread: the round's status tells
+            future.set_exception(exc)
+        finally:
+            if meter is not None:
+                meter.enter(previous)
+        return future
+
+    handoff.start = start  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        handoff.start = original  # type: ignore[assignment]
+
+
+def _client() -> Any:
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(get_user_model().objects.get(username=PERSON))
+    return client
+
+
+def _fields(html: str) -> dict[str, str]:
+    from .people import form_fields
+
+    return form_fields(html)
+
+
+class _Flow:
+    def __init__(self) -> None:
+        self.client = _client()
+        self.start_url = f"/calls/start/{CONNECTION}/?tool={TOOL}"
+        page = self.client.get(self.start_url)
+        if page.status_code != 200:
+            raise RuntimeError(f"start page: {page.status_code}")
+        self.start_fields = _fields(page.content.decode())
+        self.answer_fields: dict[str, str] | None = None
+        self.meter: _Meter | None = None
+
+    def _post(self, url: str, data: dict[str, str]) -> Any:
+        token = self.client.cookies["csrftoken"].value
+        return self.client.post(url, {**data, "csrfmiddlewaretoken": token})
+
+    def once(self) -> _Meter:
+        from django.db import connection
+        from django.test.utils import CaptureQueriesContext
+
+        from mrtrweb.calls.models import Round
+
+        with CaptureQueriesContext(connection) as queries:
+            meter = self.meter = _Meter(queries)
+            meter.enter("start")
+            response = self._post(self.start_url, self.start_fields)
+            location = response.headers.get("Location", "")
+            if response.status_code != 303 or "/rounds/" not in location:
+                raise RuntimeError(f"start did not park a round: {response.status_code} {location}")
+            meter.enter("page")
+            page = self.client.get(location)
+            if page.status_code != 200:
+                raise RuntimeError(f"round page: {page.status_code}")
+            if self.answer_fields is None:
+                self.answer_fields = {**_fields(page.content.decode()), "action": "accept"}
+            meter.enter("answer")
+            answered = self._post(location, self.answer_fields)
+            meter.enter(None)
+            self.meter = None
+        if answered.status_code != 303:
+            raise RuntimeError(f"answer refused: {answered.status_code}")
+        round_id = int(location.rstrip("/").rsplit("/", 1)[1])
+        call = Round.objects.select_related("call").get(pk=round_id).call
+        if call.status != "completed":
+            raise RuntimeError(f"the flow's call ended {call.status}: {call.error}")
+        return meter
+
+
+def measure(
+    context: dict[str, Any] | None = None, repeats: int = 20, sql_path: Path | None = None
+) -> dict[str, Any]:
+    """Run ``repeats`` warm flows; figures per phase (median over the flows) and in total."""
+    flow = _Flow()
+    meters: list[_Meter] = []
+    with _inline_handoff(lambda: flow.meter):
+        for _ in range(3):  # warm: imports, templates, caches, the MCP connection
+            flow.once()
+        for _ in range(repeats):
+            meters.append(flow.once())
+
+    def median(values: list[float]) -> float:
+        return float(statistics.median(values))
+
+    queries = {p: median([m.count.get(p, 0) for m in meters]) for p in PHASES}
+    cpu = {p: median([m.cpu.get(p, 0.0) * 1000.0 for m in meters]) for p in PHASES}
+    totals_q = [sum(m.count.values()) for m in meters]
+    totals_cpu = [sum(m.cpu.values()) * 1000.0 for m in meters]
+    figures: dict[str, Any] = {
+        "flows": repeats,
+        "queries": {**queries, "total": median(totals_q)},
+        "queries_max_total": max(totals_q),
+        "cpu_ms": {**cpu, "total": median(totals_cpu)},
+        "target_queries": TARGET_QUERIES,
+        "target_cpu_ms": TARGET_CPU_MS,
+    }
+    if sql_path is not None:
+        figures["sql_list"] = str(_write_sql(meters[-1], sql_path))
+    return figures
+
+
+def _write_sql(meter: _Meter, path: Path) -> Path:
+    lines = []
+    for phase in PHASES:
+        sql = meter.sql.get(phase, [])
+        lines.append(f"== {phase}: {len(sql)} queries, {meter.cpu.get(phase, 0) * 1000:.1f} ms CPU")
+        lines += [f"{n:3d}  {q}" for n, q in enumerate(sql, 1)]
+        lines.append("")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines))
+    return path
+
+
+def rows(flow: dict[str, Any]) -> list[tuple[str, str]]:
+    """The table's lines (bench/run.py)."""
+    if not flow or "queries" not in flow:
+        return [("Flow: queries and CPU", (flow or {}).get("error", "-"))]
+    q, cpu = flow["queries"], flow["cpu_ms"]
+    return [
+        (
+            "Flow: SQL queries (start/page/answer/delivery)",
+            "/".join(f"{q[p]:g}" for p in PHASES)
+            + f" = {q['total']:g} (target <= {flow['target_queries']})",
+        ),
+        (
+            "Flow: CPU ms (start/page/answer/delivery)",
+            "/".join(f"{cpu[p]:.1f}" for p in PHASES)
+            + f" = {cpu['total']:.1f} (target <= {flow['target_cpu_ms']:g})",
+        ),
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", choices=("sqlite", "postgresql"), default="sqlite")
+    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--list", action="store_true", help="print every query, by phase")
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    args = parser.parse_args(argv)
+
+    from . import seed
+    from .stack import stack
+
+    with stack(args.backend, worker_mode="inprocess", worker_interval=0.05) as run:
+        seed.setup_django()
+        seed.prepare(run.mcp_url)
+        out = (args.json or Path(run.workdir) / "flow.json").with_name(
+            f"flow-{args.backend}-sql.txt"
+        )
+        figures = measure(repeats=args.repeats, sql_path=out)
+        if args.list:
+            print(Path(figures["sql_list"]).read_text())
+    for label, value in rows(figures):
+        print(f"{label}: {value}")
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
