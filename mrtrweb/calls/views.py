@@ -119,7 +119,7 @@ def round_page(request: HttpRequest, pk: int) -> HttpResponse:
         if action in ("decline", "cancel"):
             if not answers.answerable:
                 return _render_round(request, round, answers, status=409, problem="unanswerable")
-            engine.answer(
+            answered = engine.answer(
                 round,
                 answers.refused(action),
                 request.user,
@@ -131,7 +131,7 @@ def round_page(request: HttpRequest, pk: int) -> HttpResponse:
                 return _render_round(request, round, answers, status=400, problem="cannot_accept")
             if not answers.is_valid():
                 return _render_round(request, round, answers, status=422, problem="invalid")
-            engine.answer(
+            answered = engine.answer(
                 round,
                 answers.accepted(),
                 request.user,
@@ -166,9 +166,9 @@ def round_page(request: HttpRequest, pk: int) -> HttpResponse:
         round.refresh_from_db()
         return _render_round(request, round, answers, status=409, problem="unanswerable")
     _forget_consent(request, round)
-    # Delivered while the person waited: straight to the next round, or to the result.
-    call = Call.objects.get(pk=round.call_id)
-    return SeeOther(next_page(call, request.user))
+    # Delivered while the person waited: straight to the next round, or to the result. The
+    # round the engine read back after the delivery carries its call as it is now.
+    return SeeOther(next_page(answered.call, request.user))
 
 
 def _render_round(
@@ -183,10 +183,11 @@ def _render_round(
 ) -> HttpResponse:
     call = round.call
     policy_state = policy_states([round])[round.pk]
+    quorum = _quorum(round, request.user, policy_state)
     context = {
-        "quorum": _quorum(round, request.user, policy_state),
+        "quorum": quorum,
         "typed": typed,
-        "comments": [c for c in comments_of(call, request.user) if c.round_index == round.index],
+        "comments": _comments(round, call, request.user, quorum is not None),
         "round": round,
         "call": call,
         "answers": answers,
@@ -203,6 +204,15 @@ def _render_round(
         "policy_state": policy_state,
     }
     return render(request, "calls/round.html", context, status=status)
+
+
+def _comments(round: Round, call: Call, user: Any, quorum: bool) -> list[Any]:
+    """The comments left on ``round``. While it waits, only proposals, votes (quorum) and
+    parts' answers (split) carry them; a plain pending round has none yet (rounds never go
+    back to pending once answered), so its page does not read the audit trail for them."""
+    if round.is_pending and not quorum and not round.split:
+        return []
+    return [c for c in comments_of(call, user) if c.round_index == round.index]
 
 
 def _is_quorum(round: Round) -> bool:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-from django.db.models import Q
+from django.db import connection
+from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 
 from mrtrweb.calls.models import Round
@@ -42,8 +44,22 @@ def _waiting(user: Any) -> int | str:
     )
     # Both counted every time, so every page costs the same queries; a round routed to both
     # the user and one of their groups is counted once.
-    count = sum(
-        rounds.order_by().values("pk")[: INBOX_COUNT_CAP + 1].count()
+    count = _capped_sum(
+        rounds.order_by().values("pk")[: INBOX_COUNT_CAP + 1]
         for rounds in (theirs, groups.exclude(assigned_user=user))
     )
     return f"{INBOX_COUNT_CAP}+" if count > INBOX_COUNT_CAP else count
+
+
+def _capped_sum(capped: Iterable[QuerySet[Any]]) -> int:
+    """The sum of the row counts of ``capped`` (sliced querysets) in one query: each stays
+    its own subquery, its own short index range, as ``.count()`` of each would read it, where
+    running them one by one costs a round trip each on every page."""
+    parts, params = [], []
+    for rows in capped:
+        sql, sql_params = rows.query.sql_with_params()
+        parts.append(f"(SELECT COUNT(*) FROM ({sql}) capped)")
+        params.extend(sql_params)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT " + " + ".join(parts), params)
+        return int(cursor.fetchone()[0])

@@ -13,6 +13,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
+from django.db.models import Q
 
 END_USERS = "End users"
 ADMINS = "Admins"
@@ -40,12 +41,40 @@ def ensure_roles(**kwargs: Any) -> None:
         group.permissions.add(*[p for p in wanted if p is not None])
 
 
+def load_permissions(user: Any) -> None:
+    """Read ``user``'s permissions, their own and their groups', in one query where Django's
+    ModelBackend reads them in two, and keep them where it keeps them (``_perm_cache`` on the
+    user object, which lives as long as the request): every ``has_perm`` of this request then
+    reads that set. Nothing is kept beyond the request, so a permission taken away counts on
+    the next one. Superusers are not looked up (``has_perm`` answers True before any backend),
+    nor are inactive or anonymous users (ModelBackend gives them none)."""
+    if (
+        not getattr(user, "is_authenticated", False)
+        or not user.is_active
+        or user.is_superuser
+        or hasattr(user, "_perm_cache")
+    ):
+        return
+    rows = (
+        Permission.objects.filter(Q(user=user) | Q(group__user=user))
+        .values_list("content_type__app_label", "codename")
+        .order_by()
+    )
+    user._perm_cache = {f"{app}.{codename}" for app, codename in rows}
+
+
 def is_admin(user: Any) -> bool:
-    return bool(getattr(user, "is_active", False) and user.has_perm("calls.manage_rounds"))
+    if not getattr(user, "is_active", False):
+        return False
+    load_permissions(user)
+    return bool(user.has_perm("calls.manage_rounds"))
 
 
 def is_operator(user: Any) -> bool:
-    return bool(getattr(user, "is_active", False) and user.has_perm("servers.manage_connections"))
+    if not getattr(user, "is_active", False):
+        return False
+    load_permissions(user)
+    return bool(user.has_perm("servers.manage_connections"))
 
 
 def active_usernames(limit: int = 500) -> list[str]:
