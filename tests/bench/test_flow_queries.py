@@ -1,0 +1,68 @@
+"""What one person's whole flow costs in SQL queries stays what it is (issue 18).
+
+The flow of bench/flow.py (the start POST, the round page, the answer POST, the delivery of
+the answer) against the bench server itself, run as its own process on loopback: each page of
+the flow is pinned to at most the queries it makes today, so that a query added to every
+request (a permission lookup, a header count, a re-read row) shows up here, not months later
+in the benchmark. The counts are the bench's own (bench/flow.py meters them the same way).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from bench import flow, seed
+from bench.stack import HOST, REPO_ROOT, free_port, reachable
+from tests.calls.delivery_support import DATABASE_QUEUE
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+# At most this many queries per phase (bench/flow.py's phases). Lower them as they come down.
+MOST = {"start": 36, "page": 5, "answer": 12, "delivery": 14}
+
+
+@pytest.fixture(scope="module")
+def bench_server() -> Iterator[str]:
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bench.server", "--port", str(port)],
+        cwd=REPO_ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not reachable(port):
+            assert process.poll() is None and time.monotonic() < deadline, "bench server"
+            time.sleep(0.05)
+        yield f"http://{HOST}:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+@pytest.fixture(autouse=True)
+def _as_in_production(settings: Any) -> None:
+    # The answer's own process sends it (calls/handoff.py); bench/flow.py runs that inline.
+    settings.TASKS = DATABASE_QUEUE
+    settings.MRTRWEB_DELIVER_ON_ANSWER = True
+
+
+def test_each_phase_of_the_flow_makes_at_most_its_queries(bench_server: str) -> None:
+    seed.prepare(bench_server)
+    one = flow._Flow()
+    with flow._inline_handoff(lambda: one.meter):
+        one.once()  # warm: the catalog's, the policy's and the templates' first reads
+        measured = one.once()
+    counts = {phase: measured.count.get(phase, 0) for phase in flow.PHASES}
+    over = {p: f"{counts[p]} > {MOST[p]}" for p in flow.PHASES if counts[p] > MOST[p]}
+    listing = "\n".join(f"{p}: {q[:160]}" for p in flow.PHASES for q in measured.sql.get(p, []))
+    assert not over, f"more queries than pinned: {over}\n{listing}"
+    # Every phase ran (a flow that stopped early would pass the pins trivially).
+    assert all(counts.values()), counts
