@@ -37,6 +37,7 @@ from .access import (
     shown_to,
     taken_from,
     visible_calls,
+    visible_round,
     visible_rounds,
 )
 from .models import Call, Round
@@ -64,7 +65,7 @@ CONSENT_SESSION_KEY = "calls.url_consent"
 @login_required
 @require_http_methods(["GET", "POST"])
 def round_page(request: HttpRequest, pk: int) -> HttpResponse:
-    round = visible_rounds(request.user).filter(pk=pk).first()
+    round = visible_round(request.user, pk)
     if round is None:
         return _taken_or_404(request, pk)
     round = shown_to(request.user, round)  # a split round: only this person's part
