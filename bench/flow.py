@@ -40,7 +40,7 @@ TARGET_QUERIES = 20
 TARGET_CPU_MS = 20.0
 
 
-class _Meter:
+class Meter:
     """Splits one flow's queries and CPU time into phases: ``enter(name)`` closes the current
     phase (its queries and CPU so far are added to it) and opens ``name``."""
 
@@ -68,7 +68,7 @@ class _Meter:
 
 
 @contextlib.contextmanager
-def _inline_handoff(meter_of: Callable[[], _Meter | None]) -> Iterator[None]:
+def inline_handoff(meter_of: Callable[[], Meter | None]) -> Iterator[None]:
     """Run what the engine hands to a delivery thread at once, on this thread, metered as
     ``delivery`` (an answer) or as part of ``start`` (a call's first request)."""
     from concurrent.futures import Future
@@ -116,7 +116,7 @@ def _fields(html: str) -> dict[str, str]:
     return form_fields(html)
 
 
-class _Flow:
+class Flow:
     def __init__(self) -> None:
         self.client = _client()
         self.start_url = f"/calls/start/{CONNECTION}/?tool={TOOL}"
@@ -125,20 +125,20 @@ class _Flow:
             raise RuntimeError(f"start page: {page.status_code}")
         self.start_fields = _fields(page.content.decode())
         self.answer_fields: dict[str, str] | None = None
-        self.meter: _Meter | None = None
+        self.meter: Meter | None = None
 
     def _post(self, url: str, data: dict[str, str]) -> Any:
         token = self.client.cookies["csrftoken"].value
         return self.client.post(url, {**data, "csrfmiddlewaretoken": token})
 
-    def once(self) -> _Meter:
+    def once(self) -> Meter:
         from django.db import connection
         from django.test.utils import CaptureQueriesContext
 
         from mrtrweb.calls.models import Round
 
         with CaptureQueriesContext(connection) as queries:
-            meter = self.meter = _Meter(queries)
+            meter = self.meter = Meter(queries)
             meter.enter("start")
             response = self._post(self.start_url, self.start_fields)
             location = response.headers.get("Location", "")
@@ -167,9 +167,9 @@ def measure(
     context: dict[str, Any] | None = None, repeats: int = 20, sql_path: Path | None = None
 ) -> dict[str, Any]:
     """Run ``repeats`` warm flows; figures per phase (median over the flows) and in total."""
-    flow = _Flow()
-    meters: list[_Meter] = []
-    with _inline_handoff(lambda: flow.meter):
+    flow = Flow()
+    meters: list[Meter] = []
+    with inline_handoff(lambda: flow.meter):
         for _ in range(3):  # warm: imports, templates, caches, the MCP connection
             flow.once()
         for _ in range(repeats):
@@ -195,7 +195,7 @@ def measure(
     return figures
 
 
-def _write_sql(meter: _Meter, path: Path) -> Path:
+def _write_sql(meter: Meter, path: Path) -> Path:
     lines = []
     for phase in PHASES:
         sql = meter.sql.get(phase, [])

@@ -56,8 +56,8 @@ def _as_in_production(settings: Any) -> None:
 
 def test_each_phase_of_the_flow_makes_at_most_its_queries(bench_server: str) -> None:
     seed.prepare(bench_server)
-    one = flow._Flow()
-    with flow._inline_handoff(lambda: one.meter):
+    one = flow.Flow()
+    with flow.inline_handoff(lambda: one.meter):
         one.once()  # warm: the catalog's, the policy's and the templates' first reads
         measured = one.once()
     counts = {phase: measured.count.get(phase, 0) for phase in flow.PHASES}
