@@ -106,7 +106,19 @@ def rows(figures: dict[str, Any]) -> list[tuple[str, str]]:
     if "error" in figures:
         return [("error", figures["error"])]
     out: list[tuple[str, str]] = []
-    for phase in ("p1", "p1_floor", "p2", "p2_floor", "p3", "p4", "p5", "memory", "p6", "flow"):
+    for phase in (
+        "p1",
+        "p1_floor",
+        "p2",
+        "p2_floor",
+        "p3",
+        "p4",
+        "p5",
+        "memory",
+        "p6",
+        "p7",
+        "flow",
+    ):
         if "error" in (figures.get(phase) or {}):
             out.append((f"{phase} error", figures[phase]["error"]))
     worker = figures.get("worker")
@@ -215,6 +227,9 @@ def rows(figures: dict[str, Any]) -> list[tuple[str, str]]:
             )
         )
     out += _p6_rows(figures.get("p6") or {})
+    out += _memory_curve_rows(mem)
+    # P7, starting calls (bench/starts.py): a crowd's starts against one start alone.
+    out += _p7_rows(figures.get("p7") or {})
     out.append(("run time, s", _num(figures.get("seconds"), 0)))
     return out
 
@@ -253,6 +268,49 @@ def _p6_rows(p6: dict[str, Any]) -> list[tuple[str, str]]:
             "P6   inbox page idle -> sockets open, ms",
             f"{_spread(p6.get('page_idle'))} -> {_spread(p6.get('page_loaded'))}; "
             f"{_ratio(p6.get('page_ratio'), 'target <= 1.5x')}",
+        ),
+    ]
+
+
+def _memory_curve_rows(mem: dict[str, Any]) -> list[tuple[str, str]]:
+    """The web process's RSS every tenth of the memory rounds, and the second half's slope."""
+    curve = mem.get("curve") or []
+    web = mem.get("web") or {}
+    if not curve or web.get("peak_rss_mb") is None:
+        return []
+    points = " ".join(_num(point.get("web_rss_mb")) for point in curve)
+    return [
+        ("Memory web: RSS every tenth of the rounds, MB", points),
+        (
+            "Memory web: growth in the second half",
+            f"{_num(web.get('growth_bytes_per_round_second_half'), 0)} B/round",
+        ),
+    ]
+
+
+def _p7_rows(p7: dict[str, Any]) -> list[tuple[str, str]]:
+    if not p7 or "error" in p7:
+        return []
+    single, crowd = p7.get("single") or {}, p7.get("crowd") or {}
+    one, many = single.get("time") or {}, crowd.get("time") or {}
+    starts = crowd.get("starts", 0)
+    return [
+        ("P7 one start alone: POST -> round page, ms", _spread(one)),
+        (
+            f"P7 {starts} starts by {p7.get('people')} people at once, ms",
+            f"p50 {_num(many.get('median'))}, p95 {_num(many.get('p95'))}, "
+            f"max {_num(many.get('max'))}",
+        ),
+        (
+            "P7 reached their round; straight from the POST; clicks; errors",
+            f"{crowd.get('reached', 0)} of {starts}; {crowd.get('direct', 0)}; "
+            f"{crowd.get('clicks', 0)}; {crowd.get('errors', 0)}",
+        ),
+        ("P7 crowd p95 / one start", _ratio(p7.get("ratio_p95"), "target <= 3x")),
+        (
+            "P7 web process CPU per start of the crowd, ms",
+            f"{_num(p7.get('web_cpu_ms_per_start'))} (x {starts} = "
+            f"{_num((p7.get('web_cpu_ms_per_start') or 0) * starts / 1000, 2)} s)",
         ),
     ]
 

@@ -7,3 +7,6 @@ module, so the floor view is served with exactly the app's middleware, sessions 
 from mrtrweb.settings import *  # noqa: F403
 
 ROOT_URLCONF = "bench.urls"
+
+# MRTRWEB_BENCH_TRACEMALLOC=1: trace allocations from start-up (bench/heap.py).
+from . import heap as _heap  # noqa: E402, F401

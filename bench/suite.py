@@ -186,37 +186,84 @@ async def p2_throughput(run: Stack, plan: Plan, people: list[Person]) -> dict[st
 
 async def memory(run: Stack, plan: Plan, people: list[Person], rounds_so_far: int) -> dict:
     """Drive rounds until ``plan.memory_rounds`` went through the app; RSS after warm-up and
-    at the end gives the growth per round."""
+    at the end gives the growth per round, and RSS after every tenth of the rounds (the
+    ``curve``) shows whether it settles (flat second half) or leaks (a steady slope)."""
     total = max(plan.memory_rounds - rounds_so_far, 0)
     per_person = max(total // len(people), 1)
-    warm = max(per_person // 10, 1)
-    async with Completions(interval=0.01) as done:
-        await _app_flows(people, warm, done)
-        after_warmup = {"web": rss_kb(run.web_pid), "worker": rss_kb(run.worker_pid)}
-        rest = max(per_person - warm, 1)
-        await _app_flows(people, rest, done)
-    end = {"web": rss_kb(run.web_pid), "worker": rss_kb(run.worker_pid)}
-    measured = rest * len(people)
-    figures: dict[str, Any] = {
-        "rounds": rounds_so_far + (warm + rest) * len(people),
-        "rounds_after_warmup": measured,
-    }
-    for name in ("web", "worker"):
-        a, b = after_warmup[name], end[name]
-        growth = (
-            (b["rss_kb"] - a["rss_kb"]) * 1024 / measured
-            if a["rss_kb"] is not None and b["rss_kb"] is not None
-            else None
+    tenth = max(per_person // 10, 1)
+    chunks = [tenth] * 9 + [max(per_person - 9 * tenth, 1)]
+    curve: list[dict[str, Any]] = []
+    done_rounds = rounds_so_far
+    started = time.perf_counter()
+
+    async def sample(baseline: bool = False) -> dict[str, dict[str, int | None]]:
+        now = {"web": rss_kb(run.web_pid), "worker": rss_kb(run.worker_pid)}
+        # What the web process holds after a full collection (bench/heap.py): Python objects
+        # leaked per round would grow these in step with the rounds.
+        held = await people[0].http.get("/bench-heap/" + ("?baseline=1" if baseline else ""))
+        heap = held.json() if held.status_code == 200 else {}
+        curve.append(
+            {
+                "rounds": done_rounds,
+                "seconds": round(time.perf_counter() - started, 1),
+                **{f"{name}_rss_mb": _mb(now[name]["rss_kb"]) for name in now},
+                **{k: v for k, v in heap.items() if k != "top_growth"},
+            }
         )
+        if heap.get("top_growth"):
+            figures["top_growth"] = heap["top_growth"]
+        # Printed as it goes: a long run shows its curve before it ends.
+        print(f"memory: {curve[-1]}", file=sys.stderr, flush=True)
+        return now
+
+    figures: dict[str, Any] = {}
+    await sample()
+    after_warmup: dict[str, dict[str, int | None]] = {}
+    halfway: dict[str, dict[str, int | None]] = {}
+    halfway_rounds = 0
+    async with Completions(interval=0.01) as done:
+        for index, chunk in enumerate(chunks):
+            await _app_flows(people, chunk, done)
+            done_rounds += chunk * len(people)
+            now = await sample(baseline=index == 0)
+            if index == 0:
+                after_warmup = now
+            if index == 4:
+                halfway, halfway_rounds = now, done_rounds
+    end = {"web": rss_kb(run.web_pid), "worker": rss_kb(run.worker_pid)}
+    measured = done_rounds - rounds_so_far - chunks[0] * len(people)
+    second_half = done_rounds - halfway_rounds
+    figures.update(rounds=done_rounds, rounds_after_warmup=measured, curve=curve)
+    first, last = curve[1], curve[-1]
+    for key in ("gc_objects", "allocated_blocks"):
+        if key in first and key in last:
+            # Net Python objects (blocks) the web process kept per round after warm-up.
+            figures[f"{key}_per_round"] = (last[key] - first[key]) / measured
+    for name in ("web", "worker"):
+        a, h, b = after_warmup[name]["rss_kb"], halfway[name]["rss_kb"], end[name]["rss_kb"]
+        peak = end[name]["peak_rss_kb"]
         figures[name] = {
-            "peak_rss_mb": b["peak_rss_kb"] / 1024 if b["peak_rss_kb"] is not None else None,
-            "rss_after_warmup_mb": a["rss_kb"] / 1024 if a["rss_kb"] is not None else None,
-            "rss_end_mb": b["rss_kb"] / 1024 if b["rss_kb"] is not None else None,
-            "growth_bytes_per_round": growth,
+            "peak_rss_mb": _mb(peak),
+            "rss_after_warmup_mb": _mb(a),
+            "rss_end_mb": _mb(b),
+            "growth_bytes_per_round": _per_round(a, b, measured),
+            # The second half alone: near zero when the process settled, the same slope as
+            # the whole when it leaks.
+            "growth_bytes_per_round_second_half": _per_round(h, b, second_half),
         }
     if run.worker_pid is None:
         figures["worker"]["note"] = "the worker runs inside the web process"
     return figures
+
+
+def _mb(kb: int | None) -> float | None:
+    return round(kb / 1024, 2) if kb is not None else None
+
+
+def _per_round(before_kb: int | None, after_kb: int | None, rounds: int) -> float | None:
+    if before_kb is None or after_kb is None or rounds <= 0:
+        return None
+    return (after_kb - before_kb) * 1024 / rounds
 
 
 # -- P4 ------------------------------------------------------------------------------------
@@ -271,13 +318,26 @@ async def p6_watchers(run: Stack, plan: Plan, person: Person, context: dict) -> 
     )
 
 
-async def _web_phases(run: Stack, plan: Plan, figures: dict[str, Any], context: dict) -> None:
+# Every phase, in the order a run measures them; ``--only`` picks some.
+PHASES = ("p5", "p1", "p1_floor", "p4", "p2", "p2_floor", "memory", "p6", "p7", "flow", "p3")
+
+
+async def _web_phases(
+    run: Stack,
+    plan: Plan,
+    figures: dict[str, Any],
+    context: dict,
+    only: frozenset[str] = frozenset(PHASES),
+) -> None:
     people = await _signed_in(run, plan.concurrency)
     try:
         # Warm both sides up (imports, connections, template caches) before measuring.
         async with Completions() as done:
             await _app_flows(people[:1], 3, done)
         await _direct_flows(run.mcp_url, 1, 3)
+        if only != frozenset(PHASES):
+            await _some_web_phases(run, plan, figures, people, only, context)
+            return
         figures["p1"] = await _guarded("p1", p1_latency(run, plan, people[0]))
         figures["p1_floor"] = await _guarded(
             "p1_floor", django_floor.p1_floor(run, plan, people[0])
@@ -294,8 +354,45 @@ async def _web_phases(run: Stack, plan: Plan, figures: dict[str, Any], context: 
         figures["memory"] = await _guarded("memory", memory(run, plan, people, app_rounds))
         # After the memory figure: P6's thousand sockets would count in its growth.
         figures["p6"] = await _guarded("p6", p6_watchers(run, plan, people[0], context))
+        # Last of the web phases: the crowd's starts leave the process busy for a moment.
+        figures["p7"] = await _guarded("p7", _p7(run, plan))
     finally:
         await asyncio.gather(*(p.close() for p in people))
+
+
+async def _some_web_phases(
+    run: Stack,
+    plan: Plan,
+    figures: dict[str, Any],
+    people: list[Person],
+    only: frozenset[str],
+    context: dict,
+) -> None:
+    """The web phases ``--only`` names, alone (e.g. the long memory run by itself)."""
+    if "p1" in only:
+        figures["p1"] = await _guarded("p1", p1_latency(run, plan, people[0]))
+    if "p1_floor" in only:
+        figures["p1_floor"] = await _guarded(
+            "p1_floor", django_floor.p1_floor(run, plan, people[0])
+        )
+    if "p4" in only:
+        figures["p4"] = await _guarded("p4", p4_live(run, plan, people[0]))
+    if "p2" in only:
+        figures["p2"] = await _guarded("p2", p2_throughput(run, plan, people))
+    if "p2_floor" in only:
+        figures["p2_floor"] = await _guarded("p2_floor", django_floor.p2_floor(run, plan, people))
+    if "memory" in only:
+        figures["memory"] = await _guarded("memory", memory(run, plan, people, 3))
+    if "p6" in only:
+        figures["p6"] = await _guarded("p6", p6_watchers(run, plan, people[0], context))
+    if "p7" in only:
+        figures["p7"] = await _guarded("p7", _p7(run, plan))
+
+
+async def _p7(run: Stack, plan: Plan) -> dict[str, Any]:
+    from . import starts
+
+    return await starts.measure(run, plan.starts_people, plan.starts_per_person, plan.starts_single)
 
 
 def run_suite(
@@ -305,11 +402,11 @@ def run_suite(
     worker_interval: float,
     profile_dir: Path | None = None,
     memory_rounds: int | None = None,
-    only: str | None = None,
+    only: frozenset[str] = frozenset(PHASES),
     sql_dir: Path | None = None,
 ) -> dict:
-    """``only="p5"`` measures storage alone (on the same fresh database the full run parks
-    into first), for measuring one storage change at a time; the full run passes nothing."""
+    """``only`` picks phases (``--only p5``: storage alone, on the same fresh database the full
+    run parks into first; ``--only memory``: the long memory run alone); default all."""
     plan = PLANS[mode]
     if memory_rounds:
         plan = replace(plan, memory_rounds=memory_rounds)
@@ -332,18 +429,19 @@ def run_suite(
 
         seed.setup_django()
         context = seed.prepare(run.mcp_url)
-        figures["p5"] = _phase("p5", pages.storage, plan.storage_rounds, context)
-        if only == "p5":
-            figures["seconds"] = time.perf_counter() - started
-            return figures
-        asyncio.run(_web_phases(run, plan, figures, context))
-        # Queries and CPU of one person's whole flow, in this process (bench/flow.py); before
-        # P3 seeds its hundred thousand rounds.
-        from . import flow
+        if "p5" in only:
+            figures["p5"] = _phase("p5", pages.storage, plan.storage_rounds, context)
+        if only - {"p5", "p3", "flow"}:
+            asyncio.run(_web_phases(run, plan, figures, context, only))
+        if "flow" in only:
+            # Queries and CPU of one person's whole flow, in this process (bench/flow.py);
+            # before P3 seeds its hundred thousand rounds.
+            from . import flow
 
-        sql_path = sql_dir / f"flow-{backend}-sql.txt" if sql_dir is not None else None
-        figures["flow"] = _phase("flow", flow.measure, context, plan.flow_repeats, sql_path)
-        figures["p3"] = _phase("p3", pages.scale, run, plan, context)
+            sql_path = sql_dir / f"flow-{backend}-sql.txt" if sql_dir is not None else None
+            figures["flow"] = _phase("flow", flow.measure, context, plan.flow_repeats, sql_path)
+        if "p3" in only:
+            figures["p3"] = _phase("p3", pages.scale, run, plan, context)
         if profile_dir is not None:
             from .profile import profile
 
@@ -362,10 +460,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--profile", type=Path, default=None, help="write profiles here")
     parser.add_argument("--memory-rounds", type=int, default=None)
     parser.add_argument(
-        "--only", choices=("p5",), default=None, help="measure only this phase (P5: storage)"
+        "--only",
+        default=",".join(PHASES),
+        help=f"comma-separated phases to run (default all: {','.join(PHASES)})",
     )
     parser.add_argument("--sql-dir", type=Path, default=None, help="where the flow's SQL goes")
     args = parser.parse_args(argv)
+    only = frozenset(name.strip() for name in args.only.split(",") if name.strip())
+    if unknown := only - set(PHASES):
+        parser.error(f"unknown phases: {', '.join(sorted(unknown))}")
     figures = run_suite(
         args.backend,
         args.mode,
@@ -373,7 +476,7 @@ def main(argv: list[str] | None = None) -> None:
         args.worker_interval,
         profile_dir=args.profile,
         memory_rounds=args.memory_rounds,
-        only=args.only,
+        only=only,
         sql_dir=args.sql_dir,
     )
     args.json.write_text(json.dumps(figures, indent=2, default=str))

@@ -7,6 +7,8 @@ from django.views.decorators.http import require_http_methods
 
 from mrtrweb.urls import urlpatterns as app_urlpatterns
 
+from .heap import heap
+
 FLOOR_PATH = "/bench-floor/"
 
 
@@ -30,4 +32,9 @@ def floor(request: HttpRequest) -> HttpResponse:
     return HttpResponse(get_token(request), content_type="text/plain")
 
 
-urlpatterns = [*app_urlpatterns, path(FLOOR_PATH.strip("/") + "/", floor, name="bench-floor")]
+urlpatterns = [
+    *app_urlpatterns,
+    path(FLOOR_PATH.strip("/") + "/", floor, name="bench-floor"),
+    # What the web process holds (bench/heap.py), for the memory phase.
+    path("bench-heap/", heap, name="bench-heap"),
+]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -324,6 +325,20 @@ def _in_flight(call: Call, rounds: list[Round]) -> bool:
     )
 
 
+# How often the call page reloads itself without JavaScript while something is on its way:
+# soon after the call was started or answered, when a quick server's round or result is due
+# within a second or two; less often after that, so a long call costs little.
+REFRESH_SOON = 1
+REFRESH_LATER = 3
+REFRESH_SOON_FOR = timedelta(seconds=10)
+
+
+def _refresh_after(call: Call, rounds: list[Round]) -> int:
+    """Seconds until the page without JavaScript reloads itself (see REFRESH_SOON)."""
+    moved = max([call.updated_at, *(r.answered_at for r in rounds if r.answered_at)])
+    return REFRESH_SOON if timezone.now() - moved < REFRESH_SOON_FOR else REFRESH_LATER
+
+
 @login_required
 @require_safe
 def call_page(request: HttpRequest, pk: int) -> HttpResponse:
@@ -363,7 +378,28 @@ def call_page(request: HttpRequest, pk: int) -> HttpResponse:
         "restarts": list(visible_calls(request.user).filter(restarted_from=call)),
         "authorization_wait": waiting,
     }
+    context["refresh_after"] = _reload_after(request, call, rounds, context)
     return render(request, "calls/call.html", context)
+
+
+def _reload_after(
+    request: HttpRequest, call: Call, rounds: list[Round], context: dict[str, Any]
+) -> int | None:
+    """Seconds after which the page reloads itself without JavaScript (through ``live:next``),
+    or None: while something is on its way; and for a few seconds after a round that waits
+    for this person was parked, which may have happened while this page was on its way (a
+    start's page answered before the server asked): without it the page would stay put and
+    the person would have to find the round's button."""
+    if context["in_flight"]:
+        return _refresh_after(call, rounds)
+    pending = context["pending"]
+    if (
+        context["may_answer"]
+        and pending is not None
+        and timezone.now() - pending.created_at < REFRESH_SOON_FOR
+    ):
+        return REFRESH_SOON
+    return None
 
 
 def _crumb(user: Any, call: Call) -> tuple[str, str]:

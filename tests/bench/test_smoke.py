@@ -84,6 +84,17 @@ def _backend(figures: dict) -> None:
     assert memory["web"]["growth_bytes_per_round"] is not None
     if figures["worker"] == "process":
         assert memory["worker"]["peak_rss_mb"] > 0
+    # The curve: RSS at the start and after every tenth of the rounds.
+    assert len(memory["curve"]) == 11
+    assert memory["web"]["growth_bytes_per_round_second_half"] is not None
+
+    # P7: every start of the crowd and of the single one reached its round page.
+    p7 = figures["p7"]
+    for part in ("single", "crowd"):
+        assert p7[part]["starts"] == p7[part]["reached"] > 0, p7
+        assert p7[part]["errors"] == 0, p7
+        _figure(p7[part]["time"])
+    assert p7["ratio_p95"] > 0
 
     # P6 (bench/watchers.py): every concerned person heard the event, nobody else did.
     p6 = figures["p6"]
@@ -127,6 +138,8 @@ def test_smoke_run_prints_the_table_and_writes_every_figure(tmp_path: Path) -> N
         "P6 ",
         "Flow: SQL queries (start/page/answer/delivery)",
         "Flow: CPU ms (start/page/answer/delivery)",
+        "Memory web: RSS every tenth",
+        "P7 crowd p95 / one start",
     ):
         assert label in done.stdout, done.stdout
     assert str(out) in done.stdout

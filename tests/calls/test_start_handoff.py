@@ -85,8 +85,9 @@ def test_a_slow_call_sends_the_person_to_its_page_at_once(
     body = page.content.decode()
     assert call.status == Call.Status.RUNNING
     assert "The server is working on the call" in body
-    # Without JavaScript the page reloads itself while the call works.
-    assert '<noscript><meta http-equiv="refresh" content="3"></noscript>' in body
+    # Without JavaScript the page reloads itself while the call works, soon at first.
+    next_url = reverse("live:next", kwargs={"pk": call.pk})
+    assert f'<noscript><meta http-equiv="refresh" content="1; url={next_url}"></noscript>' in body
 
     # The progress the server streamed is kept, so a reload shows where it stands.
     call = _wait(call, lambda c: c.progress is not None)
@@ -105,6 +106,38 @@ def test_a_slow_call_sends_the_person_to_its_page_at_once(
     run_tasks()
     assert len(_tools_calls(fastmcp_peer, mark)) == 1
     assert [event.kind for event in trail(call)].count("started") == 1
+
+
+def test_without_javascript_the_waiting_page_leads_to_the_first_round(
+    web: Client, peer_conn: Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A busy process: the start page came back before the call was sent.
+    monkeypatch.setattr(handoff, "start", lambda work, call_id: None)
+    response = _start(web, peer_conn, "approve_deploy", service="api")
+    call = Call.objects.get()
+    next_url = reverse("live:next", kwargs={"pk": call.pk})
+    assert response["Location"] == call.get_absolute_url()
+    page = web.get(call.get_absolute_url()).content.decode()
+    assert f'<meta http-equiv="refresh" content="1; url={next_url}">' in page
+    # While it is still on its way, the reload comes back to the call page.
+    assert web.get(next_url)["Location"] == call.get_absolute_url()
+    # A call started a while ago (a long one): the page reloads less often.
+    Call.objects.filter(pk=call.pk).update(updated_at=timezone.now() - timedelta(minutes=1))
+    page = web.get(call.get_absolute_url()).content.decode()
+    assert f'<meta http-equiv="refresh" content="3; url={next_url}">' in page
+
+    # The server asked, even while the page was on its way: the call page reloads once more,
+    # and the reload lands on the round, no click.
+    engine.send_call(call.pk)
+    (round,) = Call.objects.get().rounds.all()
+    page = web.get(call.get_absolute_url()).content.decode()
+    assert f'<meta http-equiv="refresh" content="1; url={next_url}">' in page
+    assert web.get(next_url)["Location"] == round.get_absolute_url()
+    # Not for ever: a round parked a while ago leaves the call page where it is.
+    round.__class__.objects.filter(pk=round.pk).update(
+        created_at=timezone.now() - timedelta(minutes=1)
+    )
+    assert "http-equiv" not in web.get(call.get_absolute_url()).content.decode()
 
 
 def test_a_quick_server_lands_the_person_on_the_first_round(
