@@ -69,11 +69,16 @@ def is_production(environ: Mapping[str, str]) -> bool:
 
 
 def database_config(
-    database_url: str | None, sqlite_path: Path, *, pool_size: int = 10
+    database_url: str | None,
+    sqlite_path: Path,
+    *,
+    pool_size: int = 10,
+    pool_timeout: int = 20,
 ) -> dict[str, Any]:
     """``DATABASES["default"]``: the URL's database, or the embedded SQLite file.
 
-    PostgreSQL connections come from a pool of up to ``pool_size`` per process (0: none).
+    PostgreSQL connections come from a pool of up to ``pool_size`` per process (0: none); a
+    request waits up to ``pool_timeout`` seconds for a free one.
     """
     if database_url:
         # Persistent connections are per thread, and under ASGI every sync_to_async call may
@@ -87,10 +92,12 @@ def database_config(
             if pool_size > 0:
                 # Opening a connection costs ~10 ms, more than the rest of a request; the pool
                 # keeps them open across requests and threads, which CONN_MAX_AGE cannot do
-                # under ASGI. A process's sync code runs in one or two threads, so a free
-                # connection is almost always there: a wait means the database is down, and
-                # a short one lets /readyz say so in time.
-                options["pool"] = {"min_size": 1, "max_size": pool_size, "timeout": 3}
+                # under ASGI. Each request's sync code runs in a thread of its own and holds a
+                # connection until it ends, so a crowd of requests (a hundred starts at once)
+                # queues for the pool: it must wait as long as SQLite waits for its lock, not
+                # fail after a few seconds (it did: 70 of 100 starts were server errors).
+                # /readyz bounds its own wait (core.readiness.CHECK_TIMEOUT).
+                options["pool"] = {"min_size": 1, "max_size": pool_size, "timeout": pool_timeout}
         return config
     return {
         "ENGINE": "django.db.backends.sqlite3",

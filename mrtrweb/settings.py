@@ -126,6 +126,7 @@ DATABASES = {
         ENV.get("DATABASE_URL"),
         VAR_DIR / "db.sqlite3",
         pool_size=env.env_int(ENV, "MRTRWEB_DB_POOL_SIZE", 10),
+        pool_timeout=env.env_int(ENV, "MRTRWEB_DB_POOL_TIMEOUT", 20),
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":

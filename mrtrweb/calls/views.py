@@ -451,7 +451,12 @@ def restart(request: HttpRequest, pk: int) -> HttpResponse:
         return render(
             request, "calls/conflict.html", {"call": call, "problem": "not_restartable"}, status=409
         )
-    new = engine.restart(call, request.user, deliver_within=settings.MRTRWEB_START_WAIT)
+    try:
+        new = engine.restart(call, request.user, deliver_within=settings.MRTRWEB_START_WAIT)
+    except engine.NothingStarted:
+        # Nothing was stored: the old call's page says so, and its button starts again.
+        messages.error(request, _("The database was busy, so nothing was started. Start it again."))
+        return SeeOther(reverse("calls:call", args=[call.pk]))
     return SeeOther(next_page(new))
 
 

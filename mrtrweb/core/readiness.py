@@ -19,6 +19,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,6 +91,13 @@ async def _timed(name: str, check: Callable[[], Awaitable[None]]) -> Outcome:
     return Outcome(name, ok=True, ms=(time.perf_counter() - started) * 1000)
 
 
+# The checks' own threads, not the event loop's default executor: a loop that ends (one per
+# request under a WSGI server or the test client) waits for its executor's threads, and a
+# check stuck on the database (the pool waits up to MRTRWEB_DB_POOL_TIMEOUT) would hold the
+# answer that long.
+_CHECKS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="readyz")
+
+
 async def run_checks() -> list[Outcome]:
     """Every check, concurrently; the whole run takes at most about CHECK_TIMEOUT.
 
@@ -99,8 +107,10 @@ async def run_checks() -> list[Outcome]:
     """
     return list(
         await asyncio.gather(
-            _timed("database", sync_to_async(_database, thread_sensitive=False)),
+            _timed("database", sync_to_async(_database, thread_sensitive=False, executor=_CHECKS)),
             _timed("channel_layer", _channel_layer),
-            _timed("task_queue", sync_to_async(_task_queue, thread_sensitive=False)),
+            _timed(
+                "task_queue", sync_to_async(_task_queue, thread_sensitive=False, executor=_CHECKS)
+            ),
         )
     )

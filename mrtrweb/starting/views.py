@@ -7,6 +7,7 @@ treated as one that is not there (404, or the catalog without it).
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 from urllib.parse import urlencode
 
@@ -36,6 +37,8 @@ from mrtrweb.servers.models import Connection
 from .prompts import PromptArgumentsForm, prompt_arguments
 from .tools import ArgumentsForm, JsonArgumentsForm, NotFlat, flat_arguments
 from .uri_templates import TemplateForm
+
+logger = logging.getLogger(__name__)
 
 SELECTION_KINDS = ("tool", "prompt", "resource", "template")
 
@@ -88,15 +91,22 @@ def start_on(request: HttpRequest, connection: str) -> HttpResponse:
         if "connect_url" in context:
             return _connect_first(request, conn)
         kind, item = selection
-        call = engine.start_call(
-            connection=conn,
-            method=_METHODS[kind],
-            target=_target(kind, item, form),
-            arguments=_arguments(kind, form),
-            user=request.user,
-            deliver_within=settings.MRTRWEB_START_WAIT,
-        )
-        return SeeOther(next_page(call))
+        try:
+            call = engine.start_call(
+                connection=conn,
+                method=_METHODS[kind],
+                target=_target(kind, item, form),
+                arguments=_arguments(kind, form),
+                user=request.user,
+                deliver_within=settings.MRTRWEB_START_WAIT,
+            )
+        except engine.NothingStarted as exc:
+            # A crowd of starts on SQLite can outwait its lock timeout: say so and keep what
+            # was typed (the bound form is shown again), rather than a server error.
+            logger.warning("start on %s: nothing started, the database is busy (%s)", conn, exc)
+            context["busy"] = True
+        else:
+            return SeeOther(next_page(call))
     context.update(
         form=form,
         restored=restored is not None,
@@ -108,9 +118,13 @@ def start_on(request: HttpRequest, connection: str) -> HttpResponse:
         json_url=_selection_url(conn, selection, as_json=True),
         fields_url=_selection_url(conn, selection),
     )
-    return render(
+    response = render(
         request, "starting/connection.html", _catalog_context(request.user, conn, context)
     )
+    if context.get("busy"):
+        response.status_code = 503
+        response["Retry-After"] = "2"
+    return response
 
 
 def _connect_first(request: HttpRequest, conn: Connection) -> HttpResponse:

@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import io
 import json
-import sqlite3
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -25,6 +22,7 @@ from mrtrweb.api.models import ApiToken, IdempotencyKey
 from mrtrweb.calls.models import Call, Event
 from mrtrweb.webhooks.models import Subscription
 from tests.api.support import Api, api_for, person, problem
+from tests.support.sqlite_lock import lock_timeout, sqlite_only, write_lock_held
 
 pytestmark = pytest.mark.django_db
 
@@ -160,43 +158,6 @@ def test_a_deleted_token_takes_its_keys(peer_conn: Any, ann_api: Api) -> None:
 
 
 # -- the database's write lock ---------------------------------------------------------------
-
-sqlite_only = pytest.mark.skipif(
-    connection.vendor != "sqlite", reason="SQLite's write lock (PostgreSQL: tests/scaleout)"
-)
-
-
-@contextmanager
-def write_lock_held(release_after: float | None = None) -> Iterator[None]:
-    """Another connection (another process, as far as SQLite can tell) holds the write lock;
-    let go when the block ends, or after ``release_after`` seconds."""
-    other = sqlite3.connect(
-        connection.settings_dict["NAME"], timeout=5, isolation_level=None, check_same_thread=False
-    )
-    other.execute("BEGIN IMMEDIATE")
-    timer = None
-    if release_after is not None:
-        timer = threading.Timer(release_after, lambda: other.execute("ROLLBACK"))
-        timer.start()
-    try:
-        yield
-    finally:
-        if timer is not None:
-            timer.join()
-        else:
-            other.execute("ROLLBACK")
-        other.close()
-
-
-@contextmanager
-def lock_timeout(milliseconds: int) -> Iterator[None]:
-    """This thread's connection waits ``milliseconds`` for the lock (settings: 20 s)."""
-    connection.ensure_connection()
-    connection.connection.execute(f"PRAGMA busy_timeout = {milliseconds}")
-    try:
-        yield
-    finally:
-        connection.connection.execute("PRAGMA busy_timeout = 20000")
 
 
 @sqlite_only

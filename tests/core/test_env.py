@@ -139,6 +139,12 @@ def test_postgresql_connects_with_a_bounded_timeout(tmp_path: Path):
 def test_postgresql_connections_come_from_a_pool_unless_its_size_is_zero(tmp_path: Path):
     pooled = env.database_config("postgres://app@db.internal/mrtr", tmp_path, pool_size=4)
     assert pooled["OPTIONS"]["pool"]["max_size"] == 4
+    # A crowd of requests queues for a connection as long as SQLite waits for its lock.
+    assert pooled["OPTIONS"]["pool"]["timeout"] == 20
+    patient = env.database_config(
+        "postgres://app@db.internal/mrtr", tmp_path, pool_size=4, pool_timeout=45
+    )
+    assert patient["OPTIONS"]["pool"]["timeout"] == 45
     assert pooled["CONN_MAX_AGE"] == 0  # Django refuses persistent connections with a pool
     unpooled = env.database_config("postgres://app@db.internal/mrtr", tmp_path, pool_size=0)
     assert "pool" not in unpooled["OPTIONS"]

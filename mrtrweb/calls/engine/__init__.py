@@ -71,7 +71,15 @@ from .quorum import AlreadyVoted, NoProposal, SelfApproval, tally, vote, why_can
 from .renewal import renewable
 from .resubmitting import resubmit
 from .resuming import resume_authorized
-from .starting import StartRequest, create_call, restart, run_call, send_call, start_call
+from .starting import (
+    NothingStarted,
+    StartRequest,
+    create_call,
+    restart,
+    run_call,
+    send_call,
+    start_call,
+)
 from .streams import check_stream
 from .sweep import sweep
 from .trail import note
@@ -90,6 +98,7 @@ __all__ = [
     "EngineError",
     "NoProposal",
     "NotAnswerable",
+    "NothingStarted",
     "SelfApproval",
     "StartRequest",
     "abandon",

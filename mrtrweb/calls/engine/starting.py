@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import Any, Required, TypedDict, Unpack
 
-from django.db import transaction
+from django.db import OperationalError, transaction
 from django.utils import timezone
 
 from mrtrweb.mcp import io_loop
@@ -23,7 +23,20 @@ from .trail import announce, dump
 from .transitions import transition_call
 from .watchdogs import watch_call
 
-__all__ = ["StartRequest", "create_call", "restart", "run_call", "send_call", "start_call"]
+__all__ = [
+    "NothingStarted",
+    "StartRequest",
+    "create_call",
+    "restart",
+    "run_call",
+    "send_call",
+    "start_call",
+]
+
+
+class NothingStarted(Exception):
+    """The database refused the call's transaction (SQLite's lock wait ran out, say): nothing
+    was stored, so the very same start may be made again."""
 
 
 class StartRequest(TypedDict, total=False):
@@ -180,7 +193,11 @@ def start_call(*, deliver_within: float | None = None, **start: Unpack[StartRequ
             # Not sent by this process (MRTRWEB_DELIVER_ON_ANSWER off): a worker sends it.
             queue.enqueue("send_call", call.pk)
 
-    call = create_call(**{**start, "with_call": and_then})
+    try:
+        call = create_call(**{**start, "with_call": and_then})
+    except OperationalError as exc:
+        # Only the one transaction ran, and it rolled back: no call, no task, nothing sent.
+        raise NothingStarted(str(exc)) from exc
     if deliver_within is None:
         return run_call(call)
     if sending:
