@@ -91,6 +91,9 @@ def _prefetch_permissions(users: list[Any]) -> None:
         # The attribute names ModelBackend._get_permissions caches under.
         user._user_perm_cache = own[user.pk]
         user._group_perm_cache = grouped[user.pk]
+        # and the union, where get_all_permissions keeps it (people.roles.load_permissions
+        # reads it there too).
+        user._perm_cache = own[user.pk] | grouped[user.pk]
 
 
 def people_now(items: list[tuple[str, Any]]) -> list[Any | None]:

@@ -29,7 +29,7 @@ def test_a_start_that_outwaits_the_lock_keeps_the_arguments_and_stores_nothing(
     pages: Pages, peer_conn: Connection, fastmcp_peer: Any
 ) -> None:
     assert pages.get(start_url(peer_conn, tool="add")).status_code == 200  # catalog cached
-    since = len(fastmcp_peer.recorded())
+    since = fastmcp_peer.mark()
     with lock_timeout(200), write_lock_held():
         busy = start_tool(pages, peer_conn, "add", a="2", b="40")
     assert busy.status_code == 503, text(busy)
