@@ -6,6 +6,9 @@ digest of ``state``, bound to the person and to a secret of their session, ten m
 ``complete`` takes the callback, finds the request by the digest, refuses a foreign, replayed
 or stale ``state``, lets ``mrtrweb.oauth.exchange_code`` check ``iss`` and trade the code, and
 saves the tokens encrypted. The protocol is ``mrtrweb.oauth``; this module keeps its results.
+Beside it: :mod:`.addresses` (mrtrweb's own URLs, where a person may be sent back to),
+:mod:`.pending` (the rows bound to a person's session, drafts held while they connect),
+:mod:`.client_credentials` (the connection's own token) and :mod:`.revoking` (disconnecting).
 
 Every error a person may read is a :class:`FlowError` in words: never a token, a verifier or a
 secret (server text may appear; templates escape it).
@@ -13,116 +16,62 @@ secret (server text may appear; templates escape it).
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import hmac
-import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
-from urllib.parse import quote_plus, urlencode
+from urllib.parse import urlencode
 
 import httpx
-from django.conf import settings
 from django.db import transaction
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.http import url_has_allowed_host_and_scheme
 
 from mrtrweb import oauth
 from mrtrweb.mcp import io_loop
 from mrtrweb.servers.models import Connection
 
 from . import store
+from .addresses import CLIENT_NAME, callback_url, metadata_document_url, safe_return_to
 from .models import Authorization, ClientRegistration, Discovery, PendingAuthorization
+from .pending import HELD, PENDING_LIFETIME, digest, forget_expired, session_digest, take_draft
 from .refresh import with_http
 from .signals import connected
 
 __all__ = [
-    "CLIENT_NAME",
-    "PENDING_LIFETIME",
     "Completed",
     "FlowError",
     "begin",
-    "callback_url",
     "client_for",
     "complete",
     "connect_url",
     "discovery_for",
     "has_active",
-    "hold_draft",
-    "metadata_document",
-    "metadata_document_url",
     "must_connect",
-    "revoke",
-    "safe_return_to",
+    "run_protocol",
+    "save_tokens",
     "scopes_to_ask",
-    "take_draft",
+    "stored_discovery",
+    "with_query",
 ]
 
 T = TypeVar("T")
 
-CLIENT_NAME = "mrtrweb"
-PENDING_LIFETIME = timedelta(minutes=10)
 # A stored discovery is used as it is for this long; then it is done again (cheap, and the
 # server may have moved to another authorization server).
 DISCOVERY_FRESH = timedelta(minutes=10)
-# The per-session secret a pending request is bound to (its digest is stored, not it).
-SESSION_SECRET_KEY = "oauth_binding"
-# Pending rows that only hold what a person typed, not yet an authorization request.
-HELD = "held"
 
 
 class FlowError(Exception):
     """A refusal or failure, in words fit for the person who caused it."""
 
 
-# -- addresses ---------------------------------------------------------------------------
-
-
-def _absolute(path: str) -> str:
-    return settings.MRTRWEB_BASE_URL.rstrip("/") + path
-
-
-def callback_url() -> str:
-    """The redirect URI: where authorization servers send people back to."""
-    return _absolute(reverse("authorizations:callback"))
-
-
-def metadata_document_url() -> str:
-    """mrtrweb's client ID (an URL) where it publishes its client ID metadata document."""
-    return _absolute(reverse("authorizations:client-metadata"))
-
-
-def metadata_document() -> dict[str, Any]:
-    return oauth.client_metadata_document(
-        metadata_document_url(),
-        redirect_uris=[callback_url()],
-        client_name=CLIENT_NAME,
-        client_uri=_absolute("/"),
-    )
-
-
-def safe_return_to(request: HttpRequest, wanted: str | None, default: str = "/") -> str:
-    """``wanted`` when it is a path on this site, else ``default`` (no open redirect)."""
-    if (
-        wanted
-        and wanted.startswith("/")
-        and not wanted.startswith(("//", "/\\"))
-        and url_has_allowed_host_and_scheme(
-            wanted, allowed_hosts={request.get_host()}, require_https=request.is_secure()
-        )
-    ):
-        return wanted
-    return default
-
-
 # -- running the protocol from a plain (sync) view ----------------------------------------
 
 
-def _run(connection: Connection, job: Callable[[httpx.AsyncClient], Awaitable[T]]) -> T:
+def run_protocol(connection: Connection, job: Callable[[httpx.AsyncClient], Awaitable[T]]) -> T:
     """Run ``job(http)`` on the process's shared loop, with a client made where every MCP
     client is (``refresh.with_http``: tests mount their in-process peers there)."""
     with io_loop.attached():
@@ -132,7 +81,7 @@ def _run(connection: Connection, job: Callable[[httpx.AsyncClient], Awaitable[T]
 # -- discovery -------------------------------------------------------------------------
 
 
-def _stored_discovery(connection: Connection) -> tuple[Discovery | None, oauth.Discovery | None]:
+def stored_discovery(connection: Connection) -> tuple[Discovery | None, oauth.Discovery | None]:
     row = Discovery.objects.filter(connection=connection).first()
     if row is None:
         return None, None
@@ -150,7 +99,7 @@ def discovery_for(
 
     A challenge (a 401's ``WWW-Authenticate``) always discovers again, from where it points.
     """
-    row, stored = _stored_discovery(connection)
+    row, stored = stored_discovery(connection)
     fresh = (
         row is not None
         and stored is not None
@@ -175,7 +124,7 @@ def discovery_for(
         return await oauth.discover(http, connection.url, challenge)
 
     try:
-        found = _run(connection, job)
+        found = run_protocol(connection, job)
     except oauth.ResourceMismatch as exc:
         raise FlowError(
             f"{connection} cannot be connected: its metadata names another server. {exc}"
@@ -272,7 +221,7 @@ def client_for(
     if known is not None:
         return row, known  # type: ignore[return-value]
     try:
-        identity = _run(connection, job)
+        identity = run_protocol(connection, job)
     except oauth.OAuthError as exc:
         raise FlowError(f"{connection}: mrtrweb could not identify itself. {exc}") from exc
     return _save_identity(connection, identity), identity
@@ -294,19 +243,6 @@ def _save_identity(connection: Connection, identity: oauth.ClientIdentity) -> Cl
 
 
 # -- the authorization code flow ------------------------------------------------------------
-
-
-def _digest(value: str) -> str:
-    return hashlib.sha256(value.encode("utf-8")).hexdigest()
-
-
-def _session_digest(request: HttpRequest) -> str:
-    """A digest of a random secret kept in this person's session (made on first use)."""
-    secret = request.session.get(SESSION_SECRET_KEY)
-    if not isinstance(secret, str) or not secret:
-        secret = secrets.token_urlsafe(32)
-        request.session[SESSION_SECRET_KEY] = secret
-    return _digest(secret)
 
 
 def _owner_of(request: HttpRequest, kind: str) -> Any:
@@ -356,10 +292,10 @@ def begin(
         raise FlowError(f"{connection} cannot be connected. {exc}") from exc
     if held:
         draft = take_draft(request, connection, held)
-    _forget_expired()
+    forget_expired()
     PendingAuthorization.objects.create(
-        state_digest=_digest(auth_request.state),
-        session_digest=_session_digest(request),
+        state_digest=digest(auth_request.state),
+        session_digest=session_digest(request),
         user=request.user,
         connection=connection,
         kind=kind,
@@ -369,11 +305,6 @@ def begin(
         expires_at=timezone.now() + PENDING_LIFETIME,
     )
     return auth_request.url
-
-
-def _forget_expired() -> None:
-    """Requests nobody came back from, and drafts nobody took back, go (a bounded table)."""
-    PendingAuthorization.objects.filter(expires_at__lt=timezone.now()).delete()
 
 
 @dataclass(frozen=True)
@@ -395,13 +326,13 @@ def complete(request: HttpRequest, params: Mapping[str, str]) -> Completed:
     state = params.get("state") or ""
     if not state:
         raise FlowError("The answer from the authorization server carries no state: refused.")
-    session_digest = _session_digest(request)
+    this_session = session_digest(request)
     now = timezone.now()
     with transaction.atomic():
         pending = (
             PendingAuthorization.objects.select_for_update()
             .select_related("connection")
-            .filter(state_digest=_digest(state))
+            .filter(state_digest=digest(state))
             .exclude(kind=HELD)
             .first()
         )
@@ -411,7 +342,7 @@ def complete(request: HttpRequest, params: Mapping[str, str]) -> Completed:
                 "progress: it was used already, or never started here. Nothing was saved."
             )
         if pending.user_id != request.user.pk or not hmac.compare_digest(
-            pending.session_digest, session_digest
+            pending.session_digest, this_session
         ):
             # Left in place: it belongs to someone else, who may still come back with it.
             raise FlowError(
@@ -426,7 +357,7 @@ def complete(request: HttpRequest, params: Mapping[str, str]) -> Completed:
         )
     connection = pending.connection
     auth_request = oauth.AuthorizationRequest.from_json(pending.request)
-    _row, stored = _stored_discovery(connection)
+    _row, stored = stored_discovery(connection)
     if stored is None or stored.issuer != auth_request.issuer:
         raise FlowError(
             f"{connection} changed its authorization server while you were away. Nothing "
@@ -443,7 +374,7 @@ def complete(request: HttpRequest, params: Mapping[str, str]) -> Completed:
         return await oauth.exchange_code(http, stored, identity, auth_request, dict(params.items()))
 
     try:
-        tokens = _run(connection, job)
+        tokens = run_protocol(connection, job)
     except oauth.AuthorizationDenied as exc:
         if exc.error == "access_denied":
             raise FlowError(
@@ -518,149 +449,7 @@ def connect_url(connection: Connection, *, next_: str, held: str | None = None) 
     return f"{path}?{urlencode(query)}"
 
 
-# -- what a person typed, kept while they connect ----------------------------------------
-
-
-def hold_draft(request: HttpRequest, connection: Connection, return_to: str, draft: Any) -> str:
-    """Keep ``draft`` (encrypted, bound to this person and session, ten minutes) and give
-    the key that :func:`begin` (``held=``) or :func:`take_draft` gets it back with."""
-    key = secrets.token_urlsafe(24)
-    _forget_expired()
-    PendingAuthorization.objects.create(
-        state_digest=_digest(f"{HELD}:{key}"),
-        session_digest=_session_digest(request),
-        user=request.user,
-        connection=connection,
-        kind=HELD,
-        request={},
-        return_to=safe_return_to(request, return_to, ""),
-        draft=draft,
-        expires_at=timezone.now() + PENDING_LIFETIME,
-    )
-    return key
-
-
-def take_draft(request: HttpRequest, connection: Connection, key: str) -> Any:
-    """The draft kept under ``key`` for this person, session and connection (once), or None."""
-    if not key:
-        return None
-    with transaction.atomic():
-        row = (
-            PendingAuthorization.objects.select_for_update()
-            .filter(
-                state_digest=_digest(f"{HELD}:{key}"),
-                kind=HELD,
-                user=request.user,
-                connection=connection,
-            )
-            .first()
-        )
-        if row is None or not hmac.compare_digest(row.session_digest, _session_digest(request)):
-            return None
-        row.delete()
-    return row.draft if row.expires_at > timezone.now() else None
-
-
 def with_query(path: str, **params: str) -> str:
     """``path`` with ``params`` added to its query string."""
     joiner = "&" if "?" in path else "?"
     return f"{path}{joiner}{urlencode(params)}"
-
-
-# -- client credentials (no person) -------------------------------------------------------
-
-
-def client_credentials_now(connection: Connection) -> Authorization:
-    """Get a token with the connection's own client credentials, and store it."""
-    if not connection.oauth_client_id:
-        raise FlowError(f"{connection} has no client ID for the client credentials grant.")
-    discovery = discovery_for(connection)
-    key = connection.oauth_private_key or None
-    identity = store.client_identity(connection, discovery)
-    if identity is None:
-        raise FlowError(f"{connection} has no client ID for the client credentials grant.")
-    # No refresh token comes with client credentials: offline_access is moot.
-    scopes = tuple(connection.oauth_scopes.split()) or tuple(
-        scope for scope in oauth.choose_scopes(discovery, None) if scope != "offline_access"
-    )
-
-    async def job(http: httpx.AsyncClient) -> oauth.TokenSet:
-        return await oauth.client_credentials(
-            http, discovery, identity, scopes=scopes, private_key_pem=key
-        )
-
-    try:
-        tokens = _run(connection, job)
-    except oauth.OAuthError as exc:
-        raise FlowError(f"{connection}: the authorization server gave no token. {exc}") from exc
-    return save_tokens(
-        connection,
-        None,
-        Authorization.Kind.CLIENT_CREDENTIALS,
-        None,
-        discovery.issuer,
-        tokens,
-        scopes=scopes,
-    )
-
-
-# -- disconnecting -----------------------------------------------------------------------
-
-
-NOT_OFFERED = "publishes no way to revoke tokens; mrtrweb forgot them"
-NOT_CONFIRMED = "did not confirm that it revoked them; mrtrweb forgot them"
-
-
-def revoke(authorization: Authorization) -> str:
-    """Forget an authorization's tokens here, and ask its authorization server to revoke
-    them when it publishes a revocation endpoint (RFC 7009). ``""`` when the server
-    revoked them, else what the authorization server did, in words.
-
-    The tokens are deleted first: whatever the server answers, mrtrweb no longer holds them.
-    """
-    connection = authorization.connection
-    _, discovery = _stored_discovery(connection)
-    tokens = [
-        (token, hint)
-        for token, hint in (
-            (authorization.refresh_token, "refresh_token"),
-            (authorization.access_token, "access_token"),
-        )
-        if token
-    ]
-    client_pk = authorization.client_id
-    authorization.delete()
-    if not tokens:
-        return ""
-    endpoint = discovery.server_metadata.get("revocation_endpoint") if discovery else None
-    if not isinstance(endpoint, str) or not endpoint.startswith(("https://", "http://")):
-        return NOT_OFFERED
-    # The client the tokens were issued to (for client credentials: the operator's).
-    identity = store.client_identity(connection, discovery, client_id=client_pk)
-    if identity is None:
-        return NOT_CONFIRMED
-
-    async def job(http: httpx.AsyncClient) -> bool:
-        ok = True
-        for token, hint in tokens:
-            data = {"token": token, "token_type_hint": hint}
-            headers = {}
-            if identity.token_endpoint_auth_method == "client_secret_basic":
-                # RFC 6749 section 2.3.1: each part form-encoded before the Basic encoding.
-                pair = (
-                    f"{quote_plus(identity.client_id)}:{quote_plus(identity.client_secret or '')}"
-                )
-                headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
-            else:
-                data["client_id"] = identity.client_id
-                if identity.token_endpoint_auth_method == "client_secret_post":
-                    data["client_secret"] = identity.client_secret or ""
-            try:
-                response = await http.post(endpoint, data=data, headers=headers)
-            except httpx.HTTPError:
-                ok = False
-                continue
-            ok = ok and response.status_code == 200
-        return ok
-
-    return "" if _run(connection, job) else NOT_CONFIRMED

@@ -27,7 +27,7 @@ from mrtrweb.people.roles import is_operator
 from mrtrweb.servers.exposure import startable_connections
 from mrtrweb.servers.models import Connection
 
-from . import flow
+from . import addresses, client_credentials, flow, pending, revoking
 from .models import Authorization, ClientRegistration, Discovery
 
 logger = logging.getLogger(__name__)
@@ -78,7 +78,7 @@ def _default_after(kind: str, connection: Connection) -> str:
 def connect(request: HttpRequest, connection: str) -> HttpResponse:
     conn, kind = _connectable(request, connection)
     source = request.POST if request.method == "POST" else request.GET
-    after = flow.safe_return_to(request, source.get("next"), _default_after(kind, conn))
+    after = addresses.safe_return_to(request, source.get("next"), _default_after(kind, conn))
     held = source.get("held", "")
     if request.method == "POST":
         try:
@@ -174,10 +174,10 @@ def callback(request: HttpRequest) -> HttpResponse:
         authorization.kind,
     )
     default = _default_after(authorization.kind, connection)
-    after = flow.safe_return_to(request, done.return_to, default)
+    after = addresses.safe_return_to(request, done.return_to, default)
     if done.draft is not None:
         # What they had typed goes back to the page that sent them, once, for them only.
-        key = flow.hold_draft(request, connection, after, done.draft)
+        key = pending.hold_draft(request, connection, after, done.draft)
         after = flow.with_query(after, restore=key)
     if authorization.kind == Authorization.Kind.PERSON:
         messages.success(
@@ -215,7 +215,7 @@ def disconnect(request: HttpRequest, pk: int) -> HttpResponse:
         raise Http404(_("No such authorization."))
     connection = authorization.connection
     whose = "your account" if own else _whose(authorization)
-    unrevoked = flow.revoke(authorization)
+    unrevoked = revoking.revoke(authorization)
     logger.info(
         "%s disconnected %s on %s (revoked at the server: %s)",
         request.user.get_username(),
@@ -229,7 +229,7 @@ def disconnect(request: HttpRequest, pk: int) -> HttpResponse:
         + (f" (The authorization server {unrevoked}.)" if unrevoked else ""),
     )
     default = reverse("authorizations:accounts")
-    return SeeOther(flow.safe_return_to(request, request.POST.get("next"), default))
+    return SeeOther(addresses.safe_return_to(request, request.POST.get("next"), default))
 
 
 def _whose(authorization: Authorization) -> str:
@@ -258,7 +258,7 @@ def accounts(request: HttpRequest) -> HttpResponse:
 @require_safe
 @cache_control(public=True, max_age=3600)
 def client_metadata(request: HttpRequest) -> HttpResponse:
-    return JsonResponse(flow.metadata_document())
+    return JsonResponse(addresses.metadata_document())
 
 
 # -- the operators' OAuth panel ----------------------------------------------------------
@@ -320,7 +320,7 @@ def client_token(request: HttpRequest, name: str) -> HttpResponse:
     if connection.auth != Connection.Auth.CLIENT_CREDENTIALS:
         raise Http404(_("This connection does not use client credentials."))
     try:
-        flow.client_credentials_now(connection)
+        client_credentials.client_credentials_now(connection)
     except flow.FlowError as exc:
         return _panel(request, connection, error=str(exc), status=502)
     logger.info("operator %s got a client credentials token for %s", request.user, name)

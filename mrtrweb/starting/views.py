@@ -19,6 +19,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_safe
 
 from mrtrweb.authorizations import flow as authorizing
+from mrtrweb.authorizations import pending
 from mrtrweb.authorizations.credentials import authenticator_for
 from mrtrweb.calls import engine
 from mrtrweb.calls.access import next_page
@@ -136,7 +137,7 @@ def _connect_first(request: HttpRequest, conn: Connection) -> HttpResponse:
         for name in request.POST
         if name not in ("csrfmiddlewaretoken", "start")
     }
-    held = authorizing.hold_draft(request, conn, here, typed)
+    held = pending.hold_draft(request, conn, here, typed)
     return SeeOther(authorizing.connect_url(conn, next_=here, held=held))
 
 
@@ -151,7 +152,7 @@ def _restored(request: HttpRequest, conn: Connection) -> QueryDict | None:
     """What the person typed before connecting their account (``?restore=``), once."""
     if request.method != "GET" or not request.GET.get("restore"):
         return None
-    typed = authorizing.take_draft(request, conn, request.GET["restore"])
+    typed = pending.take_draft(request, conn, request.GET["restore"])
     if not isinstance(typed, dict):
         return None
     data = QueryDict(mutable=True)

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from django.test import RequestFactory
 
-from mrtrweb.authorizations import flow
+from mrtrweb.authorizations import addresses, flow
 from mrtrweb.authorizations.models import ClientRegistration, Discovery
 from mrtrweb.servers.models import Connection
 from tests.authorizations.oauth_peer import OAuthPeer
@@ -33,7 +33,7 @@ pytestmark = pytest.mark.django_db
 )
 def test_safe_return_to(wanted: str | None, expected: str) -> None:
     request = RequestFactory().get("/")
-    assert flow.safe_return_to(request, wanted, "/home/") == expected
+    assert addresses.safe_return_to(request, wanted, "/home/") == expected
 
 
 def test_metadata_document_first_even_with_preregistered_credentials(
@@ -46,7 +46,7 @@ def test_metadata_document_first_even_with_preregistered_credentials(
     discovery = flow.discovery_for(connection)
     registration, identity = flow.client_for(connection, discovery)
     assert identity.registered_via == "metadata-document"
-    assert identity.client_id == flow.metadata_document_url()
+    assert identity.client_id == addresses.metadata_document_url()
     assert registration.client_secret == ""
 
 
