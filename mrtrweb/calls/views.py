@@ -7,8 +7,6 @@ is a 404, exactly like one that does not exist.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -27,10 +25,9 @@ from django_htmx.http import HttpResponseClientRefresh
 from mrtrweb.http import SeeOther
 from mrtrweb.live import frames
 from mrtrweb.people.roles import is_admin
-from mrtrweb.policies.snapshot import PolicySnapshot
 from mrtrweb.servers.models import Connection
 
-from . import engine
+from . import engine, page_refresh, url_consent
 from .access import (
     can_act_on_call,
     can_answer,
@@ -52,12 +49,12 @@ from .presenting import (
     typed_values,
     with_error_flag,
 )
-from .presenting_policies import comments_of, policy_states, proposal_view, votes_of
+from .presenting_policies import comments_of, policy_states
 from .rendering import pretty_json, result_view
+from .round_approvals import is_quorum, quorum_view, round_comments
 from .waiting import authorization_wait
 
 # Prefixes of URL-mode requests a person agreed to open, per round: {"<round pk>": [prefix]}.
-CONSENT_SESSION_KEY = "calls.url_consent"
 
 
 # -- the round page ------------------------------------------------------------------------------
@@ -70,7 +67,7 @@ def round_page(request: HttpRequest, pk: int) -> HttpResponse:
     if round is None:
         return _taken_or_404(request, pk)
     round = shown_to(request.user, round)  # a split round: only this person's part
-    consented = _consented(request, round)
+    consented = url_consent.consented(request, round)
     saved = engine.saved_answers_for(round) if round.is_pending else {}
     if request.method == "GET":
         answers = RoundAnswers(round, saved=saved, consented=consented, tz=_tz())
@@ -88,12 +85,12 @@ def round_page(request: HttpRequest, pk: int) -> HttpResponse:
         if section is None or not section.can_open:
             answers.quiet()
             return _render_round(request, round, answers, status=400, problem="bad_consent")
-        _record_consent(request, round, section.prefix)
+        url_consent.record_consent(request, round, section.prefix)
         if not answers.has_forms:
             return SeeOther(round.get_absolute_url())
         # Re-render rather than redirect, so what the person typed elsewhere is kept.
         answers = RoundAnswers(
-            round, data=post, saved=saved, consented=_consented(request, round), tz=_tz()
+            round, data=post, saved=saved, consented=url_consent.consented(request, round), tz=_tz()
         )
         answers.quiet()
         return _render_round(request, round, answers)
@@ -103,7 +100,7 @@ def round_page(request: HttpRequest, pk: int) -> HttpResponse:
     comment = post.get("comment", "")
     try:
         if action in ("approve", "reject"):
-            if not _is_quorum(round):
+            if not is_quorum(round):
                 return _render_round(request, round, answers, status=400, problem="no_action")
             engine.vote(
                 round,
@@ -152,7 +149,7 @@ def round_page(request: HttpRequest, pk: int) -> HttpResponse:
         return _render_round(request, round, answers, status=409, problem=problem)
     except engine.AlreadyAnswered:
         round.refresh_from_db()
-        if round.is_pending and _is_quorum(round):
+        if round.is_pending and is_quorum(round):
             # Someone proposed answers first: show theirs to approve or reject, and read
             # back what this person typed (never dropped).
             return _render_round(
@@ -167,7 +164,7 @@ def round_page(request: HttpRequest, pk: int) -> HttpResponse:
     except engine.NotAnswerable:
         round.refresh_from_db()
         return _render_round(request, round, answers, status=409, problem="unanswerable")
-    _forget_consent(request, round)
+    url_consent.forget_consent(request, round)
     # Delivered while the person waited: straight to the next round, or to the result. The
     # round the engine read back after the delivery carries its call as it is now.
     return SeeOther(next_page(answered.call, request.user))
@@ -185,11 +182,11 @@ def _render_round(
 ) -> HttpResponse:
     call = round.call
     policy_state = policy_states([round])[round.pk]
-    quorum = _quorum(round, request.user, policy_state)
+    quorum = quorum_view(round, request.user, policy_state)
     context = {
         "quorum": quorum,
         "typed": typed,
-        "comments": _comments(round, call, request.user, quorum is not None),
+        "comments": round_comments(round, call, request.user, quorum is not None),
         "round": round,
         "call": call,
         "answers": answers,
@@ -206,48 +203,6 @@ def _render_round(
         "policy_state": policy_state,
     }
     return render(request, "calls/round.html", context, status=status)
-
-
-def _comments(round: Round, call: Call, user: Any, quorum: bool) -> list[Any]:
-    """The comments left on ``round``. While it waits, only proposals, votes (quorum) and
-    parts' answers (split) carry them; a plain pending round has none yet (rounds never go
-    back to pending once answered), so its page does not read the audit trail for them."""
-    if round.is_pending and not quorum and not round.split:
-        return []
-    return [c for c in comments_of(call, user) if c.round_index == round.index]
-
-
-def _is_quorum(round: Round) -> bool:
-    return PolicySnapshot.from_json(round.call.policy).quorum
-
-
-@dataclass(frozen=True)
-class QuorumView:
-    """What the round page shows of a quorum round: the policy, the proposal by its labels,
-    the votes so far, and whether (or why not) this person may approve or reject."""
-
-    policy: PolicySnapshot
-    proposal: tuple[Any, ...]
-    votes: list[Any]
-    labels: list[str]
-    cannot_vote: str  # "" when they may vote; engine.why_cannot_vote's reason otherwise
-    may_vote: bool
-
-
-def _quorum(round: Round, user: Any, labels: list[str]) -> QuorumView | None:
-    policy = PolicySnapshot.from_json(round.call.policy)
-    if not policy.quorum:
-        return None
-    cannot = engine.why_cannot_vote(round, user)
-    return QuorumView(
-        policy=policy,
-        proposal=proposal_view(round),
-        votes=votes_of(round),
-        labels=labels,
-        cannot_vote=cannot,
-        # The call's starter may still reject their own call (self: no approval).
-        may_vote=can_answer(user, round) and cannot in ("", "self"),
-    )
 
 
 def _taken_or_404(request: HttpRequest, pk: int) -> HttpResponse:
@@ -281,24 +236,6 @@ def _tz() -> Any:
     return timezone.get_current_timezone()
 
 
-def _consented(request: HttpRequest, round: Round) -> frozenset[str]:
-    return frozenset(request.session.get(CONSENT_SESSION_KEY, {}).get(str(round.pk), []))
-
-
-def _record_consent(request: HttpRequest, round: Round, prefix: str) -> None:
-    stored = dict(request.session.get(CONSENT_SESSION_KEY, {}))
-    prefixes = set(stored.get(str(round.pk), []))
-    prefixes.add(prefix)
-    stored[str(round.pk)] = sorted(prefixes)
-    request.session[CONSENT_SESSION_KEY] = stored
-
-
-def _forget_consent(request: HttpRequest, round: Round) -> None:
-    stored = dict(request.session.get(CONSENT_SESSION_KEY, {}))
-    if stored.pop(str(round.pk), None) is not None:
-        request.session[CONSENT_SESSION_KEY] = stored
-
-
 def _server_name(conn: Connection) -> str:
     return str((conn.server_info().get("info") or {}).get("name", ""))
 
@@ -319,26 +256,6 @@ def call_list(request: HttpRequest) -> HttpResponse:
     return render(request, "calls/list.html", {"rows": listed_calls(calls[:200])})
 
 
-def _in_flight(call: Call, rounds: list[Round]) -> bool:
-    return call.status == Call.Status.RUNNING or any(
-        r.status in (Round.Status.SUBMITTED, Round.Status.DELIVERING) for r in rounds
-    )
-
-
-# How often the call page reloads itself without JavaScript while something is on its way:
-# soon after the call was started or answered, when a quick server's round or result is due
-# within a second or two; less often after that, so a long call costs little.
-REFRESH_SOON = 1
-REFRESH_LATER = 3
-REFRESH_SOON_FOR = timedelta(seconds=10)
-
-
-def _refresh_after(call: Call, rounds: list[Round]) -> int:
-    """Seconds until the page without JavaScript reloads itself (see REFRESH_SOON)."""
-    moved = max([call.updated_at, *(r.answered_at for r in rounds if r.answered_at)])
-    return REFRESH_SOON if timezone.now() - moved < REFRESH_SOON_FOR else REFRESH_LATER
-
-
 @login_required
 @require_safe
 def call_page(request: HttpRequest, pk: int) -> HttpResponse:
@@ -350,7 +267,7 @@ def call_page(request: HttpRequest, pk: int) -> HttpResponse:
     )
     waiting = authorization_wait(call, request.user)
     # Nothing is on its way while the call waits for an account: the wait says so instead.
-    in_flight = _in_flight(call, rounds) and waiting is None
+    in_flight = page_refresh.in_flight(call, rounds) and waiting is None
     pending = [r for r in rounds if r.status == Round.Status.PENDING]
     context = {
         "call": call,
@@ -378,28 +295,8 @@ def call_page(request: HttpRequest, pk: int) -> HttpResponse:
         "restarts": list(visible_calls(request.user).filter(restarted_from=call)),
         "authorization_wait": waiting,
     }
-    context["refresh_after"] = _reload_after(request, call, rounds, context)
+    context["refresh_after"] = page_refresh.reload_after(request, call, rounds, context)
     return render(request, "calls/call.html", context)
-
-
-def _reload_after(
-    request: HttpRequest, call: Call, rounds: list[Round], context: dict[str, Any]
-) -> int | None:
-    """Seconds after which the page reloads itself without JavaScript (through ``live:next``),
-    or None: while something is on its way; and for a few seconds after a round that waits
-    for this person was parked, which may have happened while this page was on its way (a
-    start's page answered before the server asked): without it the page would stay put and
-    the person would have to find the round's button."""
-    if context["in_flight"]:
-        return _refresh_after(call, rounds)
-    pending = context["pending"]
-    if (
-        context["may_answer"]
-        and pending is not None
-        and timezone.now() - pending.created_at < REFRESH_SOON_FOR
-    ):
-        return REFRESH_SOON
-    return None
 
 
 def _crumb(user: Any, call: Call) -> tuple[str, str]:
@@ -489,7 +386,7 @@ def _can_claim(user: Any, round: Round) -> bool:
         and round.claimed_by_id is None
         and can_answer(user, round)
         # A quorum round stays with every approver: nobody takes it for themselves.
-        and not _is_quorum(round)
+        and not is_quorum(round)
     )
 
 
@@ -512,7 +409,7 @@ def _next_or(request: HttpRequest, default: str) -> str:
 
 def _claim_conflict(request: HttpRequest, round: Round, problem: str) -> HttpResponse:
     round.refresh_from_db()
-    answers = RoundAnswers(round, consented=_consented(request, round), tz=_tz())
+    answers = RoundAnswers(round, consented=url_consent.consented(request, round), tz=_tz())
     return _render_round(request, round, answers, status=409, claim_problem=problem)
 
 
@@ -528,7 +425,7 @@ def claim(request: HttpRequest, pk: int) -> HttpResponse:
             return _taken_or_404(request, pk)
         raise Http404("No round matches the given query.")
     if round.claimed_by_id != request.user.pk:
-        if not (round.is_pending and round.assigned_group_id is not None) or _is_quorum(round):
+        if not (round.is_pending and round.assigned_group_id is not None) or is_quorum(round):
             return (
                 _claim_lost(request, pk)
                 if request.htmx
