@@ -9,6 +9,7 @@ import mcp_types
 import pytest
 from django.core.management import CommandError, call_command
 
+from mrtrweb.core.management.commands import _schema_values as schema_values
 from mrtrweb.core.management.commands import mcp_conformance_client as cmd
 from tests.conformance.test_conformance import SCENARIOS
 
@@ -82,7 +83,7 @@ def test_context_tool_calls_keep_names_arguments_and_order() -> None:
     ],
 )
 def test_value_for_a_schema(schema: dict, value: object) -> None:
-    assert cmd.value_for(schema) == value
+    assert schema_values.value_for(schema) == value
 
 
 def test_form_answers_fill_every_field_with_typed_values() -> None:
@@ -104,7 +105,7 @@ def test_form_answers_fill_every_field_with_typed_values() -> None:
             },
         }
     )
-    result = cmd.answer("confirm", request)
+    result = schema_values.answer("confirm", request)
     assert isinstance(result, mcp_types.ElicitResult)
     assert result.model_dump(mode="json", exclude_none=True) == {
         "action": "accept",
@@ -119,7 +120,7 @@ def test_url_elicitations_are_declined_without_content() -> None:
             "params": {"mode": "url", "message": "Sign in", "url": "https://example.com/x"},
         }
     )
-    result = cmd.answer("visit", request)
+    result = schema_values.answer("visit", request)
     assert isinstance(result, mcp_types.ElicitResult)
     assert result.action == "decline"
     assert result.content is None
@@ -135,8 +136,12 @@ def test_tool_arguments_cover_required_properties_only() -> None:
         },
         "required": ["a", "region", "undeclared"],
     }
-    assert cmd.tool_arguments(schema) == {"a": 0, "region": "example", "undeclared": "example"}
-    assert cmd.tool_arguments({"type": "object"}) == {}
+    assert schema_values.tool_arguments(schema) == {
+        "a": 0,
+        "region": "example",
+        "undeclared": "example",
+    }
+    assert schema_values.tool_arguments({"type": "object"}) == {}
 
 
 def test_nested_objects_get_their_required_properties() -> None:
@@ -151,7 +156,7 @@ def test_nested_objects_get_their_required_properties() -> None:
         },
         "required": ["target"],
     }
-    assert cmd.tool_arguments(schema) == {"target": {"region": "example"}}
+    assert schema_values.tool_arguments(schema) == {"target": {"region": "example"}}
 
 
 def test_the_command_declares_form_elicitation_only() -> None:
