@@ -1,4 +1,5 @@
-"""The operators' forms: a connection (with write-only secrets) and one tool's exposure.
+"""The operators' form of a connection (with write-only secrets); one tool's exposure is
+:mod:`.exposure_form`'s.
 
 Secrets never travel back to the browser: the token and header fields always render empty,
 even when the form is shown again with errors, and no validation message repeats them.
@@ -6,7 +7,6 @@ even when the form is shown again with errors, and no validation message repeats
 
 from __future__ import annotations
 
-import hashlib
 from datetime import timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
@@ -15,14 +15,14 @@ from urllib.parse import urlsplit
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 from django import forms
-from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.validators import MinValueValidator, URLValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from .headers import HEADER_VALUE, HeaderError, parse_headers
-from .models import DEFAULT_QUESTION_DEADLINE, Connection, Routing, ToolExposure
+from .models import DEFAULT_QUESTION_DEADLINE, Connection
+from .routing_fields import RouteUserField, apply_routing
 
 # The modes as the console offers them (shorter than the model's, and no label contains
 # another field's: "Bearer token" stays the token field's alone).
@@ -56,41 +56,6 @@ class SecretTextarea(forms.Textarea):
 
 def _secret_input() -> forms.PasswordInput:
     return forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"})
-
-
-class RouteUserField(forms.CharField):
-    """A user named by username (a text field, since a select of every user does not scale)."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        kwargs.setdefault("required", False)
-        kwargs.setdefault("max_length", 150)
-        kwargs.setdefault("label", "User")
-        kwargs.setdefault("widget", forms.TextInput(attrs={"list": "usernames"}))
-        super().__init__(**kwargs)
-
-    def prepare_value(self, value: Any) -> Any:
-        return value.get_username() if hasattr(value, "get_username") else value
-
-    def clean(self, value: Any) -> Any:
-        username = super().clean(value)
-        if not username:
-            return None
-        User = get_user_model()
-        user = User.objects.filter(**{User.USERNAME_FIELD: username}, is_active=True).first()
-        if user is None:
-            raise forms.ValidationError(_("No active user has this username."), code="unknown_user")
-        return user
-
-
-def _apply_routing(form: forms.ModelForm, cleaned: dict[str, Any]) -> None:
-    """Keep only the target the routing uses, so a stale user or group never lingers."""
-    routing = cleaned.get("routing")
-    user = cleaned.get("route_user") if routing == Routing.USER else None
-    group = cleaned.get("route_group") if routing == Routing.GROUP else None
-    cleaned["route_user"], cleaned["route_group"] = user, group
-    # Set before ModelForm's own validation, which runs the model's clean() on the instance.
-    form.instance.route_user = user
-    form.instance.route_group = group
 
 
 def _formfield(db_field: models.Field, **kwargs: Any) -> forms.Field | None:
@@ -375,7 +340,7 @@ class ConnectionForm(forms.ModelForm):
             if cleaned.get(field) and cleaned.get(clear):
                 self.add_error(clear, f"Either enter a new {what} or remove it, not both.")
         self._check_auth(cleaned)
-        _apply_routing(self, cleaned)
+        apply_routing(self, cleaned)
         if "state_lifetime" in cleaned:
             self.instance.state_lifetime = cleaned["state_lifetime"]
         return cleaned
@@ -498,51 +463,3 @@ def lifetime_minutes(lifetime: timedelta) -> Decimal:
     if minutes == minutes.to_integral_value():
         return minutes.quantize(Decimal(1))
     return minutes.normalize()
-
-
-# -- exposure ----------------------------------------------------------------------------
-
-
-EXPOSURE_ROUTING = [("", "as the connection says"), *Routing.choices]
-
-
-class ExposureForm(forms.ModelForm):
-    """One tool's row on the exposure page."""
-
-    required_css_class = "required"
-
-    tool = forms.CharField(widget=forms.HiddenInput, max_length=2000)
-    route_user = RouteUserField()
-
-    class Meta:
-        model = ToolExposure
-        fields = ["exposed", "routing", "route_group"]
-        labels = {
-            "exposed": "End users may start it",
-            "routing": "Who answers",
-            "route_group": "Group",
-        }
-
-    def __init__(self, *args: Any, tool_name: str, **kwargs: Any) -> None:
-        digest = hashlib.sha256(tool_name.encode("utf-8")).hexdigest()[:10]
-        kwargs.setdefault("auto_id", f"tool-{digest}-%s")
-        kwargs.setdefault("label_suffix", "")
-        super().__init__(*args, **kwargs)
-        self.tool_name = tool_name
-        self.row_id = f"tool-{digest}"
-        self.initial["tool"] = tool_name
-        self.initial.setdefault("route_user", self.instance.route_user)
-        self.fields["routing"].choices = EXPOSURE_ROUTING
-        self.fields["routing"].required = False
-        self.fields["route_group"].queryset = Group.objects.order_by("name")
-        self.fields["route_group"].required = False
-
-    def clean_tool(self) -> str:
-        if self.cleaned_data["tool"] != self.tool_name:
-            raise forms.ValidationError(_("The form is for another tool."), code="tool")
-        return self.tool_name
-
-    def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
-        _apply_routing(self, cleaned)
-        return cleaned

@@ -30,7 +30,8 @@ from mrtrweb.http import SeeOther
 from mrtrweb.people.roles import active_usernames, is_operator
 
 from .catalog import ProbeReport, authenticator_for, ensure_catalog, refresh_catalog
-from .forms import ConnectionForm, ExposureForm
+from .exposure_form import ExposureForm
+from .forms import ConnectionForm
 from .models import Connection, ToolExposure
 from .probe import failure_kind, probe_summary
 
