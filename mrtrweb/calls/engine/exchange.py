@@ -18,8 +18,6 @@ from typing import Any
 import mcp_types
 from asgiref.sync import async_to_sync
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
-from django.db.models import F
-from django.utils import timezone
 
 from mrtrweb.authorizations.credentials import DatabaseAuthenticator, authenticator_for
 from mrtrweb.mcp import (
@@ -39,6 +37,7 @@ from mrtrweb.mcp import (
 from mrtrweb.mcp.rounds import state_only_backoff
 
 from ..models import Call, Round, state_sha256
+from .counting import count_round
 from .outcomes import (
     complete,
     delivered,
@@ -54,7 +53,7 @@ from .progress import on_progress
 from .renewing import Send, renew_answered, renew_parked
 from .resuming import resume_authorized
 from .trail import dump, record
-from .transitions import set_call, this_attempt
+from .transitions import this_attempt
 
 __all__ = ["renew", "run", "settle_failure", "settle_result"]
 
@@ -283,7 +282,7 @@ def _exchange(call: Call, *, round: Round | None, responses: Any, state: str | N
                     return False
                 complete(call, result)
                 return False
-            if not _count_round(call, own=own, asks=bool(result.input_requests)):
+            if not count_round(call, own=own, asks=bool(result.input_requests)):
                 return False
             if result.input_requests:
                 park(
@@ -299,46 +298,6 @@ def _exchange(call: Call, *, round: Round | None, responses: Any, state: str | N
             )
         time.sleep(next(waits))
         responses, state = None, result.request_state
-
-
-def _count_round(call: Call, *, own: bool, asks: bool) -> bool:
-    """Count a round the server asked for (inside the caller's transaction); False when the
-    call must not go on: it finished meanwhile (``own``: the call's own request), or the cap
-    of rounds is reached (the call is then failed).
-
-    One guarded update does what three queries did (is it finished? count it, read the count
-    back): it counts the round under the cap, restarts the watchdog's clock (each request of
-    the call does: ``updated_at``) and, when the round asks a person (``asks``), sets the
-    call waiting, for :func:`.parking.park` told so (``waiting=True``). Only when nothing
-    matched is the call read, to tell which it was."""
-    cap = call.connection.max_rounds
-    now = timezone.now()
-    rows = Call.objects.filter(pk=call.pk, rounds_used__lt=cap)
-    if own:
-        rows = rows.exclude(status__in=Call.FINISHED)
-    fields: dict[str, Any] = {"rounds_used": F("rounds_used") + 1, "updated_at": now}
-    if asks:
-        fields["status"] = Call.Status.WAITING
-    if rows.update(**fields):
-        call.rounds_used += 1
-        if asks:
-            call.status, call.updated_at = Call.Status.WAITING, now
-        return True
-    call.refresh_from_db(fields=["status", "rounds_used"])
-    if own and call.status in Call.FINISHED:
-        # The watchdog failed the call while its answer was on the way: it stays so.
-        record(call, "late_answer_ignored")
-        return False
-    # One round more than the cap allows: counted, and the call fails.
-    Call.objects.filter(pk=call.pk).update(rounds_used=F("rounds_used") + 1, updated_at=now)
-    call.rounds_used += 1
-    set_call(
-        call,
-        status=Call.Status.FAILED,
-        error=f"The server asked for input more than {cap} times.",
-    )
-    record(call, "failed", reason="round cap", cap=cap)
-    return False
 
 
 def _release_pooled_connection() -> None:

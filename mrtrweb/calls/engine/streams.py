@@ -35,6 +35,7 @@ from mrtrweb.elicitation.questions import UnsupportedQuestion, read_questions
 
 from .. import queue
 from ..models import Call, Round
+from .counting import count_round
 from .outcomes import delivered
 from .parking import park
 from .trail import record
@@ -116,16 +117,8 @@ def park_question(call_id: int, request: dict[str, Any], owner: str, deadline: f
         settle_delivered(call_id, owner)
         if call.is_finished:
             return None
-        Call.objects.filter(pk=call.pk).update(rounds_used=F("rounds_used") + 1)
-        call.refresh_from_db(fields=["rounds_used"])
-        cap = call.connection.max_rounds
-        if call.rounds_used > cap:
-            set_call(
-                call,
-                status=Call.Status.FAILED,
-                error=f"The server asked for input more than {cap} times.",
-            )
-            record(call, "failed", reason="round cap", cap=cap)
+        # Not ``own``: the call was read unfinished in this transaction just above.
+        if not count_round(call, own=False, asks=False):
             return None
         requests = {ELICITATION_KEY: request}
         parked = park(
