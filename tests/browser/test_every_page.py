@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from mrtrweb.elicitation import field_name_for
+from tests.support import terminal_calls
 
 from .conftest import (
     ADMIN,
@@ -316,18 +317,7 @@ def test_every_named_page_is_walked() -> None:
 
 
 def _start(app: LiveApp, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    out = app.manage(
-        "mcp_call",
-        "--server",
-        "peer",
-        "--tool",
-        tool,
-        "--arguments",
-        json.dumps(arguments),
-        "--user",
-        PERSON[0],
-    )
-    return json.loads(out.stdout)
+    return terminal_calls.start_call(app, "peer", tool, arguments, user=PERSON[0])
 
 
 @pytest.fixture(scope="module")

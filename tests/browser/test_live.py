@@ -7,7 +7,6 @@ worker (conftest.py), so the events raised while delivering reach the browsers' 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from tests.peers.fixtures import Peer, start_peer
+from tests.support import terminal_calls
 
 from .conftest import PERSON, LiveApp, _close, _new_page, assert_accessible, expect
 
@@ -51,18 +51,7 @@ def second_page(browser: Any, live_app: LiveApp, person_session: dict[str, Any])
 
 def start_call(app: LiveApp, server: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """Start a call as PERSON from a terminal (``manage.py mcp_call``); returns its JSON."""
-    done = app.manage(
-        "mcp_call",
-        "--server",
-        server,
-        "--tool",
-        tool,
-        "--arguments",
-        json.dumps(arguments),
-        "--user",
-        PERSON[0],
-    )
-    return json.loads(done.stdout)
+    return terminal_calls.start_call(app, server, tool, arguments, user=PERSON[0])
 
 
 def mark_document(page: Page) -> None:

@@ -9,7 +9,6 @@ admin has ticked, so the race is certain rather than a matter of timing.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -17,28 +16,12 @@ from typing import Any
 import pytest
 
 from tests.browser.conftest import ADMIN, PERSON, LiveApp, _close, _new_page, sign_in
+from tests.support.terminal_calls import park_deploy
 
 pytest.importorskip("playwright")
 from playwright.sync_api import expect
 
 LIST_REQUEST = re.compile(r"/dashboard/rounds/\?")
-
-
-def _park(live_app: LiveApp, connection: str, service: str) -> int:
-    out = live_app.manage(
-        "mcp_call",
-        "--server",
-        connection,
-        "--tool",
-        "approve_deploy",
-        "--arguments",
-        json.dumps({"service": service}),
-        "--user",
-        PERSON[0],
-    )
-    printed = json.loads(out.stdout)
-    assert printed["status"] == "waiting", printed
-    return int(printed["round"]["id"])
 
 
 class HeldReplies:
@@ -84,8 +67,8 @@ def admin(browser: Any, live_app: LiveApp) -> Iterator[Any]:
 def test_a_late_list_keeps_the_ticks_on_the_rounds_it_still_shows(
     admin: Any, live_app: LiveApp, peer_connection: str
 ) -> None:
-    alpha = _park(live_app, peer_connection, "tickrace-alpha")
-    beta = _park(live_app, peer_connection, "tickrace-beta")
+    alpha = park_deploy(live_app, peer_connection, "tickrace-alpha", user=PERSON[0])
+    beta = park_deploy(live_app, peer_connection, "tickrace-beta", user=PERSON[0])
     admin.goto("/dashboard/rounds/?q=tickrace")
     results = admin.locator("#round-results")
     expect(results.locator("tbody tr")).to_have_count(2)

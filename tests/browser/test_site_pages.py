@@ -4,7 +4,6 @@ button; every page checked by axe and under the CSP (the context's watch)."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -21,6 +20,7 @@ from tests.browser.conftest import (
     shoot,
     sign_in,
 )
+from tests.support.terminal_calls import park_deploy
 
 pytest.importorskip("playwright")
 from playwright.sync_api import expect
@@ -78,28 +78,11 @@ def test_a_403_says_why_and_leads_back(signed_in_page: Any) -> None:
     expect(page).to_have_url(re.compile(r"/calls/$"))
 
 
-def _park(live_app: LiveApp, connection: str, service: str) -> int:
-    out = live_app.manage(
-        "mcp_call",
-        "--server",
-        connection,
-        "--tool",
-        "approve_deploy",
-        "--arguments",
-        json.dumps({"service": service}),
-        "--user",
-        PERSON[0],
-    )
-    printed = json.loads(out.stdout)
-    assert printed["status"] == "waiting", printed
-    return int(printed["round"]["id"])
-
-
 @pytest.mark.parametrize("script", [True, False], ids=["htmx", "no-javascript"])
 def test_the_dashboard_asks_before_cancelling(
     browser: Any, live_app: LiveApp, peer_connection: str, script: bool
 ) -> None:
-    round_id = _park(live_app, peer_connection, f"confirm-{int(script)}")
+    round_id = park_deploy(live_app, peer_connection, f"confirm-{int(script)}", user=PERSON[0])
     page = _new_page(browser, live_app, java_script_enabled=script)
     try:
         sign_in(page, *ADMIN, next_path="/dashboard/rounds/")
@@ -123,7 +106,7 @@ def test_the_dashboard_asks_before_cancelling(
 
 
 def test_no_means_nothing_happens(browser: Any, live_app: LiveApp, peer_connection: str) -> None:
-    round_id = _park(live_app, peer_connection, "keep")
+    round_id = park_deploy(live_app, peer_connection, "keep", user=PERSON[0])
     page = _new_page(browser, live_app)
     try:
         sign_in(page, *ADMIN, next_path="/dashboard/rounds/")

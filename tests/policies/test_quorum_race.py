@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.peers.fixtures import Peer
+from tests.support.app_shell import shell_json
 from tests.support.processes import REPO_ROOT, ServedApp, app_environment
 from tests.support.services import scratch_postgres
 
@@ -32,20 +33,6 @@ def app(tmp_path: Path) -> Iterator[ServedApp]:
         yield served
 
 
-def _shell(app: ServedApp, code: str) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, "manage.py", "shell", "-c", code],
-        cwd=REPO_ROOT,
-        env=app.env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def _retries(peer: Peer, since: int) -> list[dict[str, Any]]:
     return [
         entry
@@ -57,7 +44,7 @@ def _retries(peer: Peer, since: int) -> list[dict[str, Any]]:
 
 def test_concurrent_approvals_deliver_once(app: ServedApp, fastmcp_process_peer: Peer) -> None:
     peer = fastmcp_process_peer
-    set_up = _shell(app, f"from tests.policies.quorum_racer import setup; setup({peer.url!r})")
+    set_up = shell_json(app, f"from tests.policies.quorum_racer import setup; setup({peer.url!r})")
     round_id = set_up["round"]
     assert set_up["status"] == "pending"  # a proposal, nothing sent yet
     since = peer.mark()
@@ -95,7 +82,7 @@ def test_concurrent_approvals_deliver_once(app: ServedApp, fastmcp_process_peer:
 
     # Three racers' approvals were needed after the proposer's; the other two came too late.
     assert sorted(outcomes) == ["too late", "too late", "voted", "voted", "voted"]
-    stored = _shell(app, f"from tests.policies.quorum_racer import show; show({round_id})")
+    stored = shell_json(app, f"from tests.policies.quorum_racer import show; show({round_id})")
     assert stored["round"] == "delivered" and stored["call"] == "completed"
     assert stored["answered"] == 1 and stored["delivered"] == 1
     assert len(stored["votes"]) == 4 and "alice" in stored["votes"]
