@@ -17,22 +17,25 @@ from .people import Person
 from .stack import Stack
 from .stats import summary
 
-_KIND = re.compile(r'data-live-kind="([^"]*)"')
-_AT = re.compile(r'data-live-at="([0-9.]+)"')
+# What a frame says of itself (frames.py): its kind and when it was published.
+KIND = re.compile(r'data-live-kind="([^"]*)"')
+AT = re.compile(r'data-live-at="([0-9.]+)"')
 NOT_AVAILABLE = "n/a (no live consumer)"
 
 
-async def _open(run: Stack, person: Person, call_id: int) -> Any:
+async def open_socket(
+    run: Stack, session_key: str, path: str, *, open_timeout: float = 10, **options: Any
+) -> Any:
+    """A websocket to ``path`` opened as the browser of that session opens it: its session
+    cookie and the site's Origin. ``options`` go to ``websockets.connect``."""
     import websockets
 
-    url = run.app_url.replace("http://", "ws://") + f"/ws/calls/{call_id}/"
+    url = run.app_url.replace("http://", "ws://") + path
     return await websockets.connect(
         url,
-        additional_headers={
-            "Cookie": f"sessionid={person.session_cookie}",
-            "Origin": run.app_url,
-        },
-        open_timeout=10,
+        additional_headers={"Cookie": f"sessionid={session_key}", "Origin": run.app_url},
+        open_timeout=open_timeout,
+        **options,
     )
 
 
@@ -42,9 +45,9 @@ async def _completed_frame(socket: Any, limit: float = 30.0) -> tuple[float, flo
         frame = await asyncio.wait_for(socket.recv(), max(deadline - time.monotonic(), 0.01))
         arrived = time.time()
         text = frame if isinstance(frame, str) else frame.decode()
-        kind = _KIND.search(text)
+        kind = KIND.search(text)
         if kind and kind.group(1) == "completed":
-            at = _AT.search(text)
+            at = AT.search(text)
             return arrived, float(at.group(1)) if at else None
 
 
@@ -61,7 +64,7 @@ async def measure(run: Stack, repeats: int, person: Person) -> dict[str, Any]:
     for attempt in range(repeats):
         call_id, round_id = await person.start()
         try:
-            socket = await _open(run, person, call_id)
+            socket = await open_socket(run, person.session_cookie, f"/ws/calls/{call_id}/")
         except Exception as exc:
             if attempt == 0:
                 await person.answer(round_id)  # leave no pending round behind for P3

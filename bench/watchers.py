@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .live import AT, KIND, open_socket
 from .people import Person, form_fields
 from .stack import PASSWORD, TOOL, Stack
 from .stats import summary
@@ -32,8 +33,6 @@ from .stats import summary
 WATCH_CONNECTION = "bench-watchers"
 WATCH_GROUP = "bench-watchers"
 USERNAME = "watcher-{:05d}"
-_KIND = re.compile(r'data-live-kind="([^"]*)"')
-_AT = re.compile(r'data-live-at="([0-9.]+)"')
 _ROUND_URL = re.compile(r"/rounds/(\d+)/")
 
 
@@ -158,8 +157,8 @@ class Listener:
             async for frame in socket:
                 arrived = time.time()
                 text = frame if isinstance(frame, str) else frame.decode()
-                kind = _KIND.search(text)
-                at = _AT.search(text)
+                kind = KIND.search(text)
+                at = AT.search(text)
                 seen.append(
                     (kind.group(1) if kind else "", arrived, float(at.group(1)) if at else None)
                 )
@@ -169,15 +168,10 @@ class Listener:
 
 
 async def _open(run: Stack, watcher: Watcher, path: str) -> Any:
-    import websockets
-
-    url = run.app_url.replace("http://", "ws://") + path
-    return await websockets.connect(
-        url,
-        additional_headers={
-            "Cookie": f"sessionid={watcher.session_key}",
-            "Origin": run.app_url,
-        },
+    return await open_socket(
+        run,
+        watcher.session_key,
+        path,
         open_timeout=60,
         # As a browser: no compression negotiated by default in this measurement's client.
         compression=None,
@@ -353,6 +347,7 @@ def main(argv: list[str] | None = None) -> None:
     import json
 
     from .stack import PERSON, inprocess_worker_supported, stack
+    from .suite import _guarded
 
     parser = argparse.ArgumentParser(description="P6 alone, printed as JSON.")
     parser.add_argument("--backend", choices=("sqlite", "postgresql"), default="sqlite")
@@ -375,14 +370,18 @@ def main(argv: list[str] | None = None) -> None:
             person = Person(run.app_url, PERSON, PASSWORD)
             await person.login()
             try:
-                return await measure(
-                    run,
-                    person,
-                    context,
-                    people=args.people,
-                    concerned=args.concerned,
-                    events=args.events,
-                    page_repeats=args.page_repeats,
+                # As the suite runs it: a failure prints its error as the figures.
+                return await _guarded(
+                    "p6",
+                    measure(
+                        run,
+                        person,
+                        context,
+                        people=args.people,
+                        concerned=args.concerned,
+                        events=args.events,
+                        page_repeats=args.page_repeats,
+                    ),
                 )
             finally:
                 await person.close()

@@ -5,7 +5,8 @@ signed in with that session, exactly as one socket alone would (Django's ``auth.
 without its side effects: it would flush a session whose password hash no longer matches; a
 socket only listens), but reads the rows of every socket of the batch at once: the sessions in
 one query, the users in one, their permissions (which decide whether a second factor is owed)
-in two, where each socket alone made four queries. :func:`sees_calls_now` asks
+in one (``people.roles.load_permissions``, as a page's request reads them), where each socket
+alone made four queries. :func:`sees_calls_now` asks
 ``calls.access`` per socket, as before.
 """
 
@@ -23,11 +24,11 @@ from django.contrib.auth import (
     load_backend,
 )
 from django.contrib.auth.backends import ModelBackend
-from django.contrib.auth.models import Permission
 from django.utils import timezone
 from django.utils.crypto import constant_time_compare
 
 from mrtrweb.accounts.second_factor import session_passed
+from mrtrweb.people.roles import load_permissions
 
 
 def _sessions(keys: set[str]) -> dict[str, dict[str, Any]]:
@@ -67,35 +68,6 @@ def _users(wanted: dict[str, set[Any]]) -> dict[tuple[str, Any], Any]:
     return found
 
 
-def _prefetch_permissions(users: list[Any]) -> None:
-    """Fill ModelBackend's per-user permission caches for ``users`` in two queries, with what
-    ``ModelBackend._get_user_permissions`` / ``_get_group_permissions`` would read one by one:
-    ``second_factor.is_required`` asks ``has_perm`` of every person who is not a superuser."""
-    plain = [u for u in users if u.is_active and not u.is_superuser]
-    if not plain:
-        return
-    ids = [u.pk for u in plain]
-    own: dict[Any, set[str]] = {pk: set() for pk in ids}
-    through = get_user_model().user_permissions.through
-    for user_id, app, codename in through.objects.filter(user_id__in=ids).values_list(
-        "user_id", "permission__content_type__app_label", "permission__codename"
-    ):
-        own[user_id].add(f"{app}.{codename}")
-    grouped: dict[Any, set[str]] = {pk: set() for pk in ids}
-    user_field = get_user_model()._meta.get_field("groups").related_query_name()
-    for user_id, app, codename in Permission.objects.filter(
-        **{f"group__{user_field}__in": ids}
-    ).values_list(f"group__{user_field}", "content_type__app_label", "codename"):
-        grouped[user_id].add(f"{app}.{codename}")
-    for user in plain:
-        # The attribute names ModelBackend._get_permissions caches under.
-        user._user_perm_cache = own[user.pk]
-        user._group_perm_cache = grouped[user.pk]
-        # and the union, where get_all_permissions keeps it (people.roles.load_permissions
-        # reads it there too).
-        user._perm_cache = own[user.pk] | grouped[user.pk]
-
-
 def people_now(items: list[tuple[str, Any]]) -> list[Any | None]:
     """Per ``(session key, person id)``: the person, still signed in with that session, or
     None (signed out, expired, another person, deactivated, password changed, or a second
@@ -113,7 +85,8 @@ def people_now(items: list[tuple[str, Any]]) -> list[Any | None]:
         wanted.setdefault(path, set()).add(user_id)
         claims.append((session, path, user_id))
     users = _users(wanted)
-    _prefetch_permissions([u for u in users.values() if u is not None])
+    # ``session_passed`` asks ``has_perm`` of everyone who is not a superuser: one query for all.
+    load_permissions(*(u for u in users.values() if u is not None))
     results: list[Any | None] = []
     for (_, person_id), claim in zip(items, claims, strict=True):
         if claim is None:

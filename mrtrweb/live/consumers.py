@@ -24,7 +24,15 @@ from django.urls import reverse
 
 from . import checks, frames
 from .batch import checked
-from .events import call_group, is_quiet, session_group, user_group, user_sockets_group
+from .events import (
+    INBOX_GROUP,
+    call_group,
+    concerns,
+    is_quiet,
+    session_group,
+    user_group,
+    user_sockets_group,
+)
 
 NOT_SIGNED_IN = 4401
 NOT_ALLOWED = 4403
@@ -252,14 +260,20 @@ class InboxConsumer(PersonSocket):
         if signed_in:
             # Subscribed before the socket is open (see CallConsumer.connect).
             self.refetch_url, self.select = _inbox_parts(_query(self.scope).get("page", ""))
-            await self.channel_layer.group_add(user_group(user.pk), self.channel_name)
-            self.groups.append(user_group(user.pk))
+            # Its own group for events of a few people, everyone's for events of many
+            # (events.inbox_sends: each event goes one way, so it is heard once).
+            for group in (user_group(user.pk), INBOX_GROUP):
+                await self.channel_layer.group_add(group, self.channel_name)
+                self.groups.append(group)
         await self.accept()
         if not signed_in:
             await self.close(code=NOT_SIGNED_IN)
 
     async def inbox_changed(self, message: dict[str, Any]) -> None:
-        if self.closing or await self.still_signed_in() is None:
+        # Another person's event, sent to every inbox: this socket neither checks nor sends.
+        if self.closing or not concerns(message, self.person_id):
+            return
+        if await self.still_signed_in() is None:
             return
         frame = frames.refresh_inbox(
             kind=str(message["kind"]),

@@ -6,16 +6,18 @@ small messages to channel-layer groups; the consumers (``consumers.py``) turn th
 frames for each socket. Nothing here renders a person's data: the inbox gets "your inbox
 changed" and fetches its own rows through its view, which applies the access rules.
 
-Groups: ``call.<id>`` (every socket watching that call) and ``user.<id>`` (every inbox socket
-of that person); ``signouts.py`` closes sockets through ``session.<hash>`` and
-``user.<id>.sockets``. Each message carries ``at``, ``time.time()`` when it was published,
-which the frames carry as ``data-live-at`` so the benchmarks can measure the latency to the
-browser.
+Groups: ``call.<id>`` (every socket watching that call), ``user.<id>`` (every inbox socket of
+that person) and ``inbox.everyone`` (every inbox socket of the deployment: an event for many
+people is one message there, naming them; see :func:`inbox_sends`); ``signouts.py`` closes
+sockets through ``session.<hash>`` and ``user.<id>.sockets``. Each message carries ``at``,
+``time.time()`` when it was published, which the frames carry as ``data-live-at`` so the
+benchmarks can measure the latency to the browser.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import logging
 import time
@@ -23,7 +25,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
+from channels.layers import InMemoryChannelLayer, get_channel_layer
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +44,25 @@ def user_group(user_id: int) -> str:
     return f"user.{user_id}"
 
 
+# Every inbox socket of the deployment, in every process.
+INBOX_GROUP = "inbox.everyone"
+
+# From this many people on, an event's inbox message goes once to INBOX_GROUP naming them,
+# instead of once to each ``user.<id>``. With Redis a group send is four round trips one after
+# the other (channels-redis 4.3: two expiry sweeps, the member list, the send), and each
+# message reaches a process on its own receive, so an event for 500 people was 2,000 round
+# trips for the sender and 500 receives, in many small check batches, for the web process
+# (issue 18, P6). One message reaches each process once and wakes its concerned
+# sockets together. Below it, the per-person sends cost less than waking every inbox socket.
+BROADCAST_FROM = 16
+# The in-memory layer (one process): never. There a per-person send is no round trip, and
+# channels' in-memory group_send yields between people, so the first sockets' checks run while
+# the rest are still being sent; one message woke every inbox socket and held every frame
+# until all 500 were checked (bench A/B under the same load: 80-280 ms more web CPU per
+# event, p95 +9%).
+IN_MEMORY_BROADCAST_FROM: int | None = None
+
+
 def user_sockets_group(user_id: int) -> str:
     """Every socket of that person, whatever it watches: closed when they are deactivated."""
     return f"user.{user_id}.sockets"
@@ -55,6 +76,40 @@ def session_group(session_key: str) -> str:
 
 def is_quiet(kind: str) -> bool:
     return kind in _QUIET_KINDS or kind.startswith("webhook")
+
+
+def inbox_sends(
+    user_ids: Iterable[int], kind: str, at: float, broadcast_from: int | None = BROADCAST_FROM
+) -> list[tuple[str, dict[str, Any]]]:
+    """The ``inbox.changed`` messages telling ``user_ids`` their inbox changed: one per person,
+    or, from ``broadcast_from`` people on, one to :data:`INBOX_GROUP` whose ``people`` names
+    them (ids only, comma separated: a string is shared, not copied, by the in-memory layer's
+    per-socket copies). Either way nothing of the change travels, only that there is one."""
+    people = sorted(user_ids)
+    message: dict[str, Any] = {"type": "inbox.changed", "kind": kind, "at": at}
+    if broadcast_from is None or len(people) < broadcast_from:
+        return [(user_group(user_id), message) for user_id in people]
+    return [(INBOX_GROUP, {**message, "people": ",".join(map(str, people))})]
+
+
+def broadcast_from() -> int | None:
+    """From how many people this process's layer sends an event's inbox message once."""
+    if isinstance(get_channel_layer(), InMemoryChannelLayer):
+        return IN_MEMORY_BROADCAST_FROM
+    return BROADCAST_FROM
+
+
+def concerns(message: dict[str, Any], person_id: Any) -> bool:
+    """Whether an ``inbox.changed`` message is for ``person_id``: a ``user.<id>`` one always
+    is; an :data:`INBOX_GROUP` one if it names them."""
+    people = message.get("people")
+    return people is None or person_id in _named(people)
+
+
+@functools.lru_cache(maxsize=8)
+def _named(people: str) -> frozenset[int]:
+    # Every inbox socket of the process asks about the same message: it is read once.
+    return frozenset(int(part) for part in people.split(",") if part)
 
 
 # -- getting a message onto the layer from any thread --------------------------------------------
@@ -144,10 +199,8 @@ def on_call_event(
     sends: list[tuple[str, dict[str, Any]]] = [
         (call_group(call_id), {"type": "call.event", **event})
     ]
-    sends += [
-        (user_group(user_id), {"type": "inbox.changed", "kind": kind, "at": at})
-        for user_id in sorted(concerned_users(call_id, round_id, kind, started_by_id, people))
-    ]
+    concerned = concerned_users(call_id, round_id, kind, started_by_id, people)
+    sends += inbox_sends(concerned, kind, at, broadcast_from())
     try:
         publish(sends)
     except Exception:

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
-from django.db.models import Q
+from django.db.models import BooleanField, Value
 
 END_USERS = "End users"
 ADMINS = "Admins"
@@ -41,26 +41,52 @@ def ensure_roles(**kwargs: Any) -> None:
         group.permissions.add(*[p for p in wanted if p is not None])
 
 
-def load_permissions(user: Any) -> None:
-    """Read ``user``'s permissions, their own and their groups', in one query where Django's
-    ModelBackend reads them in two, and keep them where it keeps them (``_perm_cache`` on the
-    user object, which lives as long as the request): every ``has_perm`` of this request then
-    reads that set. Nothing is kept beyond the request, so a permission taken away counts on
-    the next one. Superusers are not looked up (``has_perm`` answers True before any backend),
-    nor are inactive or anonymous users (ModelBackend gives them none)."""
-    if (
-        not getattr(user, "is_authenticated", False)
-        or not user.is_active
-        or user.is_superuser
-        or hasattr(user, "_perm_cache")
-    ):
+def load_permissions(*users: Any) -> None:
+    """Read the permissions of ``users``, their own and their groups', in one query for all of
+    them (ModelBackend reads two per person), and keep them where ModelBackend keeps them on
+    each user object: its own (``_user_perm_cache``), its groups' (``_group_perm_cache``) and
+    the union (``_perm_cache``), so ``has_perm``, ``get_user_permissions`` and
+    ``get_group_permissions`` read those sets. One request's user, or a batch of sockets'
+    people (``live/checks.py``): the same code path. Nothing outlives the user object (a
+    request, a batch), so a permission taken away counts on the next one. Superusers are not
+    looked up (``has_perm`` answers True before any backend), nor are inactive or anonymous
+    users (ModelBackend gives them none), nor anyone already looked up."""
+    wanted = [
+        user
+        for user in users
+        if getattr(user, "is_authenticated", False)
+        and user.is_active
+        and not user.is_superuser
+        and not hasattr(user, "_perm_cache")
+    ]
+    if not wanted:
         return
-    rows = (
-        Permission.objects.filter(Q(user=user) | Q(group__user=user))
-        .values_list("content_type__app_label", "codename")
-        .order_by()
+    User = get_user_model()
+    ids = {user.pk for user in wanted}
+    # Both halves in one query; the last column says whose the row is (own or a group's).
+    own = User.user_permissions.through.objects.filter(user_id__in=ids).values_list(
+        "user_id",
+        "permission__content_type__app_label",
+        "permission__codename",
+        Value(True, output_field=BooleanField()),
     )
-    user._perm_cache = {f"{app}.{codename}" for app, codename in rows}
+    grouped = User.groups.through.objects.filter(
+        user_id__in=ids, group__permissions__isnull=False
+    ).values_list(
+        "user_id",
+        "group__permissions__content_type__app_label",
+        "group__permissions__codename",
+        Value(False, output_field=BooleanField()),
+    )
+    mine: dict[Any, set[str]] = {pk: set() for pk in ids}
+    theirs: dict[Any, set[str]] = {pk: set() for pk in ids}
+    for user_id, app, codename, is_own in own.union(grouped, all=True):
+        (mine if is_own else theirs)[user_id].add(f"{app}.{codename}")
+    for user in wanted:
+        # The attribute names ModelBackend._get_permissions and get_all_permissions use.
+        user._user_perm_cache = mine[user.pk]
+        user._group_perm_cache = theirs[user.pk]
+        user._perm_cache = mine[user.pk] | theirs[user.pk]
 
 
 def is_admin(user: Any) -> bool:

@@ -17,6 +17,7 @@ from django.test import Client
 
 from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Event
+from mrtrweb.live import events
 
 from .conftest import LIVE_AT, LIVE_KIND, frames_until, kinds_of, start_deploy
 
@@ -207,6 +208,43 @@ async def test_group_members_hear_the_call_and_their_inboxes_change(
     assert 'hx-get="/inbox/"' in caller_frame
     assert 'hx-select-oob="#inbox-count"' in caller_frame
     assert await outsider_inbox.receive_nothing(timeout=0.3)
+
+
+async def test_an_event_for_many_is_one_message_each_socket_filters_by_its_person(
+    connect: Any,
+    people: dict[str, Any],
+    fastmcp_peer: Any,
+    inline_tasks: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # As if the group were large and the layer sent it once: to every inbox socket.
+    monkeypatch.setattr(events, "IN_MEMORY_BROADCAST_FROM", 1)
+    caller, member, outsider = people["caller"], people["member"], people["outsider"]
+    member_inbox = await connect(member, "/ws/inbox/?page=/inbox/")
+    outsider_inbox = await connect(outsider, "/ws/inbox/")
+    caller_inbox = await connect(caller, "/ws/inbox/")
+    sent: list[tuple[str, dict[str, Any]]] = []
+    publish = events.publish
+    monkeypatch.setattr(events, "publish", lambda sends: (sent.extend(sends), publish(sends)))
+
+    await start_deploy(fastmcp_peer, caller, group=people["group"])
+    frames = await frames_until(member_inbox, "round_parked")
+    assert kinds_of(frames) == ["round_parked"]
+    assert 'hx-select-oob="#inbox-count,#inbox-pending"' in frames[-1]
+    await frames_until(caller_inbox, "round_parked")
+    # Whom it does not concern neither hears it nor is checked for it.
+    assert await outsider_inbox.receive_nothing(timeout=0.3)
+    # The message names the people and nothing of the change.
+    parked = [m for g, m in sent if g == events.INBOX_GROUP and m["kind"] == "round_parked"]
+    assert parked == [
+        {
+            "type": "inbox.changed",
+            "kind": "round_parked",
+            "at": parked[0]["at"],
+            "people": ",".join(str(pk) for pk in sorted((caller.pk, member.pk))),
+        }
+    ]
+    assert not [g for g, _ in sent if g.startswith("user.")]
 
 
 async def test_a_reassigned_round_leaves_the_old_assignee_s_inbox_live(

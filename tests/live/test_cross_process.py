@@ -102,6 +102,33 @@ async def test_an_event_raised_in_another_process_reaches_this_one_s_sockets(
     assert kinds_of(await frames_until(inbox, "claimed")) == ["claimed"]
 
 
+async def test_an_event_for_many_sent_once_to_every_inbox_reaches_only_whom_it_names(
+    connect: Any, people: dict[str, Any], fastmcp_peer: Any, redis_layer: str
+) -> None:
+    caller, member, outsider = people["caller"], people["member"], people["outsider"]
+    call = await start_deploy(fastmcp_peer, caller, group=people["group"])
+    round = await database_sync_to_async(call.rounds.get)()
+    member_inbox = await connect(member, "/ws/inbox/")
+    caller_inbox = await connect(caller, "/ws/inbox/")
+    outsider_inbox = await connect(outsider, "/ws/inbox/")
+
+    # The other process sends inbox messages as it would for a large group: once, to everyone.
+    await database_sync_to_async(in_another_process)(
+        "from django.contrib.auth import get_user_model\n"
+        "from mrtrweb.calls import engine\n"
+        "from mrtrweb.calls.models import Round\n"
+        "from mrtrweb.live import events\n"
+        "events.BROADCAST_FROM = 1\n"
+        f"engine.claim(Round.objects.get(pk={round.pk}), "
+        f"get_user_model().objects.get(pk={member.pk}))\n",
+        redis_layer,
+    )
+
+    assert kinds_of(await frames_until(member_inbox, "claimed")) == ["claimed"]
+    assert kinds_of(await frames_until(caller_inbox, "claimed")) == ["claimed"]
+    assert await outsider_inbox.receive_nothing(timeout=0.5)
+
+
 async def test_a_sign_out_in_another_process_closes_this_one_s_sockets(
     connect: Any, people: dict[str, Any], fastmcp_peer: Any, redis_layer: str
 ) -> None:

@@ -51,3 +51,39 @@ def test_superusers_and_inactive_people_are_not_looked_up() -> None:
     with CaptureQueriesContext(connection) as queries:
         assert is_admin(boss) and not is_admin(gone)
     assert len(queries) == 0
+
+
+def test_a_batch_reads_everyone_s_in_one_query_as_model_backend_does() -> None:
+    admin = make_user("ada", ADMINS)
+    operator = make_user("otto", OPERATORS)
+    granted = make_user("gus")
+    granted.user_permissions.add(Permission.objects.get(codename="view_connection"))
+    both = make_user("bo", ADMINS)
+    both.user_permissions.add(Permission.objects.get(codename="manage_connections"))
+    plain = make_user("pia")
+    people = [_fresh(p) for p in (admin, operator, granted, both, plain)]
+    backend = ModelBackend()
+    expected = [
+        (
+            backend.get_user_permissions(_fresh(p)),
+            backend.get_group_permissions(_fresh(p)),
+            backend.get_all_permissions(_fresh(p)),
+        )
+        for p in people
+    ]
+
+    with CaptureQueriesContext(connection) as queries:
+        load_permissions(*people)
+        got = [
+            (
+                backend.get_user_permissions(p),
+                backend.get_group_permissions(p),
+                backend.get_all_permissions(p),
+            )
+            for p in people
+        ]
+        load_permissions(*people)  # already read: nothing more
+    assert len(queries) == 1
+    assert got == expected
+    assert [is_admin(p) for p in people] == [True, False, False, True, False]
+    assert [is_operator(p) for p in people] == [False, True, False, True, False]
