@@ -18,7 +18,8 @@ with more scopes when asked.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -66,6 +67,9 @@ class DatabaseAuthenticator:
         self.who = store.who_must_reconnect(connection, user)
         # The authorization whose token went with the last request (None: none was sent).
         self._sent: Held | None = None
+        # What :meth:`primed` read on the caller's thread, for the next :meth:`headers`: the
+        # headers, or the exception reading them raised.
+        self._primed: tuple[Mapping[str, str] | None, BaseException | None] | None = None
         self.reason = ""
 
     def __repr__(self) -> str:
@@ -84,7 +88,34 @@ class DatabaseAuthenticator:
     # -- the Protocol (async; the database work runs on the caller's thread) -------------
 
     async def headers(self) -> Mapping[str, str]:
-        return await sync_to_async(self.headers_now)()
+        primed, self._primed = self._primed, None
+        if primed is None:
+            return await sync_to_async(self.headers_now)()
+        headers, failure = primed
+        if failure is not None:
+            raise failure
+        assert headers is not None
+        return headers
+
+    @contextlib.contextmanager
+    def primed(self) -> Iterator[None]:
+        """Read the headers now, on the caller's thread, for the first :meth:`headers` asked
+        inside (a request's first send).
+
+        Why: the engine sends from a thread blocked in ``async_to_sync`` on the shared event
+        loop, and :meth:`headers` would hop back to that very thread to read the database
+        (``sync_to_async``) and back to the loop again: two thread switches a request for a
+        read that can as well be made a moment earlier, on the thread that waits anyway. A
+        failure is kept and raised where :meth:`headers` would have raised it. Whatever is
+        not used by the end of the block is forgotten (never sent with a later request)."""
+        try:
+            self._primed = (self.headers_now(), None)
+        except Exception as exc:
+            self._primed = (None, exc)
+        try:
+            yield
+        finally:
+            self._primed = None
 
     async def challenged(self, http_status: int, www_authenticate: str | None) -> bool:
         return await sync_to_async(self.challenged_now)(http_status, www_authenticate)

@@ -236,3 +236,37 @@ def test_client_credentials_use_the_operators_client_after_a_change_of_mode(
     assert identity is not None and identity.client_id == CLIENT_ID
     assert not call_echo(conn, authenticator_for(conn, make_user("ada"))).is_error
     assert echo_calls(oauth_peer.authority)[-1] == "machine"
+
+
+def test_primed_headers_go_with_the_first_request_inside_and_no_later_one(
+    oauth_peer: OAuthPeer,
+) -> None:
+    ada = make_user("ada")
+    conn = oauth_connection(oauth_peer)
+    connect(conn, ada, oauth_peer)
+    authenticator = authenticator_for(conn, ada)
+    assert authenticator is not None
+    with authenticator.primed():
+        # Read when primed: what is stored afterwards does not change this request.
+        Authorization.objects.filter(user=ada).delete()
+        assert not call_echo(conn, authenticator).is_error
+    # Outside the block the headers are read again: nobody is connected any more.
+    with pytest.raises(AuthorizationRequired):
+        call_echo(conn, authenticator)
+    assert echo_calls(oauth_peer.authority) == ["ada", None]
+
+
+def test_a_failure_to_read_primed_headers_is_raised_by_the_request(
+    oauth_peer: OAuthPeer,
+) -> None:
+    ada = make_user("ada", first_name="Ada", last_name="Lovelace")
+    conn = oauth_connection(oauth_peer, title="Guarded server")
+    connect(conn, ada, oauth_peer)
+    Authorization.objects.filter(user=ada).update(
+        status=Authorization.Status.RECONNECT, reason="revoked"
+    )
+    authenticator = authenticator_for(conn, ada)
+    assert authenticator is not None
+    with authenticator.primed(), pytest.raises(AuthorizationRequired, match="must reconnect"):
+        call_echo(conn, authenticator)
+    assert echo_calls(oauth_peer.authority) == []  # nothing went out

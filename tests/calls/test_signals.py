@@ -8,7 +8,7 @@ import pytest
 from django.db import transaction
 
 from mrtrweb.calls import engine
-from mrtrweb.calls.models import Call
+from mrtrweb.calls.models import Call, Round
 from mrtrweb.calls.signals import call_event
 from mrtrweb.calls.trail import trail
 from mrtrweb.servers.models import Connection
@@ -90,3 +90,63 @@ def test_a_failing_receiver_does_not_break_the_engine(heard: list[dict[str, Any]
     finally:
         call_event.disconnect(broken)
     assert [e["kind"] for e in heard] == ["claimed"]
+
+
+def _parked(fastmcp_peer: Any, user: Any) -> Any:
+    conn = Connection.objects.create(name="peer", url=fastmcp_peer.url)
+    call = engine.start_call(
+        connection=conn,
+        method=Call.Method.TOOL,
+        target="approve_deploy",
+        arguments={"service": "api"},
+        user=user,
+    )
+    return call.rounds.select_related("call").get()
+
+
+APPROVAL = {
+    "approval": {
+        "action": "accept",
+        "content": {"approve": True, "replicas": 1, "window": "tonight"},
+    }
+}
+
+
+def test_an_answer_tells_whom_it_concerns_as_the_stored_round_says(
+    fastmcp_peer: Any, heard: list[dict[str, Any]], inline_tasks: None
+) -> None:
+    from mrtrweb.live.events import concerned_users
+
+    ada, bob = make_user("ada"), make_user("bob")
+    round = _parked(fastmcp_peer, ada)
+    round.assigned_user = bob
+    Round.objects.filter(pk=round.pk).update(assigned_user=bob)
+    engine.answer(round, APPROVAL, bob)
+    answered = next(e for e in heard if e["kind"] == "answered")
+    # Told by the engine (no round read by the receivers), and the same as a lookup says.
+    assert answered["people"] is not None
+    looked_up = concerned_users(answered["call_id"], answered["round_id"], "answered", ada.pk)
+    assert (
+        concerned_users(
+            answered["call_id"], answered["round_id"], "answered", ada.pk, answered["people"]
+        )
+        == looked_up
+        == {ada.pk, bob.pk}
+    )
+
+
+def test_a_round_reassigned_after_it_was_read_is_answered_and_its_people_looked_up(
+    fastmcp_peer: Any, heard: list[dict[str, Any]], inline_tasks: None
+) -> None:
+    ada, bob = make_user("ada"), make_user("bob")
+    round = _parked(fastmcp_peer, ada)  # read while routed as parked
+    # Another process routes it to bob meanwhile: what this one read is stale.
+    Round.objects.filter(pk=round.pk).update(assigned_user=bob)
+    engine.answer(round, APPROVAL, ada)
+    stored = Round.objects.get(pk=round.pk)
+    assert stored.answered_by_id == ada.pk and stored.status != Round.Status.PENDING
+    answered = next(e for e in heard if e["kind"] == "answered")
+    # Not told from the stale read: the receivers read the round (and find bob).
+    assert answered["people"] is None
+    with pytest.raises(engine.AlreadyAnswered):
+        engine.answer(round, APPROVAL, ada)

@@ -19,7 +19,7 @@ from ..models import Round
 from ..routing import answering_for
 from . import quorum, splitting
 from .resubmitting import queue_resubmission, resubmit
-from .trail import record
+from .trail import People, record
 from .transitions import AlreadyAnswered, NotAnswerable, transition
 
 __all__ = ["answer", "saved_answers_for"]
@@ -71,18 +71,29 @@ def answer(
             comment = ""
             if answers is None:
                 return Round.objects.get(pk=round.pk)  # a part answered; the rest still wait
-        if not transition(
+        submitted = {
+            "answers": answers,
+            "answered_by": user,
+            "answered_at": now,
+            # Answering a group's round claims it, so it leaves the others' inboxes.
+            "claimed_by": Coalesce(F("claimed_by"), Value(user.pk)),
+            "claimed_at": Coalesce(F("claimed_at"), Value(now)),
+        }
+        # Whom the "answered" event concerns, known for sure when the round is still routed
+        # as this process read it: the update is guarded on that, so the live receivers need
+        # not read the round again (one query an answer). Reassigned or claimed meanwhile
+        # (rare): answered all the same, and the receivers look the people up.
+        people = _routed_as_read(round, user)
+        if people is None or not transition(
             round,
             Round.Status.PENDING,
             Round.Status.SUBMITTED,
-            answers=answers,
-            answered_by=user,
-            answered_at=now,
-            # Answering a group's round claims it, so it leaves the others' inboxes.
-            claimed_by=Coalesce(F("claimed_by"), Value(user.pk)),
-            claimed_at=Coalesce(F("claimed_at"), Value(now)),
+            where=_routing_of(round),
+            **submitted,
         ):
-            raise AlreadyAnswered(f"Round {round.index} was already answered.")
+            people = None
+            if not transition(round, Round.Status.PENDING, Round.Status.SUBMITTED, **submitted):
+                raise AlreadyAnswered(f"Round {round.index} was already answered.")
         if hand_off:
             # Registered before the event's hooks, so the delivery starts once the answers are
             # committed, while this thread tells the receivers.
@@ -92,7 +103,15 @@ def answer(
         for_whom = answering_for(round, user)
         if for_whom is not None:
             note["for_user"] = for_whom.get_username()
-        record(round.call, "answered", round=round, actor=user, answers=answers, **note)
+        record(
+            round.call,
+            "answered",
+            round=round,
+            actor=user,
+            people=(lambda: people) if people is not None else None,
+            answers=answers,
+            **note,
+        )
         # In the same transaction as the answers (database queue): both are kept, or neither.
         if hand_off:
             queue.enqueue("deliver_unclaimed_round", round.pk, at=now + handoff.GRACE)
@@ -106,6 +125,27 @@ def answer(
     # page shows both, and reading them together is one query, not two.
     round.refresh_from_db(from_queryset=Round.objects.select_related("call"))
     return round
+
+
+def _routing_of(round: Round) -> dict[str, Any]:
+    """Who ``round`` is routed to, claimed by and handed on from, as read."""
+    return {
+        "assigned_user_id": round.assigned_user_id,
+        "assigned_group_id": round.assigned_group_id,
+        "claimed_by_id": round.claimed_by_id,
+        "delegated_from_id": round.delegated_from_id,
+    }
+
+
+def _routed_as_read(round: Round, user: Any) -> People | None:
+    """Whom the round's answer by ``user`` concerns if it is still routed as read (what
+    :func:`.trail.people_of` gives for the submitted row); None for a split round, whose
+    parts have people of their own."""
+    if round.split:
+        return None
+    users = {round.assigned_user_id, round.claimed_by_id or user.pk, user.pk}
+    users |= {round.call.started_by_id, round.delegated_from_id}
+    return users, {round.assigned_group_id}
 
 
 def _wait_for_owner(round_id: int, wait: float) -> None:

@@ -13,6 +13,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Mapping
+from contextlib import nullcontext
 from typing import Any
 
 import mcp_types
@@ -241,7 +242,10 @@ def _exchange(call: Call, *, round: Round | None, responses: Any, state: str | N
     while True:
         _release_pooled_connection()
         try:
-            result, http_status = async_to_sync(_send)(call, responses, state, round, authenticator)
+            with authenticator.primed() if authenticator is not None else nullcontext():
+                result, http_status = async_to_sync(_send)(
+                    call, responses, state, round, authenticator
+                )
         except LegacyServer as exc:
             if round is None:
                 # Refused as a 2026-07-28 request, so nothing ran: the handshake era instead.
