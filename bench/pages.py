@@ -41,10 +41,13 @@ def _postgres_sizes() -> dict[str, int]:
     from django.db import connection
 
     with connection.cursor() as cursor:
+        # Each table (its heap, TOAST and maps) and each index apart, as SQLite's dbstat
+        # lists them: the same total as pg_total_relation_size, and it says which index grew.
         cursor.execute(
-            "SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c "
+            "SELECT c.relname, CASE c.relkind WHEN 'r' THEN pg_table_size(c.oid) "
+            "ELSE pg_relation_size(c.oid) END FROM pg_class c "
             "JOIN pg_namespace n ON n.oid = c.relnamespace "
-            "WHERE n.nspname = 'public' AND c.relkind = 'r'"
+            "WHERE n.nspname = 'public' AND c.relkind IN ('r', 'i')"
         )
         return {name: int(size) for name, size in cursor.fetchall()}
 

@@ -34,8 +34,9 @@ def state_sha256(state: str | None) -> str:
 
 def _where_set(field: str, name: str, *more: str) -> models.Index:
     """An index on ``field`` (then ``more``) holding only the rows where it is set: the
-    column is NULL on most rows, and those entries would cost every parked round a few bytes
-    for lookups that never ask for NULL."""
+    column is NULL on most rows (a round's assignee and group: on the rounds routed the other
+    way), and those entries would cost every parked round a few bytes for lookups that never
+    ask for NULL."""
     return models.Index(
         fields=[field, *more], name=name, condition=models.Q(**{f"{field}__isnull": False})
     )
@@ -357,8 +358,12 @@ class Round(_assignment("rounds")):
         indexes = [
             # Ascending, like the calls' (see there).
             models.Index(fields=["status", "created_at"], name="round_status_created"),
-            models.Index(fields=["assigned_user", "status"], name="round_assignee_status"),
-            models.Index(fields=["assigned_group", "status"], name="round_group_status"),
+            # Only where set: a round is routed to a user or to a group, and no page looks
+            # up the rounds routed to nobody, so each holds only the rounds routed its way.
+            # Every lookup names the column (= or IN), which implies the condition for both
+            # databases' planners.
+            _where_set("assigned_user", "round_assignee_status", "status"),
+            _where_set("assigned_group", "round_group_status", "status"),
             models.Index(fields=["status", "expires_at"], name="round_status_deadline"),
             _where_set("answered_by", "round_answerer_answered", "-answered_at"),
             _where_set("claimed_by", "round_claimer_set"),

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import base64
 import io
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from cryptography.fernet import Fernet
 from django.core.management import call_command
 from django.db import connection as db
+from django.db.models import F
 
 from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Event, Round
@@ -218,6 +220,8 @@ def test_the_parked_event_leaves_the_questions_to_the_round(fastmcp_peer: Any, u
     round = call.rounds.get()
     parked = Event.objects.get(call=call, kind="round_parked")
     assert "asked" not in parked.detail
+    # Nor the round's number: the audit trail reads it from the round (round__index).
+    assert "index" not in parked.detail
     assert parked.detail["request_state_sha256"] == round.request_state_sha256
     (view,) = [v for v in event_views(Event.objects.filter(pk=parked.pk)) if v.asked]
     (key, request) = next(iter(round.input_requests.items()))
@@ -225,3 +229,32 @@ def test_the_parked_event_leaves_the_questions_to_the_round(fastmcp_peer: Any, u
     assert view.asked[0].message == request["params"]["message"]
     (digest,) = round_digests(Round.objects.filter(pk=round.pk).defer("request_state"))
     assert digest.request_state_sha256 == round.request_state_sha256
+
+
+def test_a_parked_event_shows_the_same_with_or_without_a_stored_number(
+    fastmcp_peer: Any, user: Any
+) -> None:
+    """Events stored before the number was left to the round still hold it: both show alike."""
+    from mrtrweb.dashboard.audit import event_views
+
+    conn = Connection.objects.create(name="peer", url=fastmcp_peer.url)
+    refresh_catalog(conn)
+    call = engine.start_call(
+        connection=conn,
+        method=Call.Method.TOOL,
+        target="approve_deploy",
+        arguments={"service": "api"},
+        user=user,
+    )
+    parked = Event.objects.get(call=call, kind="round_parked")
+    old = Event.objects.create(
+        call=call,
+        round=parked.round,
+        kind="round_parked",
+        detail={"index": 1, **parked.detail},
+        created_at=parked.created_at,
+    )
+    numbered = Event.objects.annotate(round_index=F("round__index")).order_by("id")
+    new_view, old_view = event_views(numbered.filter(pk__in=[parked.pk, old.pk]))
+    assert new_view.round_index == old_view.round_index == 1
+    assert replace(new_view, pk=old_view.pk) == old_view

@@ -1,5 +1,6 @@
 """What the calls tables store per parked round (P5), on PostgreSQL as deployed: JSON that
-nothing looks inside is kept as ``json`` text, read back whole, in the writer's key order."""
+nothing looks inside is kept as ``json`` text, read back whole, in the writer's key order; the
+routing indexes hold only the rounds routed their way, and their migration goes both ways."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from tests.support.app_shell import shell_json
 from tests.support.processes import REPO_ROOT, ServedApp, app_environment
 from tests.support.services import scratch_postgres
 
@@ -56,17 +60,7 @@ def test_json_read_whole_is_json_text_on_postgresql(tmp_path: Path) -> None:
     with scratch_postgres("mrtrweb_schema") as url:
         app = ServedApp(tmp_path, app_environment(tmp_path, DATABASE_URL=url))
         app.migrate(static=False)
-        done = subprocess.run(
-            [sys.executable, "manage.py", "shell", "-c", CHECK],
-            cwd=REPO_ROOT,
-            env=app.env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-    assert done.returncode == 0, done.stderr[-3000:]
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
+        seen = shell_json(app, CHECK)
     # Kept as text: the round's questions, the events' details, the call's policy and tool.
     for column in ("calls_round.input_requests", "calls_event.detail", "calls_call.policy"):
         assert seen["types"][column] == "json", column
@@ -80,3 +74,52 @@ def test_json_read_whole_is_json_text_on_postgresql(tmp_path: Path) -> None:
     assert ", " not in seen["stored"].replace("Grüße, ok?", "") and ": " not in seen["stored"]
     assert seen["policy"] == {"b": 1, "a": 2} and seen["tool"] is None
     assert seen["detail"] == {"index": 1}
+
+
+ROUTING_INDEXES = """
+import json
+from django.db import connection
+with connection.cursor() as cursor:
+    cursor.execute(
+        "SELECT indexname, indexdef FROM pg_indexes WHERE indexname IN "
+        "('round_assignee_status', 'round_group_status')"
+    )
+    print(json.dumps(dict(cursor.fetchall())))
+"""
+
+
+def _manage(app: ServedApp, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=REPO_ROOT,
+        env=app.env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def _routing_indexes(app: ServedApp) -> dict[str, str]:
+    return json.loads(_manage(app, "shell", "-c", ROUTING_INDEXES).strip().splitlines()[-1])
+
+
+# Three migrate runs and three shells, each a Django start-up.
+@pytest.mark.timeout(600)
+def test_routing_indexes_hold_only_routed_rounds_and_migrate_both_ways(tmp_path: Path) -> None:
+    """A round is routed to a user or a group: each routing index holds only the rounds routed
+    its way (0016), and unapplying it brings back the full indexes."""
+    with scratch_postgres("mrtrweb_routing") as url:
+        app = ServedApp(tmp_path, app_environment(tmp_path, DATABASE_URL=url))
+        app.migrate(static=False)
+        partial = _routing_indexes(app)
+        assert partial["round_assignee_status"].endswith("WHERE (assigned_user_id IS NOT NULL)")
+        assert partial["round_group_status"].endswith("WHERE (assigned_group_id IS NOT NULL)")
+        _manage(app, "migrate", "calls", "0015", "-v0")
+        full = _routing_indexes(app)
+        assert set(full) == set(partial)
+        assert all("WHERE" not in definition for definition in full.values())
+        _manage(app, "migrate", "-v0")
+        assert _routing_indexes(app) == partial

@@ -114,6 +114,9 @@ def test_a_round_trip_logs_json_event_lines_without_secrets(
     # The state is identified by its digest, never shown.
     digest = hashlib.sha256(state.encode()).hexdigest()
     assert by_kind["round_parked"]["detail"]["request_state_sha256"] == digest
+    # The round's number is announced (and logged), though the stored event leaves it to
+    # the round row.
+    assert by_kind["round_parked"]["detail"]["index"] == 1
 
     everything = json_log.getvalue()
     for secret in (BEARER, HEADER_VALUE, state, ANSWER):

@@ -76,8 +76,8 @@ def park(
         parked.save()
         if not waiting:
             set_call(call, status=Call.Status.WAITING)
-        # The questions themselves are on the round (the audit trail shows them from there);
-        # empty fields are left out: this is stored once per round.
+        # The questions and the round's number are on the round (the audit trail shows them
+        # from there); empty fields are left out: this is stored once per round.
         routed = {"assigned_user": user.get_username()} if user else {}
         if group:
             routed["assigned_group"] = group.name
@@ -99,7 +99,7 @@ def park(
             "round_parked",
             round=parked,
             people=people,
-            index=index,
+            told={"index": index},
             **({"unsupported": unsupported} if unsupported else {}),
             request_state_sha256=parked.request_state_sha256,
             **({"carrier": carrier} if carrier != Round.Carrier.RETRY else {}),

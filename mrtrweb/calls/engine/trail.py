@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from django.db import transaction
@@ -45,15 +45,20 @@ def record(
     round: Round | None = None,
     actor: Any = None,
     people: Callable[[], People | None] | None = None,
+    told: Mapping[str, Any] | None = None,
     **detail: Any,
 ) -> None:
     """Add ``kind`` to the call's trail, and announce it through ``call_event`` on commit.
 
     ``people``, asked once committed, says whom a round's event concerns when the caller
     knows it for sure (it wrote the round in this transaction); None: receivers look it up.
+
+    ``told``: detail the announcement carries (receivers and the event log read it there)
+    but the row does not store, because the event's round row holds it already (its number:
+    the audit trail shows it from there), so every parked round does not store it twice.
     """
     Event.objects.create(call=call, round=round, kind=kind, actor=actor, detail=detail)
-    announce(call, kind, round=round, people=people, **detail)
+    announce(call, kind, round=round, people=people, **(told or {}), **detail)
 
 
 def announce(
