@@ -16,6 +16,7 @@ from typing import Any
 from django.utils.translation import gettext_lazy
 from django.utils.translation import gettext_lazy as _
 
+from mrtrweb.calls import digests
 from mrtrweb.calls.models import Event, Round
 from mrtrweb.calls.rendering import answer_value, pretty_json
 
@@ -221,7 +222,7 @@ def event_views(events: Iterable[Event]) -> list[EventView]:
                 answered=_answered(detail),
                 outcome=outcome,
                 outcome_ok=ok,
-                request_state_sha256=_text(detail.get("request_state_sha256")),
+                request_state_sha256=digests.shown(detail.get(digests.DIGEST)),
                 assigned=_assigned(detail),
                 for_user=_text(detail.get("for_user")),
                 other=other,
@@ -251,7 +252,7 @@ def _state_digests(rounds: list[Round]) -> dict[int, str]:
         .values_list("round_id", "detail")
     )
     return {
-        round_id: _text(detail.get("request_state_sha256"))
+        round_id: digests.shown(detail.get(digests.DIGEST))
         for round_id, detail in found
         if isinstance(detail, Mapping)
     }

@@ -19,7 +19,7 @@ from django.core.management import call_command
 from django.db import connection as db
 from django.db.models import F
 
-from mrtrweb.calls import engine
+from mrtrweb.calls import digests, engine
 from mrtrweb.calls.models import Call, Event, Round
 from mrtrweb.encryption import crypto
 from mrtrweb.mcp.headers import header_schema, x_mcp_header_map
@@ -222,8 +222,13 @@ def test_the_parked_event_leaves_the_questions_to_the_round(fastmcp_peer: Any, u
     assert "asked" not in parked.detail
     # Nor the round's number: the audit trail reads it from the round (round__index).
     assert "index" not in parked.detail
-    assert parked.detail["request_state_sha256"] == round.request_state_sha256
+    # The state's digest is stored compact (43 characters of base64url, not 64 of hex) and
+    # shown as hex.
+    stored = parked.detail["request_state_sha256"]
+    assert len(stored) == 43 and len(round.request_state_sha256) == 64
+    assert digests.shown(stored) == round.request_state_sha256
     (view,) = [v for v in event_views(Event.objects.filter(pk=parked.pk)) if v.asked]
+    assert view.request_state_sha256 == round.request_state_sha256
     (key, request) = next(iter(round.input_requests.items()))
     assert view.asked[0].key == key
     assert view.asked[0].message == request["params"]["message"]
@@ -258,3 +263,50 @@ def test_a_parked_event_shows_the_same_with_or_without_a_stored_number(
     new_view, old_view = event_views(numbered.filter(pk__in=[parked.pk, old.pk]))
     assert new_view.round_index == old_view.round_index == 1
     assert replace(new_view, pk=old_view.pk) == old_view
+
+
+def test_a_digest_stored_in_hex_shows_as_a_compact_one_does(fastmcp_peer: Any, user: Any) -> None:
+    """Events stored before the digest was kept compact hold it in hex: both show alike, on
+    the event and in the rounds table."""
+    from mrtrweb.dashboard.audit import event_views, round_digests
+
+    conn = Connection.objects.create(name="peer", url=fastmcp_peer.url)
+    refresh_catalog(conn)
+    call = engine.start_call(
+        connection=conn,
+        method=Call.Method.TOOL,
+        target="approve_deploy",
+        arguments={"service": "api"},
+        user=user,
+    )
+    round = call.rounds.get()
+    parked = Event.objects.get(call=call, kind="round_parked")
+    old = Event.objects.create(
+        call=call,
+        round=round,
+        kind="round_parked",
+        detail={**parked.detail, "request_state_sha256": round.request_state_sha256},
+        created_at=parked.created_at,
+    )
+    new_view, old_view = event_views(Event.objects.filter(pk__in=[parked.pk, old.pk]))
+    assert new_view.request_state_sha256 == old_view.request_state_sha256
+    assert new_view.request_state_sha256 == round.request_state_sha256
+    parked.delete()
+    (digest,) = round_digests(Round.objects.filter(pk=round.pk).defer("request_state"))
+    assert digest.request_state_sha256 == round.request_state_sha256
+
+
+@pytest.mark.parametrize("value", ["", None, 7, "not a digest", "!" * 43, "ab" * 32])
+def test_whatever_an_event_holds_as_a_digest_shows_as_text(value: Any) -> None:
+    shown = digests.shown(value)
+    assert isinstance(shown, str)
+    assert shown == (value if isinstance(value, str) else "")
+
+
+def test_a_digest_round_trips_through_its_stored_form() -> None:
+    from mrtrweb.calls.models import state_sha256
+
+    hex_digest = state_sha256("opaque-state")
+    assert digests.shown(digests.stored(hex_digest)) == hex_digest
+    assert len(digests.stored(hex_digest)) == 43
+    assert digests.stored("") == ""

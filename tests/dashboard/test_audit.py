@@ -12,7 +12,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from mrtrweb.calls import engine
+from mrtrweb.calls import digests, engine
 from mrtrweb.calls.models import Call, Event, Round
 from mrtrweb.calls.trail import trail
 from mrtrweb.servers.models import Connection
@@ -174,7 +174,9 @@ def test_state_only_rounds_are_listed_by_digest(web: Client, ann: Any, fastmcp_p
     assert len(retries) == 2
     shown = visible_text(web.get(audit_url(call)))
     for event in retries:
-        assert f"requestState SHA-256 {event.detail['request_state_sha256']}" in shown
+        digest = digests.shown(event.detail["request_state_sha256"])
+        assert len(digest) == 64
+        assert f"requestState SHA-256 {digest}" in shown
 
 
 def test_server_text_is_escaped(web: Client, root: Any) -> None:

@@ -32,6 +32,7 @@ from typing import Any
 import httpx
 import pytest
 
+from mrtrweb.calls import digests
 from tests.peers.fixtures import Peer
 from tests.support import second_factor
 from tests.support.processes import (
@@ -193,7 +194,8 @@ class Stack:
     def rounds(self, ids: list[int]) -> dict[int, dict[str, Any]]:
         listed = ",".join(str(int(i)) for i in ids)
         database_url = self.app.env.get("DATABASE_URL")
-        # The requestState's digest, as the audit trail recorded it when the round was parked.
+        # The requestState's digest, as the audit trail recorded it when the round was parked
+        # (compact: read back as hex below).
         digest = (
             "e.detail->>'request_state_sha256'"
             if database_url
@@ -219,7 +221,7 @@ class Stack:
             row[0]: {
                 "status": row[1],
                 "answers": json.loads(row[2]) if isinstance(row[2], str) else row[2],
-                "sha": row[3],
+                "sha": digests.shown(row[3]),
                 "attempts": row[4],
                 "call": row[5],
                 "error": row[6],

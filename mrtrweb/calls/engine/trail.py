@@ -8,6 +8,7 @@ from typing import Any
 
 from django.db import transaction
 
+from .. import digests
 from ..models import Call, Event, Round
 from ..signals import call_event
 
@@ -57,7 +58,11 @@ def record(
     but the row does not store, because the event's round row holds it already (its number:
     the audit trail shows it from there), so every parked round does not store it twice.
     """
-    Event.objects.create(call=call, round=round, kind=kind, actor=actor, detail=detail)
+    kept = detail
+    if digests.DIGEST in detail:
+        # Stored compact; announced (and logged) as hex.
+        kept = {**detail, digests.DIGEST: digests.stored(detail[digests.DIGEST])}
+    Event.objects.create(call=call, round=round, kind=kind, actor=actor, detail=kept)
     announce(call, kind, round=round, people=people, **(told or {}), **detail)
 
 
