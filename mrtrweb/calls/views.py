@@ -38,17 +38,9 @@ from .access import (
     visible_round,
     visible_rounds,
 )
+from .call_outcomes import expiry_of, listed_calls, outcome_of, with_error_flag
 from .models import Call, Round
-from .presenting import (
-    RoundAnswers,
-    expiry_of,
-    listed_calls,
-    outcome_of,
-    person_name,
-    round_view,
-    typed_values,
-    with_error_flag,
-)
+from .presenting import RoundAnswers, person_name, round_view, typed_values
 from .presenting_policies import comments_of, policy_states
 from .rendering import pretty_json, result_view
 from .round_approvals import is_quorum, quorum_view, round_comments

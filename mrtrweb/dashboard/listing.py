@@ -25,8 +25,9 @@ from django.contrib.auth.models import Group
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from mrtrweb.calls.call_outcomes import with_error_flag
 from mrtrweb.calls.models import Call, Round
-from mrtrweb.calls.presenting import present, with_error_flag
+from mrtrweb.calls.presenting import present
 from mrtrweb.servers.models import Connection
 
 PAGE_SIZE = 50

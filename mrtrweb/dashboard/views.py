@@ -32,8 +32,8 @@ from django.views.decorators.http import require_POST, require_safe
 from django_htmx.http import HttpResponseClientRedirect
 
 from mrtrweb.calls import engine
+from mrtrweb.calls.call_outcomes import outcomes_for
 from mrtrweb.calls.models import Call, Event, Round
-from mrtrweb.calls.presenting import outcomes_for
 from mrtrweb.calls.presenting_policies import policy_states
 from mrtrweb.calls.trail import with_start
 from mrtrweb.http import SeeOther

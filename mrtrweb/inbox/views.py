@@ -24,13 +24,9 @@ from django.utils.functional import cached_property
 from django.views.decorators.http import require_safe
 
 from mrtrweb.calls.access import shown_to, waiting_for
+from mrtrweb.calls.call_outcomes import Outcome, outcomes_for, round_action
 from mrtrweb.calls.models import Call, Round
-from mrtrweb.calls.presenting import (
-    Outcome,
-    outcomes_for,
-    present,
-    round_action,
-)
+from mrtrweb.calls.presenting import present
 from mrtrweb.calls.presenting_policies import policy_states
 
 PAGE_SIZE = 25

@@ -5,8 +5,8 @@ from __future__ import annotations
 import datetime as dt
 from zoneinfo import ZoneInfo
 
+from mrtrweb.calls.call_outcomes import call_outcome, round_action
 from mrtrweb.calls.models import Call
-from mrtrweb.calls.presenting import call_outcome, round_action
 from mrtrweb.calls.rendering import Field, structured_fields
 from mrtrweb.calls.when import moment, moment_in_utc, relative
 

@@ -216,7 +216,7 @@ def lose(round_id: int, *, why: str, answer_sent: bool | None = None) -> bool:
             OPEN,
             Round.Status.EXPIRED,
             where={"carrier": Round.Carrier.STREAM},
-            # What the pages say of it (presenting.expiry_of: "lost").
+            # What the pages say of it (call_outcomes.expiry_of: "lost").
             delivery_error=error,
         ):
             return False

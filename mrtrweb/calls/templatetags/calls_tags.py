@@ -9,7 +9,8 @@ from django import template
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from mrtrweb.calls.presenting import Outcome, changes_said, person_name, renewal_state
+from mrtrweb.calls.call_outcomes import Outcome
+from mrtrweb.calls.presenting import changes_said, person_name, renewal_state
 from mrtrweb.calls.rendering import Block, pretty_json
 from mrtrweb.calls.when import moment
 
