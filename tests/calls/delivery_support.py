@@ -55,6 +55,22 @@ def park(
     return call.rounds.get()
 
 
+def park_approval(peer: Any, user: Any) -> Round:
+    """``approve_deploy`` started on a connection ``peer`` to ``peer`` (its catalog listed),
+    its one round parked; the round comes with its call."""
+    conn = Connection.objects.create(name="peer", url=peer.url)
+    refresh_catalog(conn)
+    call = engine.start_call(
+        connection=conn,
+        method=Call.Method.TOOL,
+        target="approve_deploy",
+        arguments={"service": "api"},
+        user=user,
+    )
+    assert call.status == Call.Status.WAITING, call.error
+    return call.rounds.select_related("call").get()
+
+
 def answer(round: Round, user: Any) -> dict[str, Any]:
     (key,) = round.input_requests
     answers = {key: {"action": "accept", "content": CONFIRM}}

@@ -12,6 +12,7 @@ from mrtrweb.calls.models import Call, Round
 from mrtrweb.calls.signals import call_event
 from mrtrweb.calls.trail import trail
 from mrtrweb.servers.models import Connection
+from tests.calls.delivery_support import park_approval
 from tests.support.factories import make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -33,15 +34,8 @@ def test_every_event_of_a_round_trip_is_announced_in_order(
     fastmcp_peer: Any, heard: list[dict[str, Any]], inline_tasks: None
 ) -> None:
     user = make_user("ada")
-    conn = Connection.objects.create(name="peer", url=fastmcp_peer.url)
-    call = engine.start_call(
-        connection=conn,
-        method=Call.Method.TOOL,
-        target="approve_deploy",
-        arguments={"service": "api"},
-        user=user,
-    )
-    round = call.rounds.get()
+    round = park_approval(fastmcp_peer, user)
+    call = round.call
     engine.answer(
         round,
         {
@@ -92,18 +86,6 @@ def test_a_failing_receiver_does_not_break_the_engine(heard: list[dict[str, Any]
     assert [e["kind"] for e in heard] == ["claimed"]
 
 
-def _parked(fastmcp_peer: Any, user: Any) -> Any:
-    conn = Connection.objects.create(name="peer", url=fastmcp_peer.url)
-    call = engine.start_call(
-        connection=conn,
-        method=Call.Method.TOOL,
-        target="approve_deploy",
-        arguments={"service": "api"},
-        user=user,
-    )
-    return call.rounds.select_related("call").get()
-
-
 APPROVAL = {
     "approval": {
         "action": "accept",
@@ -118,7 +100,7 @@ def test_an_answer_tells_whom_it_concerns_as_the_stored_round_says(
     from mrtrweb.live.events import concerned_users
 
     ada, bob = make_user("ada"), make_user("bob")
-    round = _parked(fastmcp_peer, ada)
+    round = park_approval(fastmcp_peer, ada)
     round.assigned_user = bob
     Round.objects.filter(pk=round.pk).update(assigned_user=bob)
     engine.answer(round, APPROVAL, bob)
@@ -139,7 +121,7 @@ def test_a_round_reassigned_after_it_was_read_is_answered_and_its_people_looked_
     fastmcp_peer: Any, heard: list[dict[str, Any]], inline_tasks: None
 ) -> None:
     ada, bob = make_user("ada"), make_user("bob")
-    round = _parked(fastmcp_peer, ada)  # read while routed as parked
+    round = park_approval(fastmcp_peer, ada)  # read while routed as parked
     # Another process routes it to bob meanwhile: what this one read is stale.
     Round.objects.filter(pk=round.pk).update(assigned_user=bob)
     engine.answer(round, APPROVAL, ada)

@@ -23,8 +23,7 @@ from mrtrweb.calls import digests, engine
 from mrtrweb.calls.models import Call, Event, Round
 from mrtrweb.encryption import crypto
 from mrtrweb.mcp.headers import header_schema, x_mcp_header_map
-from mrtrweb.servers.catalog import refresh_catalog
-from mrtrweb.servers.models import Connection
+from tests.calls.delivery_support import park_approval
 from tests.dashboard.support import make_connection, make_round
 
 pytestmark = pytest.mark.django_db
@@ -134,16 +133,8 @@ def test_no_credentials_are_stored_as_an_empty_object_in_clear(user: Any) -> Non
 def test_a_call_keeps_its_credentials_and_only_what_rounds_need_of_its_tool(
     fastmcp_peer: Any, user: Any
 ) -> None:
-    conn = Connection.objects.create(name="peer", url=fastmcp_peer.url)
-    refresh_catalog(conn)
-    call = engine.start_call(
-        connection=conn,
-        method=Call.Method.TOOL,
-        target="approve_deploy",
-        arguments={"service": "api"},
-        user=user,
-    )
-    assert call.status == Call.Status.WAITING, call.error
+    call = park_approval(fastmcp_peer, user).call
+    conn = call.connection
     assert stored_credentials(call.pk) == "{}"
     listed = conn.tool("approve_deploy")
     assert listed is not None
@@ -208,16 +199,8 @@ def test_tool_for_rounds_keeps_header_mirroring_and_idempotence_only() -> None:
 def test_the_parked_event_leaves_the_questions_to_the_round(fastmcp_peer: Any, user: Any) -> None:
     from mrtrweb.dashboard.audit import event_views, round_digests
 
-    conn = Connection.objects.create(name="peer", url=fastmcp_peer.url)
-    refresh_catalog(conn)
-    call = engine.start_call(
-        connection=conn,
-        method=Call.Method.TOOL,
-        target="approve_deploy",
-        arguments={"service": "api"},
-        user=user,
-    )
-    round = call.rounds.get()
+    round = park_approval(fastmcp_peer, user)
+    call = round.call
     parked = Event.objects.get(call=call, kind="round_parked")
     assert "asked" not in parked.detail
     # Nor the round's number: the audit trail reads it from the round (round__index).
@@ -242,15 +225,7 @@ def test_a_parked_event_shows_the_same_with_or_without_a_stored_number(
     """Events stored before the number was left to the round still hold it: both show alike."""
     from mrtrweb.dashboard.audit import event_views
 
-    conn = Connection.objects.create(name="peer", url=fastmcp_peer.url)
-    refresh_catalog(conn)
-    call = engine.start_call(
-        connection=conn,
-        method=Call.Method.TOOL,
-        target="approve_deploy",
-        arguments={"service": "api"},
-        user=user,
-    )
+    call = park_approval(fastmcp_peer, user).call
     parked = Event.objects.get(call=call, kind="round_parked")
     old = Event.objects.create(
         call=call,
@@ -270,16 +245,8 @@ def test_a_digest_stored_in_hex_shows_as_a_compact_one_does(fastmcp_peer: Any, u
     the event and in the rounds table."""
     from mrtrweb.dashboard.audit import event_views, round_digests
 
-    conn = Connection.objects.create(name="peer", url=fastmcp_peer.url)
-    refresh_catalog(conn)
-    call = engine.start_call(
-        connection=conn,
-        method=Call.Method.TOOL,
-        target="approve_deploy",
-        arguments={"service": "api"},
-        user=user,
-    )
-    round = call.rounds.get()
+    round = park_approval(fastmcp_peer, user)
+    call = round.call
     parked = Event.objects.get(call=call, kind="round_parked")
     old = Event.objects.create(
         call=call,
