@@ -14,14 +14,13 @@ keeps nothing), so the pages measured later (P3) see only the rounds they seed.
 from __future__ import annotations
 
 import asyncio
-import os
 import time
-from pathlib import Path
 from typing import Any
 
 import httpx
 
 from .people import Person
+from .procfs import cpu_seconds
 from .stack import PASSWORD, PERSON, Stack
 from .stats import summary
 
@@ -60,12 +59,6 @@ async def start_to_round(person: Person) -> Outcome:
     except (RuntimeError, TimeoutError, httpx.HTTPError, KeyError) as exc:
         outcome.error = f"{type(exc).__name__}: {exc}"[:300]
     return outcome
-
-
-def cpu_seconds(pid: int) -> float:
-    """CPU time (user + system) a process has used so far, from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def _signed_in(run: Stack, count: int) -> list[Person]:

@@ -14,7 +14,6 @@ import contextlib
 import json
 import sys
 import time
-import traceback
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,9 @@ from typing import Any
 from . import django_floor, pages
 from .floor import RawClient, fastmcp_rounds
 from .people import Person
+from .phases import guarded, phase
 from .plans import PLANS, Plan
+from .procfs import rss_kb
 from .stack import PASSWORD, PERSON, TOOL, Stack, inprocess_worker_supported, stack
 from .stats import ratio, summary
 
@@ -79,23 +80,6 @@ def _finished(ids: list[int]) -> dict[int, tuple[str, float]]:
         "pk", "status", "finished_at"
     )
     return {pk: (status, at.timestamp()) for pk, status, at in rows}
-
-
-def rss_kb(pid: int | None) -> dict[str, int | None]:
-    """Resident and peak resident memory (kB) of a process, from /proc."""
-    figures: dict[str, int | None] = {"rss_kb": None, "peak_rss_kb": None}
-    if pid is None:
-        return figures
-    try:
-        text = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return figures
-    for line in text.splitlines():
-        if line.startswith("VmRSS:"):
-            figures["rss_kb"] = int(line.split()[1])
-        elif line.startswith("VmHWM:"):
-            figures["peak_rss_kb"] = int(line.split()[1])
-    return figures
 
 
 def _ms(seconds: list[float]) -> list[float]:
@@ -278,26 +262,6 @@ async def p4_live(run: Stack, plan: Plan, person: Person) -> dict[str, Any]:
 # -- the run -------------------------------------------------------------------------------
 
 
-def _failed(name: str, exc: BaseException) -> dict[str, Any]:
-    # One phase failing (a server error, a timeout) must not lose the others' figures.
-    traceback.print_exception(exc, file=sys.stderr)
-    return {"error": f"{name} failed: {type(exc).__name__}: {exc}"[:500]}
-
-
-def _phase(name: str, function: Any, *args: Any) -> dict[str, Any]:
-    try:
-        return function(*args)
-    except Exception as exc:
-        return _failed(name, exc)
-
-
-async def _guarded(name: str, work: Any) -> dict[str, Any]:
-    try:
-        return await work
-    except Exception as exc:
-        return _failed(name, exc)
-
-
 async def _signed_in(run: Stack, count: int) -> list[Person]:
     people = [Person(run.app_url, PERSON, PASSWORD) for _ in range(count)]
     await asyncio.gather(*(p.login() for p in people))
@@ -338,24 +302,22 @@ async def _web_phases(
         if only != frozenset(PHASES):
             await _some_web_phases(run, plan, figures, people, only, context)
             return
-        figures["p1"] = await _guarded("p1", p1_latency(run, plan, people[0]))
-        figures["p1_floor"] = await _guarded(
-            "p1_floor", django_floor.p1_floor(run, plan, people[0])
-        )
-        figures["p4"] = await _guarded("p4", p4_live(run, plan, people[0]))
-        figures["p2"] = await _guarded("p2", p2_throughput(run, plan, people))
-        figures["p2_floor"] = await _guarded("p2_floor", django_floor.p2_floor(run, plan, people))
+        figures["p1"] = await guarded("p1", p1_latency(run, plan, people[0]))
+        figures["p1_floor"] = await guarded("p1_floor", django_floor.p1_floor(run, plan, people[0]))
+        figures["p4"] = await guarded("p4", p4_live(run, plan, people[0]))
+        figures["p2"] = await guarded("p2", p2_throughput(run, plan, people))
+        figures["p2_floor"] = await guarded("p2_floor", django_floor.p2_floor(run, plan, people))
         app_rounds = (
             3
             + plan.latency_repeats
             + plan.live_repeats
             + plan.throughput_repeats * plan.concurrency * plan.throughput_flows
         )
-        figures["memory"] = await _guarded("memory", memory(run, plan, people, app_rounds))
+        figures["memory"] = await guarded("memory", memory(run, plan, people, app_rounds))
         # After the memory figure: P6's thousand sockets would count in its growth.
-        figures["p6"] = await _guarded("p6", p6_watchers(run, plan, people[0], context))
+        figures["p6"] = await guarded("p6", p6_watchers(run, plan, people[0], context))
         # Last of the web phases: the crowd's starts leave the process busy for a moment.
-        figures["p7"] = await _guarded("p7", _p7(run, plan))
+        figures["p7"] = await guarded("p7", _p7(run, plan))
     finally:
         await asyncio.gather(*(p.close() for p in people))
 
@@ -370,23 +332,21 @@ async def _some_web_phases(
 ) -> None:
     """The web phases ``--only`` names, alone (e.g. the long memory run by itself)."""
     if "p1" in only:
-        figures["p1"] = await _guarded("p1", p1_latency(run, plan, people[0]))
+        figures["p1"] = await guarded("p1", p1_latency(run, plan, people[0]))
     if "p1_floor" in only:
-        figures["p1_floor"] = await _guarded(
-            "p1_floor", django_floor.p1_floor(run, plan, people[0])
-        )
+        figures["p1_floor"] = await guarded("p1_floor", django_floor.p1_floor(run, plan, people[0]))
     if "p4" in only:
-        figures["p4"] = await _guarded("p4", p4_live(run, plan, people[0]))
+        figures["p4"] = await guarded("p4", p4_live(run, plan, people[0]))
     if "p2" in only:
-        figures["p2"] = await _guarded("p2", p2_throughput(run, plan, people))
+        figures["p2"] = await guarded("p2", p2_throughput(run, plan, people))
     if "p2_floor" in only:
-        figures["p2_floor"] = await _guarded("p2_floor", django_floor.p2_floor(run, plan, people))
+        figures["p2_floor"] = await guarded("p2_floor", django_floor.p2_floor(run, plan, people))
     if "memory" in only:
-        figures["memory"] = await _guarded("memory", memory(run, plan, people, 3))
+        figures["memory"] = await guarded("memory", memory(run, plan, people, 3))
     if "p6" in only:
-        figures["p6"] = await _guarded("p6", p6_watchers(run, plan, people[0], context))
+        figures["p6"] = await guarded("p6", p6_watchers(run, plan, people[0], context))
     if "p7" in only:
-        figures["p7"] = await _guarded("p7", _p7(run, plan))
+        figures["p7"] = await guarded("p7", _p7(run, plan))
 
 
 async def _p7(run: Stack, plan: Plan) -> dict[str, Any]:
@@ -430,7 +390,7 @@ def run_suite(
         seed.setup_django()
         context = seed.prepare(run.mcp_url)
         if "p5" in only:
-            figures["p5"] = _phase("p5", pages.storage, plan.storage_rounds, context)
+            figures["p5"] = phase("p5", pages.storage, plan.storage_rounds, context)
         if only - {"p5", "p3", "flow"}:
             asyncio.run(_web_phases(run, plan, figures, context, only))
         if "flow" in only:
@@ -439,9 +399,9 @@ def run_suite(
             from . import flow
 
             sql_path = sql_dir / f"flow-{backend}-sql.txt" if sql_dir is not None else None
-            figures["flow"] = _phase("flow", flow.measure, context, plan.flow_repeats, sql_path)
+            figures["flow"] = phase("flow", flow.measure, context, plan.flow_repeats, sql_path)
         if "p3" in only:
-            figures["p3"] = _phase("p3", pages.scale, run, plan, context)
+            figures["p3"] = phase("p3", pages.scale, run, plan, context)
         if profile_dir is not None:
             from .profile import profile
 

@@ -16,17 +16,17 @@ the inbox page (median of repeats) idle and with every socket open.
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import resource
 import statistics
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from .live import AT, KIND, open_socket
 from .people import Person, form_fields
+from .phases import guarded
+from .procfs import cpu_seconds, rss_kb
 from .stack import PASSWORD, TOOL, Stack
 from .stats import summary
 
@@ -237,7 +237,6 @@ async def _route_to_group(person: Person) -> float:
 
 
 def _web_memory(run: Stack) -> dict[str, float | None]:
-    from .suite import rss_kb
 
     figures = rss_kb(run.web_pid)
     rss, peak = figures["rss_kb"], figures["peak_rss_kb"]
@@ -245,12 +244,6 @@ def _web_memory(run: Stack) -> dict[str, float | None]:
         "rss_mb": rss / 1024 if rss is not None else None,
         "peak_rss_mb": peak / 1024 if peak is not None else None,
     }
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU of a process so far (from /proc/<pid>/stat)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / float(os.sysconf("SC_CLK_TCK"))
 
 
 async def measure(
@@ -280,11 +273,11 @@ async def measure(
     figures["memory_idle"] = _web_memory(run)
     idle = await _page_ms(person, "/inbox/", page_repeats)
     listener = Listener()
-    cpu_before = _cpu_seconds(run.web_pid)
+    cpu_before = cpu_seconds(run.web_pid)
     sockets, readers, opening = await open_all(run, watchers, listener)
     figures["open_seconds"] = opening
     figures["open_web_cpu_ms_per_socket"] = (
-        (_cpu_seconds(run.web_pid) - cpu_before) * 1000 / max(len(sockets), 1)
+        (cpu_seconds(run.web_pid) - cpu_before) * 1000 / max(len(sockets), 1)
     )
     try:
         await asyncio.sleep(1.0)  # let the last sockets settle (their stale-state checks)
@@ -296,7 +289,7 @@ async def measure(
         for _ in range(events):
             for seen in listener.arrivals.values():
                 seen.clear()
-            cpu_before = _cpu_seconds(run.web_pid)
+            cpu_before = cpu_seconds(run.web_pid)
             await _route_to_group(person)
             deadline = time.monotonic() + 30.0
             concerned_ids = {w.user_id for w in watchers if w.concerned}
@@ -310,7 +303,7 @@ async def measure(
                     break
                 await asyncio.sleep(0.05)
             figures.setdefault("event_web_cpu_ms", []).append(
-                (_cpu_seconds(run.web_pid) - cpu_before) * 1000
+                (cpu_seconds(run.web_pid) - cpu_before) * 1000
             )
             reached.append(len(got))
             for uid in concerned_ids:
@@ -347,7 +340,6 @@ def main(argv: list[str] | None = None) -> None:
     import json
 
     from .stack import PERSON, inprocess_worker_supported, stack
-    from .suite import _guarded
 
     parser = argparse.ArgumentParser(description="P6 alone, printed as JSON.")
     parser.add_argument("--backend", choices=("sqlite", "postgresql"), default="sqlite")
@@ -371,7 +363,7 @@ def main(argv: list[str] | None = None) -> None:
             await person.login()
             try:
                 # As the suite runs it: a failure prints its error as the figures.
-                return await _guarded(
+                return await guarded(
                     "p6",
                     measure(
                         run,
