@@ -19,7 +19,7 @@ from ..models import Round
 from ..routing import answering_for
 from . import quorum, splitting
 from .resubmitting import queue_resubmission, resubmit
-from .trail import People, record
+from .trail import people_of, record
 from .transitions import AlreadyAnswered, NotAnswerable, transition
 
 __all__ = ["answer", "saved_answers_for"]
@@ -83,7 +83,7 @@ def answer(
         # as this process read it: the update is guarded on that, so the live receivers need
         # not read the round again (one query an answer). Reassigned or claimed meanwhile
         # (rare): answered all the same, and the receivers look the people up.
-        people = _routed_as_read(round, user)
+        people = people_of(round, answered_by=user)
         if people is None or not transition(
             round,
             Round.Status.PENDING,
@@ -135,17 +135,6 @@ def _routing_of(round: Round) -> dict[str, Any]:
         "claimed_by_id": round.claimed_by_id,
         "delegated_from_id": round.delegated_from_id,
     }
-
-
-def _routed_as_read(round: Round, user: Any) -> People | None:
-    """Whom the round's answer by ``user`` concerns if it is still routed as read (what
-    :func:`.trail.people_of` gives for the submitted row); None for a split round, whose
-    parts have people of their own."""
-    if round.split:
-        return None
-    users = {round.assigned_user_id, round.claimed_by_id or user.pk, user.pk}
-    users |= {round.call.started_by_id, round.delegated_from_id}
-    return users, {round.assigned_group_id}
 
 
 def _wait_for_owner(round_id: int, wait: float) -> None:

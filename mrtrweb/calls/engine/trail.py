@@ -28,13 +28,21 @@ def dump(model: Any) -> Any:
 People = tuple[set[int | None], set[int | None]]
 
 
-def people_of(round: Round) -> People | None:
+def people_of(round: Round, *, answered_by: Any = None) -> People | None:
     """Whom an event of ``round`` concerns, from a row read while nobody could change who it
     is routed to, claimed or answered by (it was not pending); None for a split round (its
-    parts have people of their own: receivers look them up)."""
+    parts have people of their own: receivers look them up).
+
+    ``answered_by``: the person answering the round as read (still pending): the answer
+    claims it for them unless someone had, so they are who answered and, perhaps, claimed.
+    """
     if round.split:
         return None
-    users = {round.assigned_user_id, round.claimed_by_id, round.answered_by_id}
+    if answered_by is None:
+        claimed, answered = round.claimed_by_id, round.answered_by_id
+    else:
+        claimed, answered = round.claimed_by_id or answered_by.pk, answered_by.pk
+    users = {round.assigned_user_id, claimed, answered}
     users |= {round.call.started_by_id, round.delegated_from_id}
     return users, {round.assigned_group_id}
 
