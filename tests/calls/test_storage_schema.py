@@ -5,14 +5,12 @@ routing indexes hold only the rounds routed their way, and their migration goes 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.support.app_shell import shell_json
-from tests.support.processes import REPO_ROOT, ServedApp, app_environment
+from tests.support.processes import ServedApp, app_environment
 from tests.support.services import scratch_postgres
 
 # Run in the migrated database (manage.py shell): the columns' types, and a round trip.
@@ -88,22 +86,9 @@ with connection.cursor() as cursor:
 """
 
 
-def _manage(app: ServedApp, *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=REPO_ROOT,
-        env=app.env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
-
-
 def _routing_indexes(app: ServedApp) -> dict[str, str]:
-    return json.loads(_manage(app, "shell", "-c", ROUTING_INDEXES).strip().splitlines()[-1])
+    printed = app.manage("shell", "-c", ROUTING_INDEXES, timeout=300).stdout
+    return json.loads(printed.strip().splitlines()[-1])
 
 
 # Three migrate runs and three shells, each a Django start-up.
@@ -117,9 +102,9 @@ def test_routing_indexes_hold_only_routed_rounds_and_migrate_both_ways(tmp_path:
         partial = _routing_indexes(app)
         assert partial["round_assignee_status"].endswith("WHERE (assigned_user_id IS NOT NULL)")
         assert partial["round_group_status"].endswith("WHERE (assigned_group_id IS NOT NULL)")
-        _manage(app, "migrate", "calls", "0015", "-v0")
+        app.manage("migrate", "calls", "0015", "-v0", timeout=300)
         full = _routing_indexes(app)
         assert set(full) == set(partial)
         assert all("WHERE" not in definition for definition in full.values())
-        _manage(app, "migrate", "-v0")
+        app.manage("migrate", "-v0", timeout=300)
         assert _routing_indexes(app) == partial
