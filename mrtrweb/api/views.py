@@ -22,6 +22,7 @@ from pydantic import BeforeValidator, Field
 from mrtrweb import webhooks
 from mrtrweb.calls import engine
 from mrtrweb.calls.access import (
+    by_key,
     can_answer,
     routed_to,
     shown_to,
@@ -200,7 +201,7 @@ def _call_started(
 
 
 def _find_call(user: Any, pk: int) -> Call | None:
-    return visible_calls(user).filter(pk=pk).first()
+    return by_key(visible_calls(user), pk)
 
 
 def _fingerprint(pk: int) -> tuple[Any, ...]:
@@ -340,7 +341,7 @@ def rounds(
 def round_responses(request: HttpRequest, id: Id, body: SubmitResponses) -> Status:
     user = token_of(request).user
     round_id = id
-    round = visible_rounds(user).filter(pk=round_id).first()
+    round = by_key(visible_rounds(user), round_id)
     if round is None or not can_answer(user, round):
         raise not_found("No round")
     round = shown_to(user, round)  # a split round: the keys of the user's part only

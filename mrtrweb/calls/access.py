@@ -17,9 +17,9 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, TypeVar
 
-from django.db.models import Q, QuerySet
+from django.db.models import Model, Q, QuerySet
 from django.urls import reverse
 
 from mrtrweb.people.roles import is_admin
@@ -27,6 +27,19 @@ from mrtrweb.policies.resolve import delegate_of, delegating_to
 from mrtrweb.servers.exposure import may_start, sees_whole_catalog
 
 from .models import Call, Round, RoundPart
+
+M = TypeVar("M", bound=Model)
+
+
+def by_key(rows: QuerySet[M], pk: Any) -> M | None:
+    """The row of ``rows`` whose key is ``pk``, or None.
+
+    Not ``rows.filter(pk=pk).first()``: ``first()`` adds an ORDER BY (the model's ordering, or
+    the key), and compiling it against the round pages' wide ``select_related`` (some 140
+    columns) is about half a millisecond of Django's time, a third of the lookup's, for a
+    query that can find one row at most.
+    """
+    return next(iter(rows.filter(pk=pk).order_by()[:1]), None)
 
 
 def _active(user: Any) -> bool:
@@ -157,7 +170,7 @@ def visible_round(user: Any, pk: int) -> Round | None:
     """
     if not _active(user):
         return None
-    found = Round.objects.select_related(*_ROUND_RELATIONS).filter(pk=pk).first()
+    found = by_key(Round.objects.select_related(*_ROUND_RELATIONS), pk)
     if found is None:
         return None
     if (
@@ -167,7 +180,7 @@ def visible_round(user: Any, pk: int) -> Round | None:
         or is_admin(user)
     ):
         return found
-    return visible_rounds(user).filter(pk=pk).first()
+    return by_key(visible_rounds(user), pk)
 
 
 def visible_calls(user: Any) -> QuerySet[Call]:

@@ -29,6 +29,7 @@ from mrtrweb.servers.models import Connection
 
 from . import engine, page_refresh, url_consent
 from .access import (
+    by_key,
     can_act_on_call,
     can_answer,
     next_page,
@@ -409,7 +410,7 @@ def _claim_conflict(request: HttpRequest, round: Round, problem: str) -> HttpRes
 @require_POST
 def claim(request: HttpRequest, pk: int) -> HttpResponse:
     """Take a group's round: it leaves the other members' inboxes."""
-    round = visible_rounds(request.user).filter(pk=pk).first()
+    round = by_key(visible_rounds(request.user), pk)
     if round is None or not can_answer(request.user, round):
         if request.htmx:
             return _claim_lost(request, pk)
