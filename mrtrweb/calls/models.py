@@ -23,23 +23,21 @@ from mrtrweb.encryption.fields import EncryptedCompactTextField, EncryptedJSONFi
 from mrtrweb.mcp.headers import header_schema
 from mrtrweb.servers.models import Connection
 
+from .event_model import Event
 from .fields import CompactJSONField, TextJSONField
+from .model_bases import assignment, where_set
+from .round_part_model import RoundPart
+from .vote_model import Vote
+
+# Event, RoundPart and Vote live in modules of their own (the limit of a module's length);
+# callers import every model of the app from here.
+__all__ = ["Call", "Event", "Round", "RoundPart", "Vote", "state_sha256"]
 
 
 def state_sha256(state: str | None) -> str:
     """What the audit trail and the logs know a ``requestState`` by: its SHA-256 (hex) as
     UTF-8, "" without one. Computed here only."""
     return hashlib.sha256(state.encode("utf-8")).hexdigest() if state is not None else ""
-
-
-def _where_set(field: str, name: str, *more: str) -> models.Index:
-    """An index on ``field`` (then ``more``) holding only the rows where it is set: the
-    column is NULL on most rows (a round's assignee and group: on the rounds routed the other
-    way), and those entries would cost every parked round a few bytes for lookups that never
-    ask for NULL."""
-    return models.Index(
-        fields=[field, *more], name=name, condition=models.Q(**{f"{field}__isnull": False})
-    )
 
 
 class Call(models.Model):
@@ -135,9 +133,9 @@ class Call(models.Model):
             # their range, and the pages fill up instead of splitting in half.
             models.Index(fields=["status", "created_at"], name="call_status_created"),
             models.Index(fields=["started_by", "created_at"], name="call_starter_created"),
-            _where_set("route_user", "call_route_user_set"),
-            _where_set("route_group", "call_route_group_set"),
-            _where_set("restarted_from", "call_restarted_from_set"),
+            where_set("route_user", "call_route_user_set"),
+            where_set("route_group", "call_route_group_set"),
+            where_set("restarted_from", "call_restarted_from_set"),
             # What an account connected resumes: the few calls waiting on one connection.
             models.Index(
                 fields=["connection", "started_by"],
@@ -181,49 +179,7 @@ class Call(models.Model):
         return kept
 
 
-def _assignment(asked: str) -> type[models.Model]:
-    """The abstract base of what is asked of people, a round and a split round's part: who
-    is asked (see calls.routing: one user, or a group whose members claim it) and who
-    answered. ``asked`` is what a person and a group call them, ``user.assigned_<asked>``,
-    ``user.answered_<asked>``: a parameter because the names predate the base ("parts", not
-    the "roundparts" Django's ``%(class)s`` would make), and renaming them would be a
-    migration. None of the three is indexed alone: each model's ``Meta`` indexes them beside
-    ``status`` (assigned_*), and only where set (answered_by), under its own index names."""
-
-    class Assignment(models.Model):
-        assigned_user = models.ForeignKey(
-            settings.AUTH_USER_MODEL,
-            null=True,
-            blank=True,
-            on_delete=models.SET_NULL,
-            related_name=f"assigned_{asked}",
-            db_index=False,
-        )
-        assigned_group = models.ForeignKey(
-            Group,
-            null=True,
-            blank=True,
-            on_delete=models.SET_NULL,
-            related_name=f"assigned_{asked}",
-            db_index=False,
-        )
-        # NULL until answered.
-        answered_by = models.ForeignKey(
-            settings.AUTH_USER_MODEL,
-            null=True,
-            blank=True,
-            on_delete=models.SET_NULL,
-            related_name=f"answered_{asked}",
-            db_index=False,
-        )
-
-        class Meta:
-            abstract = True
-
-    return Assignment
-
-
-class Round(_assignment("rounds")):
+class Round(assignment("rounds")):
     class Status(models.TextChoices):
         PENDING = "pending", _("waiting for an answer")
         SUBMITTED = "submitted", _("answered, waiting to be sent")
@@ -362,13 +318,13 @@ class Round(_assignment("rounds")):
             # up the rounds routed to nobody, so each holds only the rounds routed its way.
             # Every lookup names the column (= or IN), which implies the condition for both
             # databases' planners.
-            _where_set("assigned_user", "round_assignee_status", "status"),
-            _where_set("assigned_group", "round_group_status", "status"),
+            where_set("assigned_user", "round_assignee_status", "status"),
+            where_set("assigned_group", "round_group_status", "status"),
             models.Index(fields=["status", "expires_at"], name="round_status_deadline"),
-            _where_set("answered_by", "round_answerer_answered", "-answered_at"),
-            _where_set("claimed_by", "round_claimer_set"),
-            _where_set("remind_at", "round_remind_at_set"),
-            _where_set("delegated_from", "round_delegated_from_set"),
+            where_set("answered_by", "round_answerer_answered", "-answered_at"),
+            where_set("claimed_by", "round_claimer_set"),
+            where_set("remind_at", "round_remind_at_set"),
+            where_set("delegated_from", "round_delegated_from_set"),
         ]
         constraints = [
             models.UniqueConstraint(fields=["call", "index"], name="round_index_unique_per_call")
@@ -429,108 +385,3 @@ class Round(_assignment("rounds")):
             cached = (self.input_requests, read_questions(self.input_requests))
             self.__dict__["_questions"] = cached
         return cached[1]
-
-
-class Event(models.Model):
-    """The audit trail of a call: append-only, one row per transition."""
-
-    call = models.ForeignKey(Call, on_delete=models.CASCADE, related_name="events")
-    # Indexed where set (event_round_set): a call's own events have none.
-    round = models.ForeignKey(
-        Round,
-        null=True,
-        blank=True,
-        on_delete=models.CASCADE,
-        related_name="events",
-        db_index=False,
-    )
-    kind = models.CharField(max_length=32)
-    # Never looked up by: not indexed (deleting a user who acted scans the events once).
-    actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        db_index=False,
-    )
-    detail = TextJSONField(default=dict, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        ordering = ["created_at", "id"]
-        indexes = [
-            _where_set("round", "event_round_set"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.kind} on call {self.call_id}"
-
-
-class RoundPart(_assignment("parts")):
-    """A part of a split round (issue 17): the keys of its ``inputRequests`` that a split
-    policy routes to one person or group, who sees and answers only these. The keys no route
-    names form one more part, routed as the round itself is. The round is resubmitted once,
-    when every part is answered (``calls.engine.splitting``)."""
-
-    class Status(models.TextChoices):
-        PENDING = "pending", "waiting for an answer"
-        ANSWERED = "answered", "answered"
-        DECLINED = "declined", "declined"
-        # Another part declined the whole round: this one is no longer asked.
-        CLOSED = "closed", "closed"
-
-    ANSWERED_STATUSES = (Status.ANSWERED, Status.DECLINED)
-
-    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="parts")
-    # The inputRequests keys of this part, in the server's order (one for a routed key,
-    # several for the remaining part).
-    keys = models.JSONField(default=list)
-    # The route's key ("" for the remaining part), what lists call the part by.
-    key = models.TextField(blank=True, default="")
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
-    # inputResponses for this part's keys: {key: {"action": ..., "content": {...}}}.
-    answers = CompactJSONField(null=True, blank=True)
-    answered_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["round_id", "id"]
-        indexes = [
-            models.Index(fields=["assigned_user", "status"], name="part_assignee_status"),
-            models.Index(fields=["assigned_group", "status"], name="part_group_status"),
-            _where_set("answered_by", "part_answerer_set"),
-        ]
-
-    def __str__(self) -> str:
-        return f"part {self.key or '(rest)'} of round {self.round_id}"
-
-    @property
-    def is_pending(self) -> bool:
-        return self.status == self.Status.PENDING
-
-
-class Vote(models.Model):
-    """One approver's verdict on a quorum round's proposal (engine.quorum): one per person
-    and round, whatever races; the proposer's own approval is one too."""
-
-    class Verdict(models.TextChoices):
-        APPROVE = "approve", "approved"
-        REJECT = "reject", "rejected"
-
-    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="votes")
-    voter = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", db_index=False
-    )
-    verdict = models.CharField(max_length=8, choices=Verdict.choices)
-    # A note for the requester; kept here and in the audit trail, never sent to the server.
-    comment = models.TextField(blank=True, default="")
-    created_at = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        ordering = ["round_id", "created_at", "id"]
-        constraints = [
-            # Nobody votes twice on one round, even when two of their posts race.
-            models.UniqueConstraint(fields=["round", "voter"], name="vote_once_per_round")
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.verdict} by {self.voter_id} on round {self.round_id}"

@@ -15,7 +15,7 @@ means it never ran.
 Server-to-client requests on a stream: ``ping`` is answered; ``elicitation/create`` goes to
 the caller's ``on_elicit`` (an async callable returning an ``ElicitResult``); anything else
 (sampling and roots are deprecated and not adopted) is refused at once with -32601, never
-left to hang the call.
+left to hang the call (:mod:`.server_requests`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import itertools
 import json
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from contextlib import aclosing
 from typing import Any, TypeVar
 
@@ -54,8 +54,8 @@ from .jsonparse import loads
 from .listing import Listing, list_all
 from .notifications import NotificationCallback, notification_handler
 from .results import complete
+from .server_requests import ElicitHandler, ServerRequests
 from .transport import HTTPTransport, Resumption
-from .unfit import unfit
 
 __all__ = [
     "DEFAULT_QUESTION_DEADLINE",
@@ -73,7 +73,6 @@ HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18")
 # Seconds a question on the stream may wait for its answer (the server holds the call open).
 DEFAULT_QUESTION_DEADLINE = 600.0
 
-ElicitHandler = Callable[[mcp_types.ElicitRequest], Awaitable[mcp_types.ElicitResult]]
 ItemT = TypeVar("ItemT", bound=BaseModel)
 ResultT = TypeVar("ResultT", bound=mcp_types.Result)
 
@@ -120,10 +119,15 @@ class HandshakeClient:
             answer_deadline_max=settings.answer_deadline_max,
         )
         self._on_elicit = on_elicit
-        # How long ``on_elicit`` may take (a person answering); then the answer is "cancel".
-        self._question_deadline = question_deadline
         # The deadlines of the exchanges in flight: a question holds them while it is out.
         self._deadlines: set[AnswerDeadline] = set()
+        self._server_requests = ServerRequests(
+            settings.url,
+            self._post_message,
+            on_elicit=on_elicit,
+            question_deadline=question_deadline,
+            deadlines=self._deadlines,
+        )
         self._versions = versions
         self._ids = itertools.count(1)
         self._id_prefix = uuid.uuid4().hex[:12]
@@ -246,7 +250,7 @@ class HandshakeClient:
                         logger.warning("invalid JSON on the standalone stream; ignored")
                         continue
                     if isinstance(message, dict) and "method" in message and "id" in message:
-                        await self._answer_server_request(message)
+                        await self._server_requests.answer(message)
         except (MCPError, httpx.HTTPError) as exc:
             logger.info("the standalone stream from %s ended: %r", self.settings.url, exc)
         finally:
@@ -383,7 +387,7 @@ class HandshakeClient:
             request_id,
             headers,
             notification_handler(on_notification),
-            on_request=self._answer_server_request,
+            on_request=self._server_requests.answer,
             resumption=Resumption(headers) if self.session_id else None,
             deadlines=self._deadlines,
         )
@@ -401,59 +405,6 @@ class HandshakeClient:
         if not isinstance(result, dict):
             raise ProtocolError(f"{method}: the result is not an object")
         return result
-
-    # -- server-to-client requests ----------------------------------------------------------
-
-    async def _answer_server_request(self, message: dict[str, Any]) -> None:
-        request_id = message.get("id")
-        method = message.get("method")
-        if method == "ping":
-            reply: dict[str, Any] = {"result": {}}
-        elif method == "elicitation/create" and self._on_elicit is not None:
-            reply = await self._elicit(message)
-        else:
-            # Undeclared (sampling, roots: deprecated and not adopted) or unknown: refused at
-            # once, so the server's tool fails or goes on without it instead of waiting.
-            logger.info("refusing server request %r from %s", method, self.settings.url)
-            reply = {
-                "error": {
-                    "code": mcp_types.METHOD_NOT_FOUND,
-                    "message": f"mrtrweb does not support {str(method)[:100]!r}",
-                }
-            }
-        try:
-            await self._post_message({"jsonrpc": "2.0", "id": request_id, **reply})
-        except MCPError as exc:
-            raise AnswerNotDelivered(
-                f"The answer to the server's {method!r} was not sent: {exc}"
-            ) from exc
-
-    async def _elicit(self, message: dict[str, Any]) -> dict[str, Any]:
-        assert self._on_elicit is not None
-        why = unfit(message)
-        try:
-            if why is not None:
-                raise ValueError(why)
-            request = mcp_types.ElicitRequest.model_validate(
-                {"method": "elicitation/create", "params": message.get("params")}
-            )
-        except (ValueError, ValidationError):
-            return {"error": {"code": mcp_types.INVALID_PARAMS, "message": "Malformed elicitation"}}
-        # The server waits on a person now: the answer deadlines of the requests in flight
-        # are held (whichever stream the question came on); the question deadline bounds it.
-        held = list(self._deadlines)
-        for deadline in held:
-            deadline.hold()
-        try:
-            async with asyncio.timeout(self._question_deadline):
-                result = await self._on_elicit(request)
-        except TimeoutError:
-            logger.info("no answer within %ss: cancelled", self._question_deadline)
-            result = mcp_types.ElicitResult(action="cancel")
-        finally:
-            for deadline in held:
-                deadline.release()
-        return {"result": dump(result)}
 
     # -- operations -------------------------------------------------------------------------
 

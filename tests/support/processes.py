@@ -123,12 +123,16 @@ class ServedApp:
     def url(self, path: str) -> str:
         return self.base_url + path
 
-    def manage(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-        """``manage.py ARGS`` against this app's database; raises with the output on failure."""
+    def manage(
+        self, *args: str, timeout: float = 60, input: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """``manage.py ARGS`` against this app's database, ``input`` its stdin when given (a
+        secret kept off the command line); raises with the output on failure."""
         done = subprocess.run(
             [sys.executable, "manage.py", *args],
             cwd=REPO_ROOT,
             env=self.env,
+            input=input,
             capture_output=True,
             text=True,
             timeout=timeout,

@@ -9,8 +9,7 @@ is declined, since nobody is there to visit the page.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 import mcp_types
@@ -18,35 +17,21 @@ import mcp_types
 from mrtrweb.mcp import ConnectionSettings, MCPError
 from mrtrweb.mcp.handshake import HANDSHAKE_VERSIONS, HandshakeClient
 
-__all__ = ["Values", "is_handshake_version", "run_handshake_scenario"]
+from ._schema_values import answer, tool_arguments
 
-Schema = Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class Values:
-    """What the command answers with (its own helpers, passed in: this module is imported by
-    the command, never the other way round)."""
-
-    form_content: Callable[[Schema], dict[str, Any]]
-    tool_arguments: Callable[[Schema], dict[str, Any]]
-    capabilities: mcp_types.ClientCapabilities
+__all__ = ["is_handshake_version", "run_handshake_scenario"]
 
 
 def is_handshake_version(version: str | None) -> bool:
     return version in HANDSHAKE_VERSIONS
 
 
-def answerer(values: Values) -> Callable[[mcp_types.ElicitRequest], Any]:
-    async def answer(request: mcp_types.ElicitRequest) -> mcp_types.ElicitResult:
-        params = request.params
-        if isinstance(params, mcp_types.ElicitRequestFormParams):
-            schema = params.requested_schema
-            raw = schema if isinstance(schema, dict) else schema.model_dump(by_alias=True)
-            return mcp_types.ElicitResult(action="accept", content=values.form_content(raw))
-        return mcp_types.ElicitResult(action="decline")
-
-    return answer
+async def _answer(request: mcp_types.ElicitRequest) -> mcp_types.ElicitResult:
+    """A question on the stream, answered as the 2026-07-28 flow answers its input requests."""
+    result = answer("elicitation/create", request)
+    # answer() gives an ElicitResult for every ElicitRequest (accepted form, declined URL).
+    assert isinstance(result, mcp_types.ElicitResult)
+    return result
 
 
 async def run_handshake_scenario(
@@ -55,7 +40,7 @@ async def run_handshake_scenario(
     log: Callable[[str], None],
     *,
     version: str,
-    values: Values,
+    capabilities: mcp_types.ClientCapabilities,
 ) -> list[str]:
     """Run ``steps`` in one handshake-era session (closed at the end); return the errors.
 
@@ -63,12 +48,12 @@ async def run_handshake_scenario(
     ``("call_each",)``; ``None`` arguments are built from the tool's schema.
     """
     settings = ConnectionSettings(
-        url=url, connect_timeout=5.0, read_timeout=20.0, capabilities=values.capabilities
+        url=url, connect_timeout=5.0, read_timeout=20.0, capabilities=capabilities
     )
     versions = (version, *[v for v in HANDSHAKE_VERSIONS if v != version])
     errors: list[str] = []
     tools: dict[str, mcp_types.Tool] = {}
-    async with HandshakeClient(settings, on_elicit=answerer(values), versions=versions) as client:
+    async with HandshakeClient(settings, on_elicit=_answer, versions=versions) as client:
         try:
             found = await client.open()
             log(f"initialize: {found.server_info.name} speaks {found.protocol_version}")
@@ -82,14 +67,14 @@ async def run_handshake_scenario(
                         tools = {t.name: t for t in (await client.list_tools()).items}
                         log(f"tools/list: {list(tools)}")
                     case ("call", name, arguments):
-                        await _call(client, tools, name, arguments, values, log)
+                        await _call(client, tools, name, arguments, log)
                     case ("call_first",):
                         if not tools:
                             raise MCPError("the server lists no tools")
-                        await _call(client, tools, next(iter(tools)), None, values, log)
+                        await _call(client, tools, next(iter(tools)), None, log)
                     case ("call_each",):
                         for name in list(tools):
-                            await _call(client, tools, name, None, values, log)
+                            await _call(client, tools, name, None, log)
                     case _:
                         raise MCPError(f"{step} is not part of the handshake-era flow")
             except MCPError as exc:
@@ -103,12 +88,11 @@ async def _call(
     tools: dict[str, mcp_types.Tool],
     name: str,
     arguments: Any,
-    values: Values,
     log: Callable[[str], None],
 ) -> None:
     tool = tools.get(name)
     if arguments is None:
-        arguments = values.tool_arguments(tool.input_schema) if tool else {}
+        arguments = tool_arguments(tool.input_schema) if tool else {}
     result = await client.call_tool(name, dict(arguments))
     text = " ".join(b.text for b in result.content if isinstance(b, mcp_types.TextContent))
     if result.is_error:

@@ -37,8 +37,8 @@ from mrtrweb.mcp import (
 from mrtrweb.oauth import ClientIdentity
 from mrtrweb.oauth.headless import HeadlessAuthenticator
 
-from ._handshake_conformance import Values, is_handshake_version, run_handshake_scenario
-from ._schema_values import answer, form_content, tool_arguments
+from ._handshake_conformance import is_handshake_version, run_handshake_scenario
+from ._schema_values import answer, tool_arguments
 
 SCENARIO_ENV = "MCP_CONFORMANCE_SCENARIO"
 CONTEXT_ENV = "MCP_CONFORMANCE_CONTEXT"
@@ -394,7 +394,7 @@ async def run_scenario(
             [handshake_step(step) for step in steps_for(scenario)],
             log,
             version=version,
-            values=Values(form_content, tool_arguments, CAPABILITIES),
+            capabilities=CAPABILITIES,
         )
     async with httpx.AsyncClient(timeout=httpx.Timeout(20.0, connect=5.0)) as oauth_http:
         authenticator = None

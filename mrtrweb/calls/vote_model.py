@@ -1,0 +1,37 @@
+"""``Vote``: the approvers' verdicts on a quorum round's proposal (``calls.engine.quorum``).
+Imported by and re-exported from ``calls.models``, which is where callers import it from; it
+names ``Round`` by its label, so this module never imports ``models.py`` back."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class Vote(models.Model):
+    """One approver's verdict on a quorum round's proposal (engine.quorum): one per person
+    and round, whatever races; the proposer's own approval is one too."""
+
+    class Verdict(models.TextChoices):
+        APPROVE = "approve", "approved"
+        REJECT = "reject", "rejected"
+
+    round = models.ForeignKey("calls.Round", on_delete=models.CASCADE, related_name="votes")
+    voter = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    verdict = models.CharField(max_length=8, choices=Verdict.choices)
+    # A note for the requester; kept here and in the audit trail, never sent to the server.
+    comment = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["round_id", "created_at", "id"]
+        constraints = [
+            # Nobody votes twice on one round, even when two of their posts race.
+            models.UniqueConstraint(fields=["round", "voter"], name="vote_once_per_round")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.verdict} by {self.voter_id} on round {self.round_id}"
