@@ -8,7 +8,6 @@ says; the summary and description are the document's words.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Annotated, Any, Literal
 
@@ -20,7 +19,7 @@ from ninja import Query, Status
 from pydantic import BeforeValidator, Field
 
 from mrtrweb import webhooks
-from mrtrweb.calls import engine
+from mrtrweb.calls import engine, watching
 from mrtrweb.calls.access import (
     by_key,
     can_answer,
@@ -50,9 +49,6 @@ from .service import api, problems, says, token_of
 logger = logging.getLogger(__name__)
 
 MAX_WAIT_SECONDS = 60.0
-# How often a waiting request looks at the call again: short enough to feel immediate, long
-# enough that a hundred waiting programs cost a few cheap queries a second.
-POLL_SECONDS = 0.25
 ROUND_LIST_LIMIT = 200
 # Seconds a program waits before sending again a start refused because the database was busy.
 BUSY_RETRY_AFTER = 2
@@ -204,13 +200,6 @@ def _find_call(user: Any, pk: int) -> Call | None:
     return by_key(visible_calls(user), pk)
 
 
-def _fingerprint(pk: int) -> tuple[Any, ...]:
-    """What a waiting request watches: the call's status and each of its rounds'."""
-    status = Call.objects.filter(pk=pk).values_list("status", flat=True).first()
-    rounds = tuple(Round.objects.filter(call_id=pk).order_by("index").values_list("id", "status"))
-    return status, rounds
-
-
 @api.get(
     "/calls/{id}",
     url_name="call",
@@ -233,13 +222,7 @@ async def call_detail(request: HttpRequest, id: Id, wait: Wait = WAIT) -> CallOu
     if call is None:
         raise not_found("No call")
     if seconds and not call.is_finished:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + seconds
-        before = await sync_to_async(_fingerprint)(call_id)
-        while (left := deadline - loop.time()) > 0:
-            await asyncio.sleep(min(POLL_SECONDS, left))
-            if await sync_to_async(_fingerprint)(call_id) != before:
-                break
+        await watching.hold(call_id, seconds, lambda first, now: now != first)
         call = await sync_to_async(_find_call)(token.user, call_id)
         if call is None:  # pragma: no cover - deleted while waiting
             raise not_found("No call")

@@ -10,14 +10,13 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from .models import Call, Round
+from .watching import ON_ITS_WAY
 
 __all__ = ["in_flight", "reload_after"]
 
 
 def in_flight(call: Call, rounds: list[Round]) -> bool:
-    return call.status == Call.Status.RUNNING or any(
-        r.status in (Round.Status.SUBMITTED, Round.Status.DELIVERING) for r in rounds
-    )
+    return call.status == Call.Status.RUNNING or any(r.status in ON_ITS_WAY for r in rounds)
 
 
 # How often the call page reloads itself without JavaScript while something is on its way:

@@ -24,6 +24,7 @@ from mrtrweb.calls import engine, handoff
 from mrtrweb.calls.models import Call
 from mrtrweb.calls.trail import trail
 from mrtrweb.elicitation import field_name_for
+from mrtrweb.live import views as live_views
 from mrtrweb.servers.models import Connection
 from tests.calls.delivery_support import DATABASE_QUEUE, run_tasks
 
@@ -86,7 +87,7 @@ def test_a_slow_call_sends_the_person_to_its_page_at_once(
     assert call.status == Call.Status.RUNNING
     assert "The server is working on the call" in body
     # Without JavaScript the page reloads itself while the call works, soon at first.
-    next_url = reverse("live:next", kwargs={"pk": call.pk})
+    next_url = reverse("live:next", kwargs={"pk": call.pk}) + "?hold=1"
     assert f'<noscript><meta http-equiv="refresh" content="1; url={next_url}"></noscript>' in body
 
     # The progress the server streamed is kept, so a reload shows where it stands.
@@ -115,11 +116,13 @@ def test_without_javascript_the_waiting_page_leads_to_the_first_round(
     monkeypatch.setattr(handoff, "start", lambda work, call_id: None)
     response = _start(web, peer_conn, "approve_deploy", service="api")
     call = Call.objects.get()
-    next_url = reverse("live:next", kwargs={"pk": call.pk})
+    next_url = reverse("live:next", kwargs={"pk": call.pk}) + "?hold=1"
     assert response["Location"] == call.get_absolute_url()
     page = web.get(call.get_absolute_url()).content.decode()
     assert f'<meta http-equiv="refresh" content="1; url={next_url}">' in page
-    # While it is still on its way, the reload comes back to the call page.
+    # While it is still on its way, the reload is held, then comes back to the call page
+    # (tests/live/test_next.py: it is let go as soon as the server asks).
+    monkeypatch.setattr(live_views, "HOLD_SECONDS", 0.3)
     assert web.get(next_url)["Location"] == call.get_absolute_url()
     # A call started a while ago (a long one): the page reloads less often.
     Call.objects.filter(pk=call.pk).update(updated_at=timezone.now() - timedelta(minutes=1))

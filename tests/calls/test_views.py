@@ -467,7 +467,7 @@ def test_while_answers_are_on_their_way_the_page_says_so_and_listens(
     assert f'id="live-progress-{call.pk}"' in text(page)
     # With JavaScript the socket updates the page; without it, the page reloads itself.
     assert text(page).count("http-equiv") == 1
-    next_url = reverse("live:next", kwargs={"pk": call.pk})
+    next_url = reverse("live:next", kwargs={"pk": call.pk}) + "?hold=1"
     assert f'<noscript><meta http-equiv="refresh" content="1; url={next_url}"></noscript>' in text(
         page
     )
