@@ -23,13 +23,22 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import close_old_connections, connection
 
 from mrtrweb.mcp import io_loop
 
 from . import queue
 
-__all__ = ["GRACE", "enabled", "shutdown", "start", "stopping", "track", "wait_for"]
+__all__ = [
+    "GRACE",
+    "enabled",
+    "release_connection",
+    "shutdown",
+    "start",
+    "stopping",
+    "track",
+    "wait_for",
+]
 
 # How long the safety-net task of work this process does itself waits before it tries (and,
 # finding the round or call claimed, does nothing). Long enough for a busy process to claim
@@ -86,10 +95,27 @@ def start(work: Callable[[int], None], pk: int) -> Future[None]:
     return _pool().submit(_on_this_thread, work, pk)
 
 
+def release_connection() -> None:
+    """Hand this thread's database connection back to the pool before it waits.
+
+    A request's sync code runs in a thread of its own, which keeps its pooled connection
+    until the request ends. A page waiting a second for its delivery, or a request held
+    while a call moves on, would keep it all that time; a crowd of them (a hundred starts at
+    once) took every connection of the pool (ten by default), and the delivery threads they
+    waited for queued behind them for one (issue 18, P7). SQLite has no pool: its
+    connection is only a file, kept. Not inside a transaction (a test's, or an outer
+    ``atomic``), whose connection is not this function's to close.
+    """
+    if getattr(connection, "pool", None) is not None and not connection.in_atomic_block:
+        connection.close()
+
+
 def wait_for(future: Future[None], wait: float) -> bool:
-    """Wait up to ``wait`` seconds for a delivery :func:`start` began; True if it finished."""
+    """Wait up to ``wait`` seconds for a delivery :func:`start` began; True if it finished.
+    The connection goes back to the pool meanwhile (:func:`release_connection`)."""
     if wait <= 0:
         return False
+    release_connection()
     try:
         future.result(timeout=wait)
     except FutureTimeout:

@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 from asgiref.sync import sync_to_async
 
+from . import handoff
 from .models import Call, Round
 
 __all__ = ["POLL_SECONDS", "Seen", "hold", "in_flight", "seen"]
@@ -41,6 +42,15 @@ def seen(call_id: int) -> Seen:
     return status, tuple(rounds)
 
 
+def _look(call_id: int) -> Seen:
+    """:func:`seen`, then this thread's connection back to the pool: held for seconds, a
+    hundred held requests would take every connection (:func:`.handoff.release_connection`)."""
+    try:
+        return seen(call_id)
+    finally:
+        handoff.release_connection()
+
+
 def in_flight(now: Seen) -> bool:
     """Whether something of the call is on its way: its request, or a round's answers
     (what the call page says with :func:`mrtrweb.calls.page_refresh.in_flight`)."""
@@ -54,8 +64,8 @@ async def hold(call_id: int, seconds: float, moved: Callable[[Seen, Seen], bool]
     caller waits for it answers at once."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + seconds
-    first = now = await sync_to_async(seen)(call_id)
+    first = now = await sync_to_async(_look)(call_id)
     while not moved(first, now) and (left := deadline - loop.time()) > 0:
         await asyncio.sleep(min(POLL_SECONDS, left))
-        now = await sync_to_async(seen)(call_id)
+        now = await sync_to_async(_look)(call_id)
     return now

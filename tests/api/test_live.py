@@ -18,6 +18,7 @@ import pytest
 
 from mrtrweb.elicitation import field_name_for, prefix_for_key
 from tests.api.live import PERSON, ApiApp, serve
+from tests.support.services import scratch_postgres
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = REPO_ROOT / "docs" / "examples" / "wait_for_answer.py"
@@ -138,6 +139,56 @@ def test_a_waiting_request_holds_no_worker_thread(live: ApiApp) -> None:
         assert held["response"].status_code == 200 and 3.9 <= held["took"] < 8
         # Cancelled, so the round does not linger in the person's inbox.
         assert api.post(f"/calls/{call['id']}/cancel").status_code == 200
+
+
+ARGS = {"service": "pooled"}
+
+
+def test_waiting_requests_leave_the_connection_pool_to_the_others(fastmcp_peer: Any) -> None:
+    """On PostgreSQL a request's thread keeps its pooled connection until the request ends:
+    held waits (more of them than the pool has connections) must hand theirs back between
+    looks, or every other request queues for one (calls.handoff.release_connection)."""
+    with scratch_postgres("mrtrweb_waits") as url:
+        served = serve(
+            fastmcp_peer,
+            worker=False,
+            DATABASE_URL=url,
+            MRTRWEB_DB_POOL_SIZE="2",
+            MRTRWEB_DB_POOL_TIMEOUT="10",
+        )
+        app = next(served)
+        try:
+            headers = {"Authorization": f"Bearer {app.token}"}
+            with httpx.Client(base_url=app.base_url + "/api/v1", headers=headers) as api:
+                call = api.post(
+                    "/calls",
+                    json={"server": "peer", "name": "approve_deploy", "arguments": ARGS},
+                    timeout=30,
+                ).json()
+                assert call["status"] == "waiting"
+                took: list[float] = []
+
+                def wait() -> None:
+                    began = time.monotonic()
+                    api.get(f"/calls/{call['id']}", params={"wait": 4}, timeout=30)
+                    took.append(time.monotonic() - began)
+
+                waiters = [threading.Thread(target=wait) for _ in range(4)]
+                for waiter in waiters:
+                    waiter.start()
+                time.sleep(0.8)
+                # Four waits on a pool of two: were they holding connections, these would
+                # wait for one until the waits ended (4 s).
+                for _ in range(3):
+                    began = time.monotonic()
+                    assert api.get("/rounds", timeout=30).status_code == 200
+                    assert time.monotonic() - began < 1.5
+                for waiter in waiters:
+                    waiter.join()
+                assert len(took) == 4 and all(3.9 <= t < 8 for t in took), took
+                assert api.post(f"/calls/{call['id']}/cancel", timeout=30).status_code == 200
+        finally:
+            served.close()
 
 
 AXE_JS = REPO_ROOT / "var" / "node" / "node_modules" / "axe-core" / "axe.min.js"
