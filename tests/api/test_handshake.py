@@ -10,7 +10,6 @@ call opened closed.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
@@ -23,6 +22,7 @@ from mrtrweb.calls.engine.streams import TIMED_OUT
 from tests.api.handshake_live import Caller, request_of, result_text, seed_code
 from tests.api.live import ApiApp, serve
 from tests.peers.mcp1 import Mcp1Peer
+from tests.support.app_shell import shell_json
 
 PEERS = ("mcp1", "ts")
 # A connection's question deadline unless its operator set one (issue 15: ten minutes).
@@ -47,7 +47,7 @@ def peers(
 @pytest.fixture(scope="module")
 def live(peers: dict[str, Mcp1Peer]) -> Iterator[ApiApp]:
     for app in serve(peers["mcp1"], worker=True):
-        json.loads(app.shell(seed_code(peers)).strip().splitlines()[-1])
+        shell_json(app, seed_code(peers), timeout=60)
         yield app
 
 

@@ -35,6 +35,7 @@ import pytest
 from mrtrweb.calls import digests
 from tests.peers.fixtures import Peer
 from tests.support import second_factor
+from tests.support.app_shell import shell_json
 from tests.support.processes import (
     REPO_ROOT,
     ServedApp,
@@ -253,7 +254,7 @@ class Stack:
             "    out.append({'round': r.pk, 'call': call.pk, 'keys': list(r.input_requests)})\n"
             "print(json.dumps(out))\n"
         )
-        return json.loads(self.app.shell(code).strip().splitlines()[-1])
+        return shell_json(self.app, code, timeout=60)
 
     def wait_for(
         self, ids: list[int], statuses: set[str], timeout: float = 60.0

@@ -5,11 +5,10 @@ The answers reach A through the database and go back on A's stream exactly once:
 
 from __future__ import annotations
 
-import json
-
 from tests.api.handshake_live import Caller, request_of, result_text, seed_code
 from tests.peers.mcp1 import Mcp1Peer
 from tests.scaleout.conftest import CALLER, Topology
+from tests.support.app_shell import shell_json
 
 _TOKEN = """
 from django.contrib.auth import get_user_model
@@ -20,7 +19,7 @@ print(ApiToken.issue(get_user_model().objects.get(username={name!r}), "tests")[1
 
 def test_started_on_a_answered_on_b_sent_once_by_a(topology: Topology, mcp1_peer: Mcp1Peer) -> None:
     app = topology.app
-    json.loads(app.shell(seed_code({"old-mcp1": mcp1_peer})).strip().splitlines()[-1])
+    shell_json(app, seed_code({"old-mcp1": mcp1_peer}), timeout=60)
     token = app.shell(_TOKEN.format(name=CALLER[0])).split()[-1]
     on_a, on_b = Caller(topology.url_a, token), Caller(topology.url_b, token)
     seen = len(mcp1_peer.answers())
