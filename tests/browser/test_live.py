@@ -182,7 +182,7 @@ def test_without_javascript_a_slow_calls_page_shows_the_result_after_one_held_re
         expect(page.get_by_role("status")).to_have_count(0)
 
         # One reload, held until the server answered: a page reloading itself every second
-        # would have made three or more by now. The hold let go as soon as the result was
+        # would have made four by now (SLOW_SECONDS). The hold let go as soon as the result was
         # there, not after HOLD_SECONDS (15).
         assert len(reloads) <= 2, f"live:next fetched {len(reloads)} times: {reloads}"
         assert all(url.endswith("?hold=1") for url in reloads), reloads
