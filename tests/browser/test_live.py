@@ -1,5 +1,6 @@
 """Pages update themselves: a person watching a round page, or their inbox, sees what others
-(and the server) do, without reloading.
+(and the server) do, without reloading; without JavaScript, a call's page reloads itself once
+the server answered (its reload held meanwhile, not repeated every second).
 
 The app runs as ``make run`` runs it without Redis: one uvicorn process that also runs the task
 worker (conftest.py), so the events raised while delivering reach the browsers' sockets.
@@ -8,6 +9,7 @@ worker (conftest.py), so the events raised while delivering reach the browsers' 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -143,3 +145,51 @@ def test_the_inbox_gains_and_loses_rounds_without_a_reload(
     assert same_document(inbox), "the page was reloaded"
     assert inbox.locator("#live-inbox").get_attribute("data-live-kind")
     assert_accessible(inbox)
+
+
+# Longer than the served app's MRTRWEB_START_WAIT (1 s by default), so the start page leaves
+# the person on the call page while the server works; long enough that a page reloading itself
+# every second would have fetched live:next four times before the result (twice the allowance).
+SLOW_SECONDS = 5
+
+
+def test_without_javascript_a_slow_calls_page_shows_the_result_after_one_held_reload(
+    browser: Any, live_app: LiveApp, person_session: dict[str, Any], peer_connection: str
+) -> None:
+    page = _new_page(browser, live_app, storage_state=person_session, java_script_enabled=False)
+    try:
+        # Each time the call page reloads itself, through live:next (?hold=1).
+        reloads: list[str] = []
+        next_step = re.compile(r"/live/calls/\d+/next/")
+        page.on("request", lambda r: reloads.append(r.url) if next_step.search(r.url) else None)
+
+        page.goto(f"/calls/start/{peer_connection}/?tool=sleep")
+        page.get_by_label("seconds").fill(str(SLOW_SECONDS))
+        began = time.monotonic()
+        page.get_by_role("button", name="Call the tool", exact=True).click()
+
+        # The start page did not wait for the server: the call page says it is working...
+        expect(page).to_have_url(re.compile(r"/calls/\d+/$"))
+        call_url = page.url
+        expect(page.get_by_role("status")).to_contain_text("The server is working on the call")
+        expect(page.locator("section.result")).to_have_count(0)
+
+        # ...then, with no click, the same page shows what the server answered.
+        result = page.locator("section.result")
+        expect(result).to_contain_text(f"slept {SLOW_SECONDS}", timeout=LIVE_TIMEOUT)
+        took = time.monotonic() - began
+        assert page.url == call_url
+        expect(page.get_by_role("status")).to_have_count(0)
+
+        # One reload, held until the server answered: a page reloading itself every second
+        # would have made four by now (SLOW_SECONDS). The hold let go as soon as the result was
+        # there, not after HOLD_SECONDS (15).
+        assert len(reloads) <= 2, f"live:next fetched {len(reloads)} times: {reloads}"
+        assert all(url.endswith("?hold=1") for url in reloads), reloads
+        assert took < SLOW_SECONDS + 5, f"the result showed {took:.1f} s after the start"
+        # And the finished call's page reloads itself no more.
+        page.wait_for_timeout(1500)
+        assert len(reloads) <= 2, f"live:next fetched {len(reloads)} times: {reloads}"
+        assert page.url == call_url
+    finally:
+        _close(page)
