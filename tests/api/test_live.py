@@ -104,44 +104,40 @@ def test_the_example_script_prints_the_result_once_a_person_has_answered(live: A
     assert "Deployed api to prod: 4 replicas, window tonight" in out
 
 
-def test_a_waiting_request_holds_no_worker_thread(live: ApiApp) -> None:
-    headers = {"Authorization": f"Bearer {live.token}"}
-    with httpx.Client(base_url=live.base_url + "/api/v1", headers=headers, timeout=30) as api:
+def _others_go_on_while_calls_wait(app: ApiApp, waits: int, arguments: dict[str, str]) -> None:
+    """``waits`` requests held on a waiting call (``?wait=4``) while three others are served
+    at once; then each wait ran its 4 s and the call is cancelled (out of the person's inbox)."""
+    headers = {"Authorization": f"Bearer {app.token}"}
+    with httpx.Client(base_url=app.base_url + "/api/v1", headers=headers, timeout=30) as api:
         call = api.post(
-            "/calls",
-            json={"server": "peer", "name": "approve_deploy", "arguments": {"service": "x"}},
+            "/calls", json={"server": "peer", "name": "approve_deploy", "arguments": arguments}
         ).json()
         assert call["status"] == "waiting"
-        held: dict[str, Any] = {}
+        took: list[float] = []
 
         def wait() -> None:
             began = time.monotonic()
-            held["response"] = httpx.get(
-                f"{live.base_url}/api/v1/calls/{call['id']}",
-                params={"wait": 4},
-                headers=headers,
-                timeout=30,
-            )
-            held["took"] = time.monotonic() - began
+            assert api.get(f"/calls/{call['id']}", params={"wait": 4}).status_code == 200
+            took.append(time.monotonic() - began)
 
-        waiters = [threading.Thread(target=wait) for _ in range(3)]
+        waiters = [threading.Thread(target=wait) for _ in range(waits)]
         for waiter in waiters:
             waiter.start()
-        time.sleep(0.5)
-        # Sync views share one thread under ASGI: were the waits holding it, these would
-        # queue behind them for seconds.
+        time.sleep(0.8)
         for _ in range(3):
             began = time.monotonic()
             assert api.get("/rounds").status_code == 200
             assert time.monotonic() - began < 1.5
         for waiter in waiters:
             waiter.join()
-        assert held["response"].status_code == 200 and 3.9 <= held["took"] < 8
-        # Cancelled, so the round does not linger in the person's inbox.
+        assert len(took) == waits and all(3.9 <= t < 8 for t in took), took
         assert api.post(f"/calls/{call['id']}/cancel").status_code == 200
 
 
-ARGS = {"service": "pooled"}
+def test_a_waiting_request_holds_no_worker_thread(live: ApiApp) -> None:
+    # Sync views share one thread under ASGI: were the waits holding it, the others would
+    # queue behind them for seconds.
+    _others_go_on_while_calls_wait(live, 3, {"service": "x"})
 
 
 def test_waiting_requests_leave_the_connection_pool_to_the_others(fastmcp_peer: Any) -> None:
@@ -156,37 +152,10 @@ def test_waiting_requests_leave_the_connection_pool_to_the_others(fastmcp_peer: 
             MRTRWEB_DB_POOL_SIZE="2",
             MRTRWEB_DB_POOL_TIMEOUT="10",
         )
-        app = next(served)
         try:
-            headers = {"Authorization": f"Bearer {app.token}"}
-            with httpx.Client(base_url=app.base_url + "/api/v1", headers=headers) as api:
-                call = api.post(
-                    "/calls",
-                    json={"server": "peer", "name": "approve_deploy", "arguments": ARGS},
-                    timeout=30,
-                ).json()
-                assert call["status"] == "waiting"
-                took: list[float] = []
-
-                def wait() -> None:
-                    began = time.monotonic()
-                    api.get(f"/calls/{call['id']}", params={"wait": 4}, timeout=30)
-                    took.append(time.monotonic() - began)
-
-                waiters = [threading.Thread(target=wait) for _ in range(4)]
-                for waiter in waiters:
-                    waiter.start()
-                time.sleep(0.8)
-                # Four waits on a pool of two: were they holding connections, these would
-                # wait for one until the waits ended (4 s).
-                for _ in range(3):
-                    began = time.monotonic()
-                    assert api.get("/rounds", timeout=30).status_code == 200
-                    assert time.monotonic() - began < 1.5
-                for waiter in waiters:
-                    waiter.join()
-                assert len(took) == 4 and all(3.9 <= t < 8 for t in took), took
-                assert api.post(f"/calls/{call['id']}/cancel", timeout=30).status_code == 200
+            # Four waits on a pool of two: were they holding connections, the others would
+            # wait for one until the waits ended (4 s).
+            _others_go_on_while_calls_wait(next(served), 4, {"service": "pooled"})
         finally:
             served.close()
 
