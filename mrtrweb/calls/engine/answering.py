@@ -146,6 +146,8 @@ def _wait_for_owner(round_id: int, wait: float) -> None:
     while Round.objects.filter(pk=round_id, status__in=busy).exists():
         if time.monotonic() >= until:
             return
+        # Not holding a pooled connection while it sleeps (handoff.release_connection).
+        handoff.release_connection()
         time.sleep(ANSWER_POLL)
 
 
