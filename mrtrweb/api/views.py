@@ -25,7 +25,7 @@ from mrtrweb.calls.access import (
     can_answer,
     routed_to,
     shown_to,
-    visible_calls,
+    visible_call,
     visible_rounds,
     waiting_for,
 )
@@ -196,10 +196,6 @@ def _call_started(
     return Status(status, call_out(request, call))
 
 
-def _find_call(user: Any, pk: int) -> Call | None:
-    return by_key(visible_calls(user), pk)
-
-
 @api.get(
     "/calls/{id}",
     url_name="call",
@@ -218,12 +214,12 @@ async def call_detail(request: HttpRequest, id: Id, wait: Wait = WAIT) -> CallOu
     """The call; with ``?wait=N``, held (without a worker thread) until it changes or N s pass."""
     token = token_of(request)
     call_id, seconds = id, wait
-    call = await sync_to_async(_find_call)(token.user, call_id)
+    call = await sync_to_async(visible_call)(token.user, call_id)
     if call is None:
         raise not_found("No call")
     if seconds and not call.is_finished:
         await watching.hold(call_id, seconds, lambda first, now: now != first)
-        call = await sync_to_async(_find_call)(token.user, call_id)
+        call = await sync_to_async(visible_call)(token.user, call_id)
         if call is None:  # pragma: no cover - deleted while waiting
             raise not_found("No call")
     return await sync_to_async(call_out)(request, call)
@@ -246,7 +242,7 @@ def call_cancel(request: HttpRequest, id: Id) -> CallOut:
     """Cancel the call's open round: the server is told ``cancel`` for every request (a round
     nobody can answer is abandoned). Whoever may answer the round, or started the call, may."""
     user = token_of(request).user
-    call = _find_call(user, id)
+    call = visible_call(user, id)
     if call is None:
         raise not_found("No call")
     if call.is_finished:

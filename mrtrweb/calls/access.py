@@ -183,6 +183,11 @@ def visible_round(user: Any, pk: int) -> Round | None:
     return by_key(visible_rounds(user), pk)
 
 
+def visible_call(user: Any, pk: int) -> Call | None:
+    """Call ``pk`` if ``user`` may look at it (:func:`visible_calls`), else None."""
+    return by_key(visible_calls(user), pk)
+
+
 def visible_calls(user: Any) -> QuerySet[Call]:
     """The calls ``user`` may look at: started by them, or with a round routed to them."""
     calls = Call.objects.select_related("connection", "started_by")

@@ -10,7 +10,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_safe
 
 from mrtrweb.calls import watching
-from mrtrweb.calls.access import by_key, can_answer, visible_calls, visible_rounds
+from mrtrweb.calls.access import can_answer, visible_call, visible_rounds
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.http import SeeOther
 
@@ -34,7 +34,7 @@ async def next_step(request: HttpRequest, pk: int) -> HttpResponse:
     reload of the call page every second.
     """
     user = await request.auser()
-    call = await sync_to_async(_visible_call)(user, pk)
+    call = await sync_to_async(visible_call)(user, pk)
     if call is None:
         raise Http404("No call")
     if request.GET.get("hold"):
@@ -44,10 +44,6 @@ async def next_step(request: HttpRequest, pk: int) -> HttpResponse:
 
 def _arrived(first: watching.Seen, now: watching.Seen) -> bool:
     return not watching.in_flight(now)
-
-
-def _visible_call(user: Any, pk: int) -> Call | None:
-    return by_key(visible_calls(user), pk)
 
 
 def _next_page(user: Any, call: Call) -> str:
