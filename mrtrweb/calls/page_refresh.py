@@ -9,14 +9,14 @@ from typing import Any
 from django.http import HttpRequest
 from django.utils import timezone
 
+from . import watching
 from .models import Call, Round
-from .watching import ON_ITS_WAY
 
 __all__ = ["in_flight", "reload_after"]
 
 
 def in_flight(call: Call, rounds: list[Round]) -> bool:
-    return call.status == Call.Status.RUNNING or any(r.status in ON_ITS_WAY for r in rounds)
+    return watching.in_flight((call.status, tuple((r.pk, r.status) for r in rounds)))
 
 
 # How often the call page reloads itself without JavaScript while something is on its way:

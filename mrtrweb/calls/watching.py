@@ -52,8 +52,8 @@ def _look(call_id: int) -> Seen:
 
 
 def in_flight(now: Seen) -> bool:
-    """Whether something of the call is on its way: its request, or a round's answers
-    (what the call page says with :func:`mrtrweb.calls.page_refresh.in_flight`)."""
+    """Whether something of the call is on its way: its request, or a round's answers (the
+    one rule: the call page asks it too, :func:`mrtrweb.calls.page_refresh.in_flight`)."""
     status, rounds = now
     return status == Call.Status.RUNNING or any(state in ON_ITS_WAY for _, state in rounds)
 
