@@ -112,11 +112,13 @@ def release_connection() -> None:
 
 def wait_for(future: Future[None], wait: float) -> bool:
     """Wait up to ``wait`` seconds for a delivery :func:`start` began; True if it finished.
-    The connection goes back to the pool meanwhile (:func:`release_connection`)."""
+    The connection goes back to the pool meanwhile (:func:`release_connection`), unless
+    there is nothing to wait for: taking it back costs a health check."""
     if wait <= 0:
         return False
-    release_connection()
     try:
+        if not future.done():
+            release_connection()
         future.result(timeout=wait)
     except FutureTimeout:
         return False
