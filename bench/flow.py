@@ -17,6 +17,14 @@ queue (and found already done by the stack's worker later; those later runs are 
 ``--list`` (or the suite's ``sql_dir``) writes every query of one flow, by phase, to a text
 file beside the JSON, so that anyone can see what to cut.
 
+What holds the targets back is measured in the same run, the same way: the **floor flow** is
+the flow's three requests (start POST, page GET, answer POST) made by the same client to the
+Django floor's trivial view (``bench/urls.py``), which only signs the person in; its queries
+and CPU are what any three pages of the app cost before they do anything. And the flow's
+queries are sorted by what makes them (:func:`kinds`): each request's sign-in (the session,
+the user, the permissions), the transactions' own ``BEGIN``/``COMMIT`` statements, and the
+app's reads and writes.
+
     python -m bench.flow --backend sqlite [--repeats 10] [--list]
 """
 
@@ -35,6 +43,11 @@ from typing import Any
 from .stack import CONNECTION, PERSON, TOOL
 
 PHASES = ("start", "page", "answer", "delivery")
+# The requests of the flow, made to the floor's trivial view (bench/urls.py).
+FLOOR_PHASES = ("start", "page", "answer")
+# What a query is for (:func:`kind_of`), in the order the table prints them.
+KINDS = ("sign_in", "transaction", "app")
+_SIGN_IN_TABLES = ('"django_session"', '"auth_user"', '"auth_user_user_permissions"')
 # Targets of issue 18, for the whole flow.
 TARGET_QUERIES = 20
 TARGET_CPU_MS = 20.0
@@ -65,6 +78,29 @@ class Meter:
         previous, self.current = self.current, name
         self._cpu_mark, self._query_mark = time.process_time(), done
         return previous
+
+
+def kind_of(sql: str) -> str:
+    """``sign_in``: the session, user and permission reads every signed-in request makes
+    (Django's ``SessionMiddleware``, ``AuthenticationMiddleware``, ``ModelBackend``);
+    ``transaction``: a transaction's own bracket (``BEGIN``, ``COMMIT``, savepoints), which
+    Django counts as queries; ``app``: everything else."""
+    head = sql.lstrip("( ").upper()
+    if head.startswith(("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE SAVEPOINT")):
+        return "transaction"
+    source = sql.split(" WHERE ", 1)[0]
+    if head.startswith("SELECT") and any(f"FROM {t}" in source for t in _SIGN_IN_TABLES):
+        return "sign_in"
+    return "app"
+
+
+def kinds(meter: Meter) -> dict[str, int]:
+    """How many of ``meter``'s queries are of each of :data:`KINDS`."""
+    counted = dict.fromkeys(KINDS, 0)
+    for phase_sql in meter.sql.values():
+        for sql in phase_sql:
+            counted[kind_of(sql)] += 1
+    return counted
 
 
 @contextlib.contextmanager
@@ -162,6 +198,29 @@ class Flow:
             raise RuntimeError(f"the flow's call ended {call.status}: {call.error}")
         return meter
 
+    def floor(self) -> Meter:
+        """The flow's three requests, made to the Django floor's trivial view: what they
+        cost before the app does anything (the same client, session and CSRF check)."""
+        from django.db import connection
+        from django.test.utils import CaptureQueriesContext
+
+        from .urls import FLOOR_PATH
+
+        with CaptureQueriesContext(connection) as queries:
+            meter = Meter(queries)
+            for phase in FLOOR_PHASES:
+                meter.enter(phase)
+                if phase == "page":
+                    response = self.client.get(FLOOR_PATH)
+                    expected = 200
+                else:
+                    response = self._post(FLOOR_PATH, {})
+                    expected = 303
+                if response.status_code != expected:
+                    raise RuntimeError(f"the floor's {phase}: {response.status_code}")
+            meter.enter(None)
+        return meter
+
 
 def measure(
     context: dict[str, Any] | None = None, repeats: int = 20, sql_path: Path | None = None
@@ -169,11 +228,14 @@ def measure(
     """Run ``repeats`` warm flows; figures per phase (median over the flows) and in total."""
     flow = Flow()
     meters: list[Meter] = []
+    floors: list[Meter] = []
     with inline_handoff(lambda: flow.meter):
         for _ in range(3):  # warm: imports, templates, caches, the MCP connection
             flow.once()
-        for _ in range(repeats):
+            flow.floor()
+        for _ in range(repeats):  # interleaved, so both see the same machine
             meters.append(flow.once())
+            floors.append(flow.floor())
 
     def median(values: list[float]) -> float:
         return float(statistics.median(values))
@@ -186,9 +248,15 @@ def measure(
         "flows": repeats,
         "queries": {**queries, "total": median(totals_q)},
         "queries_max_total": max(totals_q),
+        "queries_by_kind": {k: median([kinds(m)[k] for m in meters]) for k in KINDS},
         "cpu_ms": {**cpu, "total": median(totals_cpu)},
         "target_queries": TARGET_QUERIES,
         "target_cpu_ms": TARGET_CPU_MS,
+        # The same three requests to the trivial view: what the app cannot go below.
+        "floor": {
+            "queries": median([sum(m.count.values()) for m in floors]),
+            "cpu_ms": median([sum(m.cpu.values()) * 1000.0 for m in floors]),
+        },
     }
     if sql_path is not None:
         figures["sql_list"] = str(_write_sql(meters[-1], sql_path))
@@ -212,6 +280,7 @@ def rows(flow: dict[str, Any]) -> list[tuple[str, str]]:
     if not flow or "queries" not in flow:
         return [("Flow: queries and CPU", (flow or {}).get("error", "-"))]
     q, cpu = flow["queries"], flow["cpu_ms"]
+    floor = flow.get("floor")
     return [
         (
             "Flow: SQL queries (start/page/answer/delivery)",
@@ -219,9 +288,17 @@ def rows(flow: dict[str, Any]) -> list[tuple[str, str]]:
             + f" = {q['total']:g} (target <= {flow['target_queries']})",
         ),
         (
+            "Flow:   sign-in / BEGIN-COMMIT / the app's",
+            " / ".join(f"{flow.get('queries_by_kind', {}).get(k, 0):g}" for k in KINDS),
+        ),
+        (
             "Flow: CPU ms (start/page/answer/delivery)",
             "/".join(f"{cpu[p]:.1f}" for p in PHASES)
             + f" = {cpu['total']:.1f} (target <= {flow['target_cpu_ms']:g})",
+        ),
+        (
+            "Flow floor: its 3 requests to the trivial view: queries; CPU ms",
+            f"{floor['queries']:g}; {floor['cpu_ms']:.1f}" if floor else "-",
         ),
     ]
 

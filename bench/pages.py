@@ -52,6 +52,40 @@ def _postgres_sizes() -> dict[str, int]:
         return {name: int(size) for name, size in cursor.fetchall()}
 
 
+# The tables a parked round writes, whose updates are counted (PostgreSQL).
+_UPDATED = ("calls_call", "calls_round")
+
+
+def _updates() -> dict[str, tuple[int, int]]:
+    """PostgreSQL's count of updates to each of :data:`_UPDATED`, and of those that were HOT
+    (heap-only: the new row version on the same page and no index entry for it, possible only
+    when no indexed column changed). Every other update adds an entry to each of the table's
+    indexes (until a vacuum), which is part of what a parked round costs."""
+    import time as _time
+
+    from django.db import connection
+
+    # Each backend reports its counts at most once a second (PGSTAT_MIN_INTERVAL): wait for
+    # the engine's connections to have reported, and read a fresh snapshot.
+    _time.sleep(1.2)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_clear_snapshot()")
+        cursor.execute(
+            "SELECT relname, n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables "
+            "WHERE relname = ANY(%s)",
+            [list(_UPDATED)],
+        )
+        return {name: (int(upd), int(hot)) for name, upd, hot in cursor.fetchall()}
+
+
+def _index_names(table: str) -> list[str]:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexname FROM pg_indexes WHERE tablename = %s", [table])
+        return [name for (name,) in cursor.fetchall()]
+
+
 def _sizes() -> dict[str, int]:
     from django.db import connection
 
@@ -65,9 +99,11 @@ def storage(rounds: int, context: dict[str, Any]) -> dict[str, Any]:
 
     from mrtrweb.calls.models import Call, Round
 
-    if connection.vendor == "postgresql":
+    postgres = connection.vendor == "postgresql"
+    if postgres:
         with connection.cursor() as cursor:
             cursor.execute("CHECKPOINT")
+    updates_before = _updates() if postgres else {}
     before = _sizes()
     started = time.perf_counter()
     ids = []
@@ -75,6 +111,7 @@ def storage(rounds: int, context: dict[str, Any]) -> dict[str, Any]:
         ids.append(seed.park(context).pk)
     elapsed = time.perf_counter() - started
     after = _sizes()
+    updates_after = _updates() if postgres else {}
     growth = {
         name: after.get(name, 0) - before.get(name, 0)
         for name in sorted(set(after) | set(before))
@@ -98,8 +135,30 @@ def storage(rounds: int, context: dict[str, Any]) -> dict[str, Any]:
         # Issue 18: PostgreSQL's rows carry tuple headers SQLite's don't.
         "target_bytes": 1280 if connection.vendor == "postgresql" else 1024,
         "by_table_bytes_per_round": {name: size / rounds for name, size in growth.items()},
+        **(_update_figures(updates_before, updates_after, growth, rounds) if postgres else {}),
         "park_ms": summary([elapsed * 1000 / rounds], "ms"),
     }
+
+
+def _update_figures(
+    before: dict[str, tuple[int, int]],
+    after: dict[str, tuple[int, int]],
+    growth: dict[str, int],
+    rounds: int,
+) -> dict[str, Any]:
+    """What PostgreSQL's updates while parking cost (what holds P5 back there): per parked
+    round, each table's updates and how many were HOT, and the growth of the call's indexes,
+    which take a second entry for each call whose update was not HOT."""
+    figures: dict[str, Any] = {}
+    for table in _UPDATED:
+        upd = after.get(table, (0, 0))[0] - before.get(table, (0, 0))[0]
+        hot = after.get(table, (0, 0))[1] - before.get(table, (0, 0))[1]
+        figures[f"{table}_updates_per_round"] = upd / rounds
+        figures[f"{table}_hot_updates_per_round"] = hot / rounds
+    figures["call_index_bytes_per_round"] = (
+        sum(growth.get(name, 0) for name in _index_names("calls_call")) / rounds
+    )
+    return figures
 
 
 # -- P3 ------------------------------------------------------------------------------------

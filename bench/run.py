@@ -229,6 +229,17 @@ def rows(figures: dict[str, Any]) -> list[tuple[str, str]]:
             f" (target <= {_num(p5.get('target_bytes', 1024), 0)})",
         ),
     ]
+    if "calls_call_updates_per_round" in p5:
+        # PostgreSQL: an update that changes an indexed column is not HOT, and every index
+        # of the table takes a second entry for the row (what holds P5 back there).
+        out.append(
+            (
+                "P5   call row updates a round, HOT of them; call's indexes, B",
+                f"{_num(p5['calls_call_updates_per_round'])}, "
+                f"{_num(p5['calls_call_hot_updates_per_round'])}; "
+                f"{_num(p5['call_index_bytes_per_round'], 0)}",
+            )
+        )
     # Queries and CPU of one person's whole flow (bench/flow.py), against issue 18's targets.
     out += flow_rows(figures.get("flow", {}))
     mem = figures.get("memory", {})

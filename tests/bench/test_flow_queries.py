@@ -66,3 +66,56 @@ def test_each_phase_of_the_flow_makes_at_most_its_queries(bench_server: str) -> 
     assert not over, f"more queries than pinned: {over}\n{listing}"
     # Every phase ran (a flow that stopped early would pass the pins trivially).
     assert all(counts.values()), counts
+
+
+def test_the_flow_s_queries_are_told_apart_and_its_floor_is_the_sign_in(
+    bench_server: str, settings: Any
+) -> None:
+    """What holds the flow's query count back is measured beside it: each request's sign-in,
+    the transactions' brackets, and the app's own; the floor (the same three requests to the
+    trivial view) makes the sign-in's queries and nothing else."""
+    settings.ROOT_URLCONF = "bench.urls"  # the app's URLs and the floor's trivial view
+    seed.prepare(bench_server)
+    one = flow.Flow()
+    with flow.inline_handoff(lambda: one.meter):
+        one.once()
+        measured = one.once()
+    floor = one.floor()
+    kinds = flow.kinds(measured)
+    assert sum(kinds.values()) == sum(measured.count.values())
+    # Three signed-in requests, each reading its session, its user and their permissions.
+    assert kinds["sign_in"] == 9, kinds
+    # The start, the answer and the delivery each write in transactions of their own.
+    assert kinds["transaction"] >= 6 and kinds["transaction"] % 2 == 0, kinds
+    assert kinds["app"] > 0
+    assert list(floor.count) == list(flow.FLOOR_PHASES)
+    assert flow.kinds(floor) == {"sign_in": 9, "transaction": 0, "app": 0}
+    assert sum(floor.cpu.values()) > 0
+
+
+@pytest.mark.parametrize(
+    ("sql", "kind"),
+    [
+        ('SELECT "django_session"."session_key" FROM "django_session" WHERE x', "sign_in"),
+        ('SELECT "auth_user"."id" FROM "auth_user" WHERE "auth_user"."id" = 1', "sign_in"),
+        (
+            '(SELECT "auth_user_user_permissions"."user_id" FROM "auth_user_user_permissions"'
+            ' INNER JOIN "auth_permission" ON (1) WHERE x) UNION (SELECT 1)',
+            "sign_in",
+        ),
+        ("BEGIN IMMEDIATE", "transaction"),
+        ("COMMIT", "transaction"),
+        ('SAVEPOINT "s1"', "transaction"),
+        ('RELEASE SAVEPOINT "s1"', "transaction"),
+        # A join to the users' table is the app's, not the sign-in's.
+        (
+            'SELECT "servers_toolexposure"."id" FROM "servers_toolexposure" LEFT OUTER JOIN'
+            ' "auth_user" ON (1) WHERE x',
+            "app",
+        ),
+        ('UPDATE "auth_user" SET "last_login" = x WHERE "auth_user"."id" = 1', "app"),
+        ('INSERT INTO "calls_call" ("status") VALUES (\'running\')', "app"),
+    ],
+)
+def test_kind_of(sql: str, kind: str) -> None:
+    assert flow.kind_of(sql) == kind

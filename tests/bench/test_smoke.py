@@ -68,6 +68,9 @@ def _backend(figures: dict) -> None:
     p5 = figures["p5"]
     assert p5["bytes_per_round"] > p5["request_json_bytes"] > 0
     assert p5["by_table_bytes_per_round"]
+    if "calls_call_updates_per_round" in p5:  # PostgreSQL: what its updates cost
+        assert p5["calls_call_updates_per_round"] >= p5["calls_call_hot_updates_per_round"] >= 0
+        assert p5["calls_call_updates_per_round"] > 0 and p5["call_index_bytes_per_round"] > 0
 
     # One person's whole flow (bench/flow.py): every phase counted, the SQL listed.
     flow = figures["flow"]
@@ -77,6 +80,11 @@ def _backend(figures: dict) -> None:
         sum(flow["queries"][p] for p in ("start", "page", "answer", "delivery")), abs=4
     ), flow
     assert Path(flow["sql_list"]).read_text().startswith("== start:")
+    # What the flow's queries are for, and its floor (the same requests to a trivial view).
+    assert sum(flow["queries_by_kind"].values()) == pytest.approx(flow["queries"]["total"], abs=4)
+    assert flow["queries_by_kind"]["sign_in"] > 0 and flow["queries_by_kind"]["app"] > 0
+    assert 0 < flow["floor"]["queries"] < flow["queries"]["total"]
+    assert 0 < flow["floor"]["cpu_ms"] < flow["cpu_ms"]["total"]
 
     memory = figures["memory"]
     assert memory["rounds"] > 0
@@ -138,6 +146,8 @@ def test_smoke_run_prints_the_table_and_writes_every_figure(tmp_path: Path) -> N
         "P6 ",
         "Flow: SQL queries (start/page/answer/delivery)",
         "Flow: CPU ms (start/page/answer/delivery)",
+        "Flow:   sign-in / BEGIN-COMMIT / the app's",
+        "Flow floor: its 3 requests to the trivial view",
         "Memory web: RSS every tenth",
         "P7 crowd p95 / one start",
     ):
