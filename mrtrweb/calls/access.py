@@ -162,35 +162,108 @@ def visible_rounds(user: Any) -> QuerySet[Round]:
 def visible_round(user: Any, pk: int) -> Round | None:
     """Round ``pk`` if ``user`` may look at it (:func:`visible_rounds`), else None.
 
-    Read by its key first: when the person is an admin, the call's starter, the round's
-    answerer or (a round not split) its assignee, one of :func:`visible_rounds`' own terms
-    holds and the round is theirs to see, without building and running the whole rule with
-    its group, delegation and part subqueries (the round page's costliest work, on every
-    request). Anyone else is asked the whole rule, exactly as before.
+    Read by its key first: when :func:`_sees_at_once` says the round is theirs to see, it is,
+    without building and running the whole rule with its group, delegation and part
+    subqueries (the round page's costliest work, on every request). Anyone else is asked the
+    whole rule, exactly as before.
     """
     if not _active(user):
         return None
     found = by_key(Round.objects.select_related(*_ROUND_RELATIONS), pk)
     if found is None:
         return None
-    if (
-        found.call.started_by_id == user.pk
-        or found.answered_by_id == user.pk
-        or (not found.split and found.assigned_user_id == user.pk)
-        or is_admin(user)
-    ):
+    if _sees_at_once(user, found):
         return found
     return by_key(visible_rounds(user), pk)
 
 
+def _sees_at_once(user: Any, round: Round) -> bool:
+    """Whether one of :func:`visible_rounds`' own terms holds for ``round`` as read, with no
+    query beyond the person's permissions: they are an admin, the call's starter, the
+    round's answerer or (a round not split) its assignee. False says only "ask the rule"."""
+    return (
+        round.call.started_by_id == user.pk
+        or round.answered_by_id == user.pk
+        or (not round.split and round.assigned_user_id == user.pk)
+        or is_admin(user)
+    )
+
+
+def newest_pending(user: Any, call: Call) -> Round | None:
+    """The newest pending round of ``call`` that ``user`` may look at, or None.
+
+    The call's newest pending round is read first, and is the answer when
+    :func:`_sees_at_once` holds for it (then no round of the call the person sees can be
+    newer); otherwise the whole rule is asked, as before.
+    """
+    newest = (
+        Round.objects.select_related(*_ROUND_RELATIONS)
+        .filter(call=call, status=Round.Status.PENDING)
+        .order_by("-index")
+        .first()
+    )
+    if newest is None or not _active(user):
+        return None
+    if _sees_at_once(user, newest):
+        return newest
+    return (
+        visible_rounds(user)
+        .filter(call=call, status=Round.Status.PENDING)
+        .order_by("-index")
+        .first()
+    )
+
+
 def visible_call(user: Any, pk: int) -> Call | None:
-    """Call ``pk`` if ``user`` may look at it (:func:`visible_calls`), else None."""
+    """Call ``pk`` if ``user`` may look at it (:func:`visible_calls`), else None.
+
+    As :func:`visible_round`: read by its key first, and theirs to see when they started it
+    or are an admin (the call page of a person following their own call, every reload);
+    anyone else is asked the whole rule.
+    """
+    if not _active(user):
+        return None
+    found = by_key(_calls(), pk)
+    if found is None:
+        return None
+    if found.started_by_id == user.pk or is_admin(user):
+        return found
     return by_key(visible_calls(user), pk)
+
+
+def _calls() -> QuerySet[Call]:
+    return Call.objects.select_related("connection", "started_by")
+
+
+def sees_call(user: Any, call: Call) -> bool:
+    """Whether ``user`` may look at ``call`` (:func:`visible_calls`): at once for its starter
+    and admins, else by the whole rule."""
+    if not _active(user):
+        return False
+    return (
+        call.started_by_id == user.pk
+        or is_admin(user)
+        or visible_calls(user).filter(pk=call.pk).exists()
+    )
+
+
+def restarts_of(user: Any, call: Call) -> list[Call]:
+    """The calls started again from ``call`` that ``user`` may look at, newest first.
+
+    Read as they are first (nearly always none, or the person's own): the whole rule is
+    asked only when one of them was started by someone else and ``user`` is no admin.
+    """
+    if not _active(user):
+        return []
+    restarts = list(_calls().filter(restarted_from=call))
+    if all(c.started_by_id == user.pk for c in restarts) or is_admin(user):
+        return restarts
+    return list(visible_calls(user).filter(restarted_from=call))
 
 
 def visible_calls(user: Any) -> QuerySet[Call]:
     """The calls ``user`` may look at: started by them, or with a round routed to them."""
-    calls = Call.objects.select_related("connection", "started_by")
+    calls = _calls()
     if not _active(user):
         return calls.none()
     if is_admin(user):
@@ -244,14 +317,7 @@ def can_act_on_call(user: Any, call: Call) -> bool:
     Starting again is starting a call, so the start pages' rule applies too: end users only
     tools exposed to them, nobody on a disabled connection.
     """
-    if not _active(user):
-        return False
-    sees = (
-        is_admin(user)
-        or call.started_by_id == user.pk
-        or (visible_calls(user).filter(pk=call.pk).exists())
-    )
-    if not sees:
+    if not sees_call(user, call):
         return False
     if call.method == Call.Method.TOOL:
         return may_start(user, call.connection, call.target)

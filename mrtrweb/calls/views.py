@@ -33,8 +33,11 @@ from .access import (
     can_act_on_call,
     can_answer,
     next_page,
+    restarts_of,
+    sees_call,
     shown_to,
     taken_from,
+    visible_call,
     visible_calls,
     visible_round,
     visible_rounds,
@@ -219,7 +222,7 @@ def _taken(
         "round": round,
         "call": call,
         "typed": typed_values(answers) if answers is not None else (),
-        "may_see_call": visible_calls(request.user).filter(pk=call.pk).exists(),
+        "may_see_call": sees_call(request.user, call),
         "server_name": _server_name(call.connection),
     }
     return render(request, "calls/taken.html", context, status=status)
@@ -252,7 +255,7 @@ def call_list(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_safe
 def call_page(request: HttpRequest, pk: int) -> HttpResponse:
-    call = get_object_or_404(visible_calls(request.user), pk=pk)
+    call = _visible_call_or_404(request.user, pk)
     rounds = list(
         call.rounds.select_related(
             "answered_by", "assigned_user", "assigned_group", "claimed_by"
@@ -285,11 +288,18 @@ def call_page(request: HttpRequest, pk: int) -> HttpResponse:
         "arguments": _pretty_arguments(call.arguments_json),
         "server_name": _server_name(call.connection),
         "can_act": can_act_on_call(request.user, call),
-        "restarts": list(visible_calls(request.user).filter(restarted_from=call)),
+        "restarts": restarts_of(request.user, call),
         "authorization_wait": waiting,
     }
     context["refresh_after"] = page_refresh.reload_after(request, call, rounds, context)
     return render(request, "calls/call.html", context)
+
+
+def _visible_call_or_404(user: Any, pk: int) -> Call:
+    call = visible_call(user, pk)
+    if call is None:
+        raise Http404("No call matches the given query.")
+    return call
 
 
 def _crumb(user: Any, call: Call) -> tuple[str, str]:
@@ -334,7 +344,7 @@ def _pretty_arguments(text: str) -> str:
 @login_required
 @require_POST
 def restart(request: HttpRequest, pk: int) -> HttpResponse:
-    call = get_object_or_404(visible_calls(request.user), pk=pk)
+    call = _visible_call_or_404(request.user, pk)
     if not can_act_on_call(request.user, call):
         raise Http404("No call matches the given query.")
     if call.status not in (Call.Status.EXPIRED, Call.Status.FAILED):

@@ -10,8 +10,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_safe
 
 from mrtrweb.calls import watching
-from mrtrweb.calls.access import can_answer, visible_call, visible_rounds
-from mrtrweb.calls.models import Call, Round
+from mrtrweb.calls.access import can_answer, newest_pending, visible_call
+from mrtrweb.calls.models import Call
 from mrtrweb.http import SeeOther
 
 # How long ``?hold=1`` (the call page's reload without JavaScript) holds the request while
@@ -47,12 +47,7 @@ def _arrived(first: watching.Seen, now: watching.Seen) -> bool:
 
 
 def _next_page(user: Any, call: Call) -> str:
-    waiting = (
-        visible_rounds(user)
-        .filter(call=call, status=Round.Status.PENDING)
-        .order_by("-index")
-        .first()
-    )
+    waiting = newest_pending(user, call)
     if waiting is not None and can_answer(user, waiting):
         return waiting.get_absolute_url()
     return call.get_absolute_url()
