@@ -86,14 +86,18 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     # user.is_verified(), then: no page but the code's own until a second factor is passed.
     "django_otp.middleware.OTPMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    # The app's own three are sync only, and innermost but for axes. Why: under ASGI, Django
+    # runs every middleware outside the innermost sync-only one in one thread, and those
+    # inside it on the event loop, each of Django's own there hopping to a thread and back
+    # for its request and response halves; with these three here, one hop a request is left.
     "mrtrweb.accounts.middleware.SecondFactorMiddleware",
     # Each page in the person's own time zone (account page, else browser, else UTC).
     "mrtrweb.accounts.timezones.TimeZoneMiddleware",
     # The language chosen on the account page, when there is one, over the browser's.
     "mrtrweb.accounts.languages.LanguageMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "django_htmx.middleware.HtmxMiddleware",
     # Last, as axes asks: it turns a sign-in refused for too many failures into the lockout page.
     "axes.middleware.AxesMiddleware",
 ]
