@@ -342,6 +342,11 @@ def _p7_rows(p7: dict[str, Any]) -> list[tuple[str, str]]:
             f"{_num(p7.get('web_cpu_ms_per_start'))} (x {starts} = "
             f"{_num((p7.get('web_cpu_ms_per_start') or 0) * starts / 1000, 2)} s)",
         ),
+        (
+            "P7 CPU a start the target allows; one trivial signed-in GET, ms",
+            f"{_num(p7.get('cpu_budget_ms_per_start'), 2)}; "
+            f"{_num(p7.get('floor_cpu_ms_per_request'), 2)}",
+        ),
     ]
 
 

@@ -26,6 +26,8 @@ from .stats import summary
 
 # A start that has not reached its round in this long counts as not reached.
 LIMIT_SECONDS = 120.0
+# Trivial signed-in GETs (the Django floor's view) whose web CPU is measured beside the crowd.
+FLOOR_REQUESTS = 300
 
 
 class Outcome:
@@ -119,6 +121,7 @@ async def measure(run: Stack, people_count: int, per_person: int, single_repeats
         cpu_crowd = cpu_seconds(run.web_pid) - cpu_before
         for _ in range(single_repeats):
             single.append(await start_to_round(people[0]))
+        floor_cpu_ms = await _floor_cpu_ms(run, people[0])
     finally:
         await asyncio.gather(*(p.close() for p in people))
     await sync_to_async(_cancel, thread_sensitive=True)(
@@ -134,13 +137,36 @@ async def measure(run: Stack, people_count: int, per_person: int, single_repeats
         # What holds the crowd back: one process does every start's work (the view, the
         # send, the round page) on a GIL, so the last start waits for about all of it.
         "web_cpu_ms_per_start": cpu_crowd * 1000.0 / max(len(crowd), 1),
+        # What one trivial signed-in page costs the same process: the least a start's three
+        # or more requests could cost together.
+        "floor_cpu_ms_per_request": floor_cpu_ms,
     }
     if figures["crowd"]["errors"] or figures["single"]["errors"]:
         figures["web_log_errors"] = _logged_errors(run)
     single_time, crowd_time = figures["single"]["time"], figures["crowd"]["time"]
     if single_time and crowd_time:
         figures["ratio_p95"] = crowd_time["p95"] / single_time["median"]
+    if single_time and crowd:
+        # The p95 start ends after at least 95% of the starts finished, all their work done
+        # by one interpreter (one GIL): p95 >= that many times a start's CPU. So the target
+        # (p95 <= 3x one start) asks at most this much web CPU a start.
+        finished_before = max(int(len(crowd) * 0.95), 1)
+        figures["cpu_budget_ms_per_start"] = (
+            figures["target_ratio_p95"] * single_time["median"] / finished_before
+        )
     return figures
+
+
+async def _floor_cpu_ms(run: Stack, person: Person) -> float:
+    """Web CPU of one trivial signed-in GET (the Django floor's view), measured over HTTP."""
+    from .django_floor import FLOOR_PATH
+
+    for _ in range(20):  # warm
+        (await person.http.get(FLOOR_PATH)).raise_for_status()
+    before = cpu_seconds(run.web_pid)
+    for _ in range(FLOOR_REQUESTS):
+        (await person.http.get(FLOOR_PATH)).raise_for_status()
+    return (cpu_seconds(run.web_pid) - before) * 1000.0 / FLOOR_REQUESTS
 
 
 def _logged_errors(run: Stack) -> list[str]:

@@ -103,6 +103,8 @@ def _backend(figures: dict) -> None:
         assert p7[part]["errors"] == 0, p7
         _figure(p7[part]["time"])
     assert p7["ratio_p95"] > 0
+    # What the target allows a start, beside what one trivial page costs the same process.
+    assert p7["cpu_budget_ms_per_start"] > 0 and p7["floor_cpu_ms_per_request"] > 0
 
     # P6 (bench/watchers.py): every concerned person heard the event, nobody else did.
     p6 = figures["p6"]
@@ -150,6 +152,7 @@ def test_smoke_run_prints_the_table_and_writes_every_figure(tmp_path: Path) -> N
         "Flow floor: its 3 requests to the trivial view",
         "Memory web: RSS every tenth",
         "P7 crowd p95 / one start",
+        "P7 CPU a start the target allows",
     ):
         assert label in done.stdout, done.stdout
     assert str(out) in done.stdout
