@@ -27,6 +27,8 @@ IN_MEMORY_CHANNEL_LAYER = "mrtrweb.live.layers.SweptInMemoryChannelLayer"
 REDIS_SOCKET_TIMEOUT = 15.0
 LOG_FORMATS = ("json", "plain")
 POSTGRES_CONNECT_TIMEOUT = 5  # seconds
+# The embedded default's database backend: Django's SQLite one, its connections pooled.
+SQLITE_ENGINE = "mrtrweb.db.sqlite3"
 
 
 class EnvError(ValueError):
@@ -100,7 +102,9 @@ def database_config(
                 options["pool"] = {"min_size": 1, "max_size": pool_size, "timeout": pool_timeout}
         return config
     return {
-        "ENGINE": "django.db.backends.sqlite3",
+        # Django's SQLite backend with a pool (mrtrweb/db/sqlite3): each request runs in a
+        # thread of its own, and a connection opened anew reads the whole schema again.
+        "ENGINE": SQLITE_ENGINE,
         "NAME": sqlite_path,
         "OPTIONS": {
             # The web server and the task worker write to the same file: take the write lock

@@ -133,7 +133,7 @@ DATABASES = {
         pool_timeout=env.env_int(ENV, "MRTRWEB_DB_POOL_TIMEOUT", 20),
     )
 }
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+if DATABASES["default"]["ENGINE"] in (env.SQLITE_ENGINE, "django.db.backends.sqlite3"):
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     # Tests race real threads and processes against one database; an in-memory SQLite
     # database locks whole tables without waiting, so tests use a file of their own.

@@ -99,6 +99,7 @@ RULES = [
     Rule("mrtrweb.formats", ("mrtrweb",), third_party=only()),
     Rule("mrtrweb.encryption", ("mrtrweb",), third_party=only("django", "cryptography")),
     Rule("mrtrweb.http", ("mrtrweb",), third_party=only("django")),
+    Rule("mrtrweb.db", ("mrtrweb",), third_party=only("django")),
     Rule("mrtrweb.env", ("mrtrweb",), third_party=only("dj_database_url")),
     Rule("mrtrweb.settings", ("mrtrweb",), allow=("mrtrweb.env",)),
     Rule(

@@ -20,7 +20,7 @@ def test_database_url_selects_postgresql_with_all_its_parts(tmp_path: Path):
 def test_without_database_url_the_embedded_sqlite_file_is_used(tmp_path: Path, url):
     config = env.database_config(url, tmp_path / "db.sqlite3")
 
-    assert config["ENGINE"] == "django.db.backends.sqlite3"
+    assert config["ENGINE"] == "mrtrweb.db.sqlite3"
     assert config["NAME"] == tmp_path / "db.sqlite3"
     assert config["OPTIONS"]["transaction_mode"] == "IMMEDIATE"
 

@@ -31,7 +31,7 @@ def show_settings(run_python: RunPython, **env: str) -> dict:
 def test_embedded_defaults(run_python: RunPython, tmp_path):
     shown = show_settings(run_python)
 
-    assert shown["engine"] == "django.db.backends.sqlite3"
+    assert shown["engine"] == "mrtrweb.db.sqlite3"
     assert shown["name"] == str(tmp_path / "var" / "db.sqlite3")
     assert shown["layer"] == "mrtrweb.live.layers.SweptInMemoryChannelLayer"
     assert shown["debug"] is False

@@ -1,0 +1,1 @@
+"""Database backends of the app's own (``DATABASES["default"]["ENGINE"]``)."""
