@@ -61,6 +61,20 @@ def _site_language():
 
 
 @pytest.fixture(autouse=True)
+def _shared_thread_closes_its_connections():
+    """No test leaves a database connection open in asgiref's shared thread. Outside a
+    request, every thread-sensitive ``sync_to_async`` of every test runs in that one thread
+    (``SyncToAsync.single_thread_executor``), which outlives the test: a connection left open
+    there was found by a later test with no database (channels' ``database_sync_to_async``
+    asks it whether it is still usable), which failed or passed by the order tests ran in."""
+    yield
+    from asgiref.sync import SyncToAsync
+    from django.db import connections
+
+    SyncToAsync.single_thread_executor.submit(connections.close_all).result(timeout=30)
+
+
+@pytest.fixture(autouse=True)
 def _secrets_never_shown(settings):
     """No OAuth secret a test server issued is shown or logged (tests/support/secret_guard.py)."""
     from tests.support import secret_guard

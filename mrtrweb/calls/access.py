@@ -196,13 +196,15 @@ def newest_pending(user: Any, call: Call) -> Round | None:
     :func:`_sees_at_once` holds for it (then no round of the call the person sees can be
     newer); otherwise the whole rule is asked, as before.
     """
+    if not _active(user):
+        return None
     newest = (
         Round.objects.select_related(*_ROUND_RELATIONS)
         .filter(call=call, status=Round.Status.PENDING)
         .order_by("-index")
         .first()
     )
-    if newest is None or not _active(user):
+    if newest is None:
         return None
     if _sees_at_once(user, newest):
         return newest

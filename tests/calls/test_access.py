@@ -125,6 +125,10 @@ def test_newest_pending_is_the_rule_s_newest_round_for_everyone() -> None:
             .first()
         )
         assert newest_pending(w[who], call) == expected, who
+    w["ada"].is_active = False
+    with CaptureQueriesContext(connection) as queries:
+        assert newest_pending(w["ada"], call) is None
+    assert len(queries) == 0
 
 
 def test_restarts_of_lists_the_restarts_the_person_may_see() -> None:
