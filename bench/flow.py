@@ -204,7 +204,7 @@ class Flow:
         from django.db import connection
         from django.test.utils import CaptureQueriesContext
 
-        from .urls import FLOOR_PATH
+        from .django_floor import FLOOR_PATH
 
         with CaptureQueriesContext(connection) as queries:
             meter = Meter(queries)

@@ -61,13 +61,11 @@ def _updates() -> dict[str, tuple[int, int]]:
     (heap-only: the new row version on the same page and no index entry for it, possible only
     when no indexed column changed). Every other update adds an entry to each of the table's
     indexes (until a vacuum), which is part of what a parked round costs."""
-    import time as _time
-
     from django.db import connection
 
     # Each backend reports its counts at most once a second (PGSTAT_MIN_INTERVAL): wait for
     # the engine's connections to have reported, and read a fresh snapshot.
-    _time.sleep(1.2)
+    time.sleep(1.2)
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_stat_clear_snapshot()")
         cursor.execute(

@@ -162,8 +162,8 @@ def visible_rounds(user: Any) -> QuerySet[Round]:
 def visible_round(user: Any, pk: int) -> Round | None:
     """Round ``pk`` if ``user`` may look at it (:func:`visible_rounds`), else None.
 
-    Read by its key first: when :func:`_sees_at_once` says the round is theirs to see, it is,
-    without building and running the whole rule with its group, delegation and part
+    Read by its key first: when :func:`_sees_round_at_once` says the round is theirs to see,
+    it is, without building and running the whole rule with its group, delegation and part
     subqueries (the round page's costliest work, on every request). Anyone else is asked the
     whole rule, exactly as before.
     """
@@ -172,12 +172,12 @@ def visible_round(user: Any, pk: int) -> Round | None:
     found = by_key(Round.objects.select_related(*_ROUND_RELATIONS), pk)
     if found is None:
         return None
-    if _sees_at_once(user, found):
+    if _sees_round_at_once(user, found):
         return found
     return by_key(visible_rounds(user), pk)
 
 
-def _sees_at_once(user: Any, round: Round) -> bool:
+def _sees_round_at_once(user: Any, round: Round) -> bool:
     """Whether one of :func:`visible_rounds`' own terms holds for ``round`` as read, with no
     query beyond the person's permissions: they are an admin, the call's starter, the
     round's answerer or (a round not split) its assignee. False says only "ask the rule"."""
@@ -193,27 +193,19 @@ def newest_pending(user: Any, call: Call) -> Round | None:
     """The newest pending round of ``call`` that ``user`` may look at, or None.
 
     The call's newest pending round is read first, and is the answer when
-    :func:`_sees_at_once` holds for it (then no round of the call the person sees can be
+    :func:`_sees_round_at_once` holds for it (then no round of the call the person sees can be
     newer); otherwise the whole rule is asked, as before.
     """
     if not _active(user):
         return None
-    newest = (
-        Round.objects.select_related(*_ROUND_RELATIONS)
-        .filter(call=call, status=Round.Status.PENDING)
-        .order_by("-index")
-        .first()
-    )
-    if newest is None:
-        return None
-    if _sees_at_once(user, newest):
+
+    def newest_of(rounds: QuerySet[Round]) -> Round | None:
+        return rounds.filter(call=call, status=Round.Status.PENDING).order_by("-index").first()
+
+    newest = newest_of(Round.objects.select_related(*_ROUND_RELATIONS))
+    if newest is None or _sees_round_at_once(user, newest):
         return newest
-    return (
-        visible_rounds(user)
-        .filter(call=call, status=Round.Status.PENDING)
-        .order_by("-index")
-        .first()
-    )
+    return newest_of(visible_rounds(user))
 
 
 def visible_call(user: Any, pk: int) -> Call | None:
@@ -223,14 +215,8 @@ def visible_call(user: Any, pk: int) -> Call | None:
     or are an admin (the call page of a person following their own call, every reload);
     anyone else is asked the whole rule.
     """
-    if not _active(user):
-        return None
-    found = by_key(_calls(), pk)
-    if found is None:
-        return None
-    if found.started_by_id == user.pk or is_admin(user):
-        return found
-    return by_key(visible_calls(user), pk)
+    found = by_key(_calls(), pk) if _active(user) else None
+    return found if found is not None and sees_call(user, found) else None
 
 
 def _calls() -> QuerySet[Call]:
@@ -242,11 +228,13 @@ def sees_call(user: Any, call: Call) -> bool:
     and admins, else by the whole rule."""
     if not _active(user):
         return False
-    return (
-        call.started_by_id == user.pk
-        or is_admin(user)
-        or visible_calls(user).filter(pk=call.pk).exists()
-    )
+    return _sees_call_at_once(user, call) or visible_calls(user).filter(pk=call.pk).exists()
+
+
+def _sees_call_at_once(user: Any, call: Call) -> bool:
+    """Whether one of :func:`visible_calls`' own terms holds for ``call`` with no query beyond
+    the person's permissions: they started it, or are an admin."""
+    return call.started_by_id == user.pk or is_admin(user)
 
 
 def restarts_of(user: Any, call: Call) -> list[Call]:
@@ -258,7 +246,7 @@ def restarts_of(user: Any, call: Call) -> list[Call]:
     if not _active(user):
         return []
     restarts = list(_calls().filter(restarted_from=call))
-    if all(c.started_by_id == user.pk for c in restarts) or is_admin(user):
+    if all(_sees_call_at_once(user, c) for c in restarts):
         return restarts
     return list(visible_calls(user).filter(restarted_from=call))
 

@@ -59,6 +59,12 @@ class _Pool:
             idle.append((raw, identity))
             return True
 
+    def forget(self) -> None:
+        """Drop every idle connection unclosed, and the lock with them: a forked child must
+        not touch its parent's connections, nor wait on a lock another thread held."""
+        self._lock = threading.Lock()
+        self._idle = {}
+
     def drain(self) -> None:
         """Close every idle connection (tests, and a process that forks)."""
         with self._lock:
@@ -83,7 +89,7 @@ def _identity(name: str) -> tuple[int, int] | None:
 pool = _Pool()
 # A child process must not share its parent's open connections.
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=lambda: pool.__init__())
+    os.register_at_fork(after_in_child=pool.forget)
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
