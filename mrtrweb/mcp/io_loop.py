@@ -64,8 +64,15 @@ def attached() -> Iterator[None]:
     (database writes from progress callbacks), on its own database connection.
     """
     local = SyncToAsync.threadlocal
-    if getattr(local, "main_event_loop", None) is not None and (
-        getattr(local, "main_event_loop_pid", None) == os.getpid()
+    own = getattr(local, "main_event_loop", None)
+    # Only a loop still running is one to go back to. asgiref leaves the loop of a finished
+    # ``async_to_sync`` recorded in the thread (whose ``sync_to_async`` work it ran), closed:
+    # taken for the thread's own, every later call would start a new loop in a new thread and
+    # open a new HTTP connection, as if this block were not there.
+    if (
+        own is not None
+        and own.is_running()
+        and getattr(local, "main_event_loop_pid", None) == os.getpid()
     ):
         yield
         return
