@@ -5,14 +5,19 @@ parks its round), the round page GET, the answer POST, and the delivery of that 
 bench server until the result is stored. It runs in the bench process with Django's test
 client (CSRF checked, as a browser's requests are), warm, ``repeats`` times; each phase's SQL
 queries are counted and its CPU time (``time.process_time``: every thread of the process, the
-shared MCP event loop included) measured.
+shared MCP event loop included) measured. Not in the same flow: counting the queries puts
+Django's debug cursor on the connection, which times and formats every statement (on SQLite
+it even runs one more, to quote the parameters), work the app does not do in production. Each
+repeat is a counted flow and a timed one, uncounted.
 
 The engine sends a started call and a taken answer on a delivery thread of the process that
 took it (calls/handoff.py). Here that work runs inline instead, at the moment the thread would
 start, so that its queries are counted on this connection and set apart from the request's:
 ``start`` is the start POST plus the sending of the call, ``delivery`` the resubmission of the
 answer. Everything else runs as in production: the safety-net tasks are written to the task
-queue (and found already done by the stack's worker later; those later runs are not counted).
+queue (and found already done by the stack's worker later; those later runs are not counted),
+and live updates go to a running event loop of their own, as they go to the web server's
+(without one, each would start an event loop in a new thread, which no web process does).
 
 ``--list`` (or the suite's ``sql_dir``) writes every query of one flow, by phase, to a text
 file beside the JSON, so that anyone can see what to cut.
@@ -35,11 +40,13 @@ import contextlib
 import json
 import statistics
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from .spending import PARTS, Spending
 from .stack import CONNECTION, PERSON, TOOL
 
 PHASES = ("start", "page", "answer", "delivery")
@@ -51,14 +58,25 @@ _SIGN_IN_TABLES = ('"django_session"', '"auth_user"', '"auth_user_user_permissio
 # Targets of issue 18, for the whole flow.
 TARGET_QUERIES = 20
 TARGET_CPU_MS = 20.0
+_WEB_LOOP = "bench-web-loop"
+# How the table names bench/spending.py's parts.
+PART_LABELS = {
+    "sql_compile": "SQL compiling",
+    "orm": "the rest of the ORM",
+    "database": "database",
+    "templates": "templates",
+    "mcp_loop": "MCP client loop",
+    "live_loop": "live updates loop",
+    "rest": "the rest",
+}
 
 
 class Meter:
     """Splits one flow's queries and CPU time into phases: ``enter(name)`` closes the current
     phase (its queries and CPU so far are added to it) and opens ``name``."""
 
-    def __init__(self, queries: Any) -> None:
-        self.queries = queries  # a running CaptureQueriesContext
+    def __init__(self, queries: Any = None) -> None:
+        self.queries = queries  # a running CaptureQueriesContext, or None: CPU time only
         self.current: str | None = None
         self.count: dict[str, int] = {}
         self.cpu: dict[str, float] = {}
@@ -68,13 +86,15 @@ class Meter:
 
     def enter(self, name: str | None) -> str | None:
         now = time.process_time()
-        done = len(self.queries.captured_queries)
+        captured = self.queries.captured_queries if self.queries is not None else []
+        done = len(captured)
         if self.current is not None:
             self.cpu[self.current] = self.cpu.get(self.current, 0.0) + now - self._cpu_mark
-            self.count[self.current] = self.count.get(self.current, 0) + done - self._query_mark
-            self.sql.setdefault(self.current, []).extend(
-                q["sql"] for q in self.queries.captured_queries[self._query_mark : done]
-            )
+            if self.queries is not None:
+                self.count[self.current] = self.count.get(self.current, 0) + done - self._query_mark
+                self.sql.setdefault(self.current, []).extend(
+                    q["sql"] for q in captured[self._query_mark : done]
+                )
         previous, self.current = self.current, name
         self._cpu_mark, self._query_mark = time.process_time(), done
         return previous
@@ -167,13 +187,11 @@ class Flow:
         token = self.client.cookies["csrftoken"].value
         return self.client.post(url, {**data, "csrfmiddlewaretoken": token})
 
-    def once(self) -> Meter:
-        from django.db import connection
-        from django.test.utils import CaptureQueriesContext
-
+    def once(self, counted: bool = True) -> Meter:
+        """One flow, its queries counted (``counted``) or only its CPU time measured."""
         from mrtrweb.calls.models import Round
 
-        with CaptureQueriesContext(connection) as queries:
+        with _captured(counted) as queries:
             meter = self.meter = Meter(queries)
             meter.enter("start")
             response = self._post(self.start_url, self.start_fields)
@@ -198,15 +216,12 @@ class Flow:
             raise RuntimeError(f"the flow's call ended {call.status}: {call.error}")
         return meter
 
-    def floor(self) -> Meter:
+    def floor(self, counted: bool = True) -> Meter:
         """The flow's three requests, made to the Django floor's trivial view: what they
         cost before the app does anything (the same client, session and CSRF check)."""
-        from django.db import connection
-        from django.test.utils import CaptureQueriesContext
-
         from .django_floor import FLOOR_PATH
 
-        with CaptureQueriesContext(connection) as queries:
+        with _captured(counted) as queries:
             meter = Meter(queries)
             for phase in FLOOR_PHASES:
                 meter.enter(phase)
@@ -222,40 +237,93 @@ class Flow:
         return meter
 
 
+@contextlib.contextmanager
+def _captured(counted: bool) -> Iterator[Any]:
+    """The connection's queries captured (``CaptureQueriesContext``), or None when not
+    ``counted``."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    if not counted:
+        yield None
+        return
+    with CaptureQueriesContext(connection) as queries:
+        yield queries
+
+
+@contextlib.contextmanager
+def web_loop() -> Iterator[None]:
+    """A running event loop that live updates are sent through, as a web server's is
+    (``live.events.remember_web_loop``, which the ASGI app calls when it starts serving)."""
+    import asyncio
+
+    from mrtrweb.live import events
+
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name=_WEB_LOOP, daemon=True)
+    thread.start()
+    events.remember_web_loop(loop)
+    try:
+        yield
+    finally:
+        events.remember_web_loop(None)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=5)
+        loop.close()
+
+
+def _loop_threads() -> dict[str, threading.Thread | None]:
+    """The threads of the shared MCP event loop and of the live updates' loop (web_loop)."""
+    by_name = {thread.name: thread for thread in threading.enumerate()}
+    return {"mcp_loop": by_name.get("mrtrweb-mcp-io"), "live_loop": by_name.get(_WEB_LOOP)}
+
+
 def measure(
     context: dict[str, Any] | None = None, repeats: int = 20, sql_path: Path | None = None
 ) -> dict[str, Any]:
-    """Run ``repeats`` warm flows; figures per phase (median over the flows) and in total."""
+    """Run ``repeats`` warm flows; figures per phase (median over the flows) and in total:
+    the queries of counted flows, the CPU time of as many uncounted ones."""
     flow = Flow()
     meters: list[Meter] = []
+    timed: list[Meter] = []
     floors: list[Meter] = []
-    with inline_handoff(lambda: flow.meter):
+    floors_timed: list[Meter] = []
+    spending = Spending()
+    with web_loop(), inline_handoff(lambda: flow.meter):
         for _ in range(3):  # warm: imports, templates, caches, the MCP connection
             flow.once()
             flow.floor()
-        for _ in range(repeats):  # interleaved, so both see the same machine
+        for _ in range(repeats):  # interleaved, so all of them see the same machine
             meters.append(flow.once())
+            timed.append(flow.once(counted=False))
+            with spending.measuring(_loop_threads()):
+                flow.once(counted=False)
             floors.append(flow.floor())
+            floors_timed.append(flow.floor(counted=False))
 
     def median(values: list[float]) -> float:
         return float(statistics.median(values))
 
     queries = {p: median([m.count.get(p, 0) for m in meters]) for p in PHASES}
-    cpu = {p: median([m.cpu.get(p, 0.0) * 1000.0 for m in meters]) for p in PHASES}
+    cpu = {p: median([m.cpu.get(p, 0.0) * 1000.0 for m in timed]) for p in PHASES}
     totals_q = [sum(m.count.values()) for m in meters]
-    totals_cpu = [sum(m.cpu.values()) * 1000.0 for m in meters]
+    totals_cpu = [sum(m.cpu.values()) * 1000.0 for m in timed]
     figures: dict[str, Any] = {
         "flows": repeats,
         "queries": {**queries, "total": median(totals_q)},
         "queries_max_total": max(totals_q),
         "queries_by_kind": {k: median([kinds(m)[k] for m in meters]) for k in KINDS},
         "cpu_ms": {**cpu, "total": median(totals_cpu)},
+        # The counted flows' CPU: what counting the queries costs on top (not the app's).
+        "cpu_ms_counted_total": median([sum(m.cpu.values()) * 1000.0 for m in meters]),
         "target_queries": TARGET_QUERIES,
         "target_cpu_ms": TARGET_CPU_MS,
+        # Where the CPU goes (bench/spending.py), in flows of their own.
+        "cpu_spent_ms": spending.per_flow_ms(repeats),
         # The same three requests to the trivial view: what the app cannot go below.
         "floor": {
             "queries": median([sum(m.count.values()) for m in floors]),
-            "cpu_ms": median([sum(m.cpu.values()) * 1000.0 for m in floors]),
+            "cpu_ms": median([sum(m.cpu.values()) * 1000.0 for m in floors_timed]),
         },
     }
     if sql_path is not None:
@@ -267,7 +335,10 @@ def _write_sql(meter: Meter, path: Path) -> Path:
     lines = []
     for phase in PHASES:
         sql = meter.sql.get(phase, [])
-        lines.append(f"== {phase}: {len(sql)} queries, {meter.cpu.get(phase, 0) * 1000:.1f} ms CPU")
+        lines.append(
+            f"== {phase}: {len(sql)} queries, "
+            f"{meter.cpu.get(phase, 0) * 1000:.1f} ms CPU while counted"
+        )
         lines += [f"{n:3d}  {q}" for n, q in enumerate(sql, 1)]
         lines.append("")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -294,7 +365,18 @@ def rows(flow: dict[str, Any]) -> list[tuple[str, str]]:
         (
             "Flow: CPU ms (start/page/answer/delivery)",
             "/".join(f"{cpu[p]:.1f}" for p in PHASES)
-            + f" = {cpu['total']:.1f} (target <= {flow['target_cpu_ms']:g})",
+            + f" = {cpu['total']:.1f} (target <= {flow['target_cpu_ms']:g})"
+            + (
+                f"; {flow['cpu_ms_counted_total']:.1f} while its queries are counted"
+                if "cpu_ms_counted_total" in flow
+                else ""
+            ),
+        ),
+        (
+            "Flow: CPU ms by what spends it",
+            " / ".join(f"{PART_LABELS[part]} {flow['cpu_spent_ms'][part]:.1f}" for part in PARTS)
+            if "cpu_spent_ms" in flow
+            else "-",
         ),
         (
             "Flow floor: its 3 requests to the trivial view: queries; CPU ms",

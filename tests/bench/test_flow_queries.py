@@ -119,3 +119,22 @@ def test_the_flow_s_queries_are_told_apart_and_its_floor_is_the_sign_in(
 )
 def test_kind_of(sql: str, kind: str) -> None:
     assert flow.kind_of(sql) == kind
+
+
+def test_a_timed_flow_counts_nothing_and_times_every_phase(bench_server: str) -> None:
+    """The CPU figures come from flows whose queries are not counted: counting puts Django's
+    debug cursor on the connection, which the app does not have in production."""
+    from django.db import connection
+
+    seed.prepare(bench_server)
+    one = flow.Flow()
+    with flow.web_loop(), flow.inline_handoff(lambda: one.meter):
+        one.once()
+        timed = one.once(counted=False)
+        # Live updates went to the running loop, as to a web server's.
+        assert flow._loop_threads()["live_loop"] is not None
+    assert not connection.force_debug_cursor
+    assert timed.count == {} and timed.sql == {}
+    assert list(timed.cpu) == list(flow.PHASES)
+    assert all(seconds > 0 for seconds in timed.cpu.values()), timed.cpu
+    assert flow._loop_threads()["live_loop"] is None  # and it stopped with the block

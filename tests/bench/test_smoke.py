@@ -85,6 +85,22 @@ def _backend(figures: dict) -> None:
     assert flow["queries_by_kind"]["sign_in"] > 0 and flow["queries_by_kind"]["app"] > 0
     assert 0 < flow["floor"]["queries"] < flow["queries"]["total"]
     assert 0 < flow["floor"]["cpu_ms"] < flow["cpu_ms"]["total"]
+    # Where its CPU goes: each part measured (the live loop's share may round to nothing),
+    # and the parts add up to about the flow's CPU (they are measured in flows of their own).
+    spent = flow["cpu_spent_ms"]
+    assert set(spent) == {
+        "sql_compile",
+        "orm",
+        "database",
+        "templates",
+        "mcp_loop",
+        "live_loop",
+        "rest",
+    }
+    assert all(spent[p] > 0 for p in ("sql_compile", "orm", "database", "templates", "rest")), spent
+    assert spent["mcp_loop"] > 0, "the MCP client's loop thread was not found"
+    assert sum(spent.values()) == pytest.approx(flow["cpu_ms"]["total"], rel=0.5), (spent, flow)
+    assert flow["cpu_ms_counted_total"] > 0
 
     memory = figures["memory"]
     assert memory["rounds"] > 0
