@@ -72,7 +72,13 @@ def active(subscriptions: Iterable[Subscription]) -> list[Subscription]:
 
 
 def subscriptions_of(call_id: int) -> list[Subscription]:
-    """The subscriptions of a call whose token may still send."""
+    """The subscriptions of a call whose token may still send.
+
+    Asked on every event of every call, and most calls have none (only programs subscribe):
+    whether the call has any is asked first, a query Django compiles in a fraction of the
+    time of the one that joins the tokens and their people (issue 18's flow: 2 ms of CPU)."""
+    if not Subscription.objects.filter(call_id=call_id).exists():
+        return []
     return active(
         Subscription.objects.filter(
             call_id=call_id, token__revoked_at__isnull=True, token__user__is_active=True

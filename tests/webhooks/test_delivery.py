@@ -455,3 +455,25 @@ def test_the_sender_turns_an_unusable_url_into_a_refusal(
     status_code, error, retry_after, refused, _ = sending._post(delivery)
     assert (status_code, retry_after, refused) == (None, None, True)
     assert "cannot be used" in error and "secret-path" not in error
+
+
+def test_a_call_nobody_subscribed_to_is_looked_up_without_joins(
+    conn: Connection, user: Any, token: ApiToken, inline_tasks: None
+) -> None:
+    """Every event of every call asks for its subscriptions; most calls have none, and then
+    one query of the subscriptions' own table answers (the join of tokens and people only
+    when there is something to join)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from mrtrweb.webhooks.events import subscriptions_of
+
+    call = start(conn, user, "purchase", {"item": "tea"})
+    with CaptureQueriesContext(connection) as queries:
+        assert subscriptions_of(call.pk) == []
+    assert len(queries) == 1 and " JOIN " not in queries[0]["sql"], queries.captured_queries
+    with running_receiver(token.webhook_secret) as rx:
+        subscribe(call, rx.url(), token)
+        assert subscriptions_of(call.pk) == [Subscription.objects.get(call=call)]
+        token.revoke()
+        assert subscriptions_of(call.pk) == []
