@@ -9,11 +9,13 @@ Superusers count as admins and operators.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
-from django.db.models import BooleanField, Value
+from django.contrib.contenttypes.models import ContentType
+from django.db import connections, router
 
 END_USERS = "End users"
 ADMINS = "Admins"
@@ -61,32 +63,71 @@ def load_permissions(*users: Any) -> None:
     ]
     if not wanted:
         return
-    User = get_user_model()
-    ids = {user.pk for user in wanted}
-    # Both halves in one query; the last column says whose the row is (own or a group's).
-    own = User.user_permissions.through.objects.filter(user_id__in=ids).values_list(
-        "user_id",
-        "permission__content_type__app_label",
-        "permission__codename",
-        Value(True, output_field=BooleanField()),
-    )
-    grouped = User.groups.through.objects.filter(
-        user_id__in=ids, group__permissions__isnull=False
-    ).values_list(
-        "user_id",
-        "group__permissions__content_type__app_label",
-        "group__permissions__codename",
-        Value(False, output_field=BooleanField()),
-    )
+    ids = list({user.pk for user in wanted})
+    alias = router.db_for_read(Permission)
     mine: dict[Any, set[str]] = {pk: set() for pk in ids}
     theirs: dict[Any, set[str]] = {pk: set() for pk in ids}
-    for user_id, app, codename, is_own in own.union(grouped, all=True):
-        (mine if is_own else theirs)[user_id].add(f"{app}.{codename}")
+    with connections[alias].cursor() as cursor:
+        cursor.execute(_permissions_sql(alias, len(ids)), [*ids, *ids])
+        for user_id, app, codename, is_own in cursor.fetchall():
+            (mine if is_own else theirs)[user_id].add(f"{app}.{codename}")
     for user in wanted:
         # The attribute names ModelBackend._get_permissions and get_all_permissions use.
         user._user_perm_cache = mine[user.pk]
         user._group_perm_cache = theirs[user.pk]
         user._perm_cache = mine[user.pk] | theirs[user.pk]
+
+
+@cache
+def _permissions_sql_parts(alias: str) -> tuple[str, str]:
+    """The two halves of :func:`load_permissions`' query (a person's own permissions, their
+    groups'), up to the ``IN`` list of user ids, named from the models' metadata.
+
+    Written out rather than built with the ORM: it is asked on every signed-in request (the
+    second-factor check asks whether the person is an admin), and Django compiled the union
+    of two three-table joins anew each time, 30 times what the database took to answer it
+    (1.6 ms of CPU against 0.05 ms on the bench machine; issue 18)."""
+    quote = connections[alias].ops.quote_name
+    User = get_user_model()
+    own = User.user_permissions.field
+    grouped = User.groups.field
+    group_permissions = Group.permissions.field
+    permission = quote(Permission._meta.db_table)
+    content_type = quote(ContentType._meta.db_table)
+    permission_pk = quote(Permission._meta.pk.column)
+    codename = quote(Permission._meta.get_field("codename").column)
+    joins = (
+        f"INNER JOIN {content_type} ct ON ct.{quote(ContentType._meta.pk.column)} = "
+        f"p.{quote(Permission._meta.get_field('content_type').column)}"
+    )
+    app_label = quote(ContentType._meta.get_field("app_label").column)
+    user_id = quote(own.m2m_column_name())
+    mine = (
+        f"SELECT o.{user_id}, ct.{app_label}, p.{codename}, 1 "
+        f"FROM {quote(own.m2m_db_table())} o "
+        f"INNER JOIN {permission} p ON p.{permission_pk} = o.{quote(own.m2m_reverse_name())} "
+        f"{joins} WHERE o.{user_id} IN "
+    )
+    member = quote(grouped.m2m_column_name())
+    group = quote(grouped.m2m_reverse_name())
+    theirs = (
+        f"SELECT m.{member}, ct.{app_label}, p.{codename}, 0 "
+        f"FROM {quote(grouped.m2m_db_table())} m "
+        f"INNER JOIN {quote(group_permissions.m2m_db_table())} g "
+        f"ON g.{quote(group_permissions.m2m_column_name())} = m.{group} "
+        f"INNER JOIN {permission} p ON p.{permission_pk} = "
+        f"g.{quote(group_permissions.m2m_reverse_name())} "
+        f"{joins} WHERE m.{member} IN "
+    )
+    return mine, theirs
+
+
+def _permissions_sql(alias: str, count: int) -> str:
+    """The permissions of ``count`` people, theirs (last column 1) and their groups' (0):
+    one statement whose parameters are the ids twice."""
+    mine, theirs = _permissions_sql_parts(alias)
+    ids = "(" + ", ".join(["%s"] * count) + ")"
+    return f"{mine}{ids} UNION ALL {theirs}{ids}"
 
 
 def is_admin(user: Any) -> bool:
