@@ -19,6 +19,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from mrtrweb import oauth
+from mrtrweb.db.prepared import Prepared
 from mrtrweb.servers.models import Connection
 
 from .models import Authorization, ClientRegistration, Discovery
@@ -100,9 +101,18 @@ def _held(row: Authorization) -> Held:
     )
 
 
+# Read before every request of every call on a connection with OAuth (the default: per
+# person), most often to find nothing; compiled once (mrtrweb.db.prepared).
+_PERSONS = Prepared(lambda c, u: _rows(c, u).order_by("pk")[:1], int, int)
+_CONNECTIONS = Prepared(lambda c: _rows(c, None).order_by("pk")[:1], int)
+
+
 def held(connection_id: int, user_id: int | None) -> Held | None:
     """The authorization of ``user_id`` (None: the connection's own) as stored now."""
-    row = _rows(connection_id, user_id).first()
+    if user_id is None:
+        row = _CONNECTIONS.first(connection_id)
+    else:
+        row = _PERSONS.first(connection_id, user_id)
     return _held(row) if row is not None else None
 
 

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from django.db.models import Model, Q, QuerySet
 from django.urls import reverse
 
+from mrtrweb.db.prepared import Prepared
 from mrtrweb.people.roles import is_admin
 from mrtrweb.policies.resolve import delegate_of, delegating_to
 from mrtrweb.servers.exposure import may_start, sees_whole_catalog
@@ -319,16 +320,30 @@ def next_page(call: Call, user: Any = None) -> str:
     """Where a person goes after acting on a call: its pending round (if ``user``, given, may
     see it), or the call page. Shared by the start page and the round and call pages."""
     if call.status == Call.Status.WAITING:
-        rounds = call.rounds if user is None else visible_rounds(user).filter(call=call)
-        if user is not None:
+        if user is None:
+            newest = _NEWEST_PENDING.first(call.pk)
+            pending = newest.pk if newest is not None else None
+        else:
             # Not a split round whose parts for them are answered: it waits for the others.
-            rounds = rounds.exclude(Q(split=True) & ~waiting_for(user))
-        pending = (
-            rounds.filter(status=Round.Status.PENDING)
-            .order_by("-index")
-            .values_list("pk", flat=True)
-            .first()
-        )
+            pending = (
+                visible_rounds(user)
+                .filter(call=call, status=Round.Status.PENDING)
+                .exclude(Q(split=True) & ~waiting_for(user))
+                .order_by("-index")
+                .values_list("pk", flat=True)
+                .first()
+            )
         if pending is not None:
             return reverse("calls:round", kwargs={"pk": pending})
     return call.get_absolute_url()
+
+
+# Where every start goes (mrtrweb.db.prepared: compiled once).
+_NEWEST_PENDING = Prepared(
+    lambda call_id: (
+        Round.objects.filter(call_id=call_id, status=Round.Status.PENDING)
+        .order_by("-index")
+        .only("pk")[:1]
+    ),
+    int,
+)

@@ -8,11 +8,23 @@ from typing import Any
 
 from django.contrib.auth.models import Group
 
+from mrtrweb.db.prepared import Prepared
 from mrtrweb.policies.resolve import delegate_of
 from mrtrweb.policies.snapshot import PolicySnapshot
 from mrtrweb.servers.models import Routing, ToolExposure
 
 from .models import Call
+
+# Asked for every round parked (mrtrweb.db.prepared: compiled once).
+_TOOL_ROUTING = Prepared(
+    lambda connection_id, tool_name: (
+        ToolExposure.objects.filter(connection_id=connection_id, tool_name=tool_name)
+        .exclude(routing="")
+        .order_by("pk")[:1]
+    ),
+    int,
+    str,
+)
 
 
 def route(call: Call) -> tuple[Any, Any]:
@@ -26,12 +38,9 @@ def route(call: Call) -> tuple[Any, Any]:
         return None, call.route_group
     policy: Any = call.connection
     if call.method == Call.Method.TOOL:
-        override = (
-            ToolExposure.objects.filter(connection=call.connection, tool_name=call.target)
-            .exclude(routing="")
-            .select_related("route_user", "route_group")
-            .first()
-        )
+        # Most tools follow the connection's routing; a row's named user or group is read
+        # when it is the one to ask.
+        override = _TOOL_ROUTING.first(call.connection_id, call.target)
         if override is not None:
             policy = override
     if policy.routing == Routing.USER and policy.route_user is not None:

@@ -15,6 +15,7 @@ from typing import Any
 import mcp_types
 from django.db.models import Exists, OuterRef, QuerySet
 
+from mrtrweb.db.prepared import Prepared
 from mrtrweb.people.roles import is_admin, is_operator
 
 from .models import Connection, ToolExposure
@@ -63,9 +64,17 @@ def may_start(user: Any, connection: Connection, tool_name: str) -> bool:
         return False
     if sees_whole_catalog(user):
         return True
-    return ToolExposure.objects.filter(
-        connection=connection, tool_name=tool_name, exposed=True
-    ).exists()
+    return _EXPOSED.exists(connection.pk, tool_name)
+
+
+# Asked on every start (mrtrweb.db.prepared: compiled once).
+_EXPOSED = Prepared(
+    lambda connection_id, tool_name: ToolExposure.objects.filter(
+        connection_id=connection_id, tool_name=tool_name, exposed=True
+    ).values("pk")[:1],
+    int,
+    str,
+)
 
 
 def startable_connections(user: Any) -> QuerySet[Connection]:
