@@ -59,16 +59,6 @@ _SIGN_IN_TABLES = ('"django_session"', '"auth_user"', '"auth_user_user_permissio
 TARGET_QUERIES = 20
 TARGET_CPU_MS = 20.0
 _WEB_LOOP = "bench-web-loop"
-# How the table names bench/spending.py's parts.
-PART_LABELS = {
-    "sql_compile": "SQL compiling",
-    "orm": "the rest of the ORM",
-    "database": "database",
-    "templates": "templates",
-    "mcp_loop": "MCP client loop",
-    "live_loop": "live updates loop",
-    "rest": "the rest",
-}
 
 
 class Meter:
@@ -374,7 +364,7 @@ def rows(flow: dict[str, Any]) -> list[tuple[str, str]]:
         ),
         (
             "Flow: CPU ms by what spends it",
-            " / ".join(f"{PART_LABELS[part]} {flow['cpu_spent_ms'][part]:.1f}" for part in PARTS)
+            " / ".join(f"{label} {flow['cpu_spent_ms'][part]:.1f}" for part, label in PARTS.items())
             if "cpu_spent_ms" in flow
             else "-",
         ),

@@ -25,13 +25,23 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-# What is counted, in the order the table prints it.
-PARTS = ("sql_compile", "orm", "database", "templates", "mcp_loop", "live_loop", "rest")
+# What is counted, in the order the table prints it, and the words it prints.
+PARTS = {
+    "sql_compile": "SQL compiling",
+    "orm": "the rest of the ORM",
+    "database": "database",
+    "templates": "templates",
+    "mcp_loop": "MCP client loop",
+    "live_loop": "live updates loop",
+    "rest": "the rest",
+}
 # The places each part wraps besides the compilers, as (module, class, method).
 _PLACES = {
     "orm": (
         ("django.db.models.sql.query", "Query", "add_q"),
         ("django.db.models.query", "QuerySet", "_fetch_all"),
+        # Lookups compiled once (mrtrweb/db/prepared.py) make their rows here.
+        ("django.db.models.query", "RawQuerySet", "_fetch_all"),
         ("django.db.models.query", "QuerySet", "count"),
         ("django.db.models.query", "QuerySet", "exists"),
         ("django.db.models.query", "QuerySet", "update"),

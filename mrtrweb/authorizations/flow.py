@@ -446,7 +446,7 @@ def must_connect(connection: Connection, user: Any, *, refused: bool = False) ->
 # Asked on every start on a connection with OAuth per person, the default (compiled once:
 # mrtrweb.db.prepared).
 _DISCOVERED = Prepared(
-    lambda connection_id: Discovery.objects.filter(connection_id=connection_id).values("pk")[:1],
+    lambda connection_id: Discovery.objects.filter(connection_id=connection_id),
     int,
 )
 

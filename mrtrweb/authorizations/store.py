@@ -103,8 +103,8 @@ def _held(row: Authorization) -> Held:
 
 # Read before every request of every call on a connection with OAuth (the default: per
 # person), most often to find nothing; compiled once (mrtrweb.db.prepared).
-_PERSONS = Prepared(lambda c, u: _rows(c, u).order_by("pk")[:1], int, int)
-_CONNECTIONS = Prepared(lambda c: _rows(c, None).order_by("pk")[:1], int)
+_PERSONS = Prepared(_rows, int, int)
+_CONNECTIONS = Prepared(lambda connection_id: _rows(connection_id, None), int)
 
 
 def held(connection_id: int, user_id: int | None) -> Held | None:

@@ -343,7 +343,7 @@ _NEWEST_PENDING = Prepared(
     lambda call_id: (
         Round.objects.filter(call_id=call_id, status=Round.Status.PENDING)
         .order_by("-index")
-        .only("pk")[:1]
+        .only("pk")
     ),
     int,
 )

@@ -17,11 +17,9 @@ from .models import Call
 
 # Asked for every round parked (mrtrweb.db.prepared: compiled once).
 _TOOL_ROUTING = Prepared(
-    lambda connection_id, tool_name: (
-        ToolExposure.objects.filter(connection_id=connection_id, tool_name=tool_name)
-        .exclude(routing="")
-        .order_by("pk")[:1]
-    ),
+    lambda connection_id, tool_name: ToolExposure.objects.filter(
+        connection_id=connection_id, tool_name=tool_name
+    ).exclude(routing=""),
     int,
     str,
 )

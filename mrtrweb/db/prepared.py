@@ -39,18 +39,29 @@ def _stand_in(kind: type, index: int) -> Any:
     raise TypeError(f"a prepared lookup takes int or str values, not {kind.__name__}")
 
 
+# How each way of running shapes the built queryset, as the queryset's own method would.
+_SHAPES: dict[str, Callable[[models.QuerySet[Any]], models.QuerySet[Any]]] = {
+    "all": lambda queryset: queryset,
+    "first": lambda queryset: (queryset if queryset.ordered else queryset.order_by("pk"))[:1],
+    "exists": lambda queryset: queryset.values("pk")[:1],
+}
+
+
 class Prepared(Generic[M]):
     """``build(*values)``, compiled once per database and run with new ``values``.
 
-    ``build`` returns the queryset of one model's rows (sliced, ordered, filtered as wanted;
-    it is called once per database, with stand-ins); ``kinds`` is each value's type."""
+    ``build`` returns the queryset of one model's rows, filtered and ordered as wanted (it is
+    called with stand-ins, once per database and way of running); ``kinds`` is each value's
+    type. :meth:`first` and :meth:`exists` slice it as ``QuerySet.first`` and ``exists`` do."""
 
     def __init__(self, build: Callable[..., models.QuerySet[M]], *kinds: type) -> None:
         self.build = build
         self.kinds = kinds
+        self._stand_ins = [_stand_in(kind, i) for i, kind in enumerate(kinds)]
         self._model: type[M] | None = None
-        # (alias, vendor) -> (SQL, the parameters with the stand-ins, each value's places).
-        self._compiled: dict[tuple[str, str], tuple[str, tuple[Any, ...], list[list[int]]]] = {}
+        # (shape, alias, vendor) -> (SQL, the parameters with stand-ins, each value's places).
+        self._compiled: dict[tuple[str, str, str], tuple[str, tuple[Any, ...], list[list[int]]]]
+        self._compiled = {}
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -60,65 +71,65 @@ class Prepared(Generic[M]):
 
     def all(self, *values: Any) -> list[M]:
         """The rows, as the queryset would give them (its own model's fields only)."""
-        model, alias, sql, params = self._statement(values)
-        return list(model._default_manager.raw(sql, params, using=alias))
+        return self._rows("all", values)
 
     def first(self, *values: Any) -> M | None:
-        """The first row, or None (``build`` orders and slices as ``.first()`` would)."""
-        rows = self.all(*values)
+        """The first row, or None."""
+        rows = self._rows("first", values)
         return rows[0] if rows else None
 
     def exists(self, *values: Any) -> bool:
-        """Whether there is a row (``build`` should slice to one and select little)."""
-        _, alias, sql, params = self._statement(values)
+        """Whether there is a row."""
+        _, alias, sql, params = self._statement("exists", values)
         with connections[alias].cursor() as cursor:
             cursor.execute(sql, params)
             return cursor.fetchone() is not None
 
+    def _rows(self, shape: str, values: tuple[Any, ...]) -> list[M]:
+        model, alias, sql, params = self._statement(shape, values)
+        return list(model._default_manager.raw(sql, params, using=alias))
+
     # -- compiling -------------------------------------------------------------------------
 
-    def _statement(self, values: tuple[Any, ...]) -> tuple[type[M], str, str, list[Any]]:
+    def _statement(
+        self, shape: str, values: tuple[Any, ...]
+    ) -> tuple[type[M], str, str, list[Any]]:
         if len(values) != len(self.kinds):
             raise TypeError(f"{self!r} takes {len(self.kinds)} values, {len(values)} given")
         for value, kind in zip(values, self.kinds, strict=True):
             # None or a list would change the SQL; a bool is an int, but not a key.
             if not isinstance(value, kind) or isinstance(value, bool):
                 raise TypeError(f"{self!r}: {value!r} is not {kind.__name__}")
-        model = self._model or self._compile_first()
-        alias = router.db_for_read(model)
-        compiled = self._compiled.get((alias, connections[alias].vendor))
-        if compiled is None:
-            compiled = self._compile(alias)
-        sql, stand_ins, places = compiled
+        if self._model is None:
+            self._model = self._queryset().model
+        alias = router.db_for_read(self._model)
+        key = (shape, alias, connections[alias].vendor)
+        sql, stand_ins, places = self._compiled.get(key) or self._compile(key)
         params = list(stand_ins)
         for value, kind, positions in zip(values, self.kinds, places, strict=True):
             for position in positions:
                 params[position] = kind(value)  # an enum's or a choice's plain value
-        return model, alias, sql, params
-
-    def _compile_first(self) -> type[M]:
-        queryset = self._queryset()
-        self._model = queryset.model
-        return queryset.model
+        return self._model, alias, sql, params
 
     def _queryset(self) -> models.QuerySet[M]:
-        queryset = self.build(*(_stand_in(kind, i) for i, kind in enumerate(self.kinds)))
+        queryset = self.build(*self._stand_ins)
         if queryset.query.select_related:
             raise ValueError(f"{self!r}: rows of related models cannot be read back")
         return queryset
 
-    def _compile(self, alias: str) -> tuple[str, tuple[Any, ...], list[list[int]]]:
+    def _compile(self, key: tuple[str, str, str]) -> tuple[str, tuple[Any, ...], list[list[int]]]:
+        shape, alias, _ = key
         with self._lock:
-            key = (alias, connections[alias].vendor)
             if key in self._compiled:
                 return self._compiled[key]
-            sql, params = self._queryset().query.get_compiler(alias).as_sql()
-            places = []
-            for i, kind in enumerate(self.kinds):
-                stand_in = _stand_in(kind, i)
-                positions = [p for p, param in enumerate(params) if param == stand_in]
+            queryset = _SHAPES[shape](self._queryset())
+            sql, params = queryset.query.get_compiler(alias).as_sql()
+            places = [
+                [p for p, param in enumerate(params) if param == stand_in]
+                for stand_in in self._stand_ins
+            ]
+            for i, positions in enumerate(places):
                 if not positions:
                     raise ValueError(f"{self!r}: value {i} is not a parameter of {sql}")
-                places.append(positions)
             self._compiled[key] = compiled = (sql, tuple(params), places)
             return compiled

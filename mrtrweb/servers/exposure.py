@@ -71,7 +71,7 @@ def may_start(user: Any, connection: Connection, tool_name: str) -> bool:
 _EXPOSED = Prepared(
     lambda connection_id, tool_name: ToolExposure.objects.filter(
         connection_id=connection_id, tool_name=tool_name, exposed=True
-    ).values("pk")[:1],
+    ),
     int,
     str,
 )

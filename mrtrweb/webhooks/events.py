@@ -72,9 +72,7 @@ def active(subscriptions: Iterable[Subscription]) -> list[Subscription]:
     return [s for s in subscriptions if s.can_send]
 
 
-_SUBSCRIBED = Prepared(
-    lambda call_id: Subscription.objects.filter(call_id=call_id).values("pk")[:1], int
-)
+_SUBSCRIBED = Prepared(lambda call_id: Subscription.objects.filter(call_id=call_id), int)
 
 
 def subscriptions_of(call_id: int) -> list[Subscription]:
