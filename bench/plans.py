@@ -35,7 +35,7 @@ class Plan:
 
 PLANS = {
     "smoke": Plan(
-        3, 3, 2, 3, 1, 20, 10, (10, 60), 3, 3, watch_people=10, watch_concerned=5, flow_repeats=3
+        3, 3, 2, 3, 1, 20, 40, (10, 60), 3, 3, watch_people=10, watch_concerned=5, flow_repeats=3
     ),
     "quick": Plan(
         20,
@@ -65,7 +65,7 @@ PLANS = {
         20,
         3,
         2_000,
-        1_000,
+        3_000,
         (100, 100_000),
         20,
         60,

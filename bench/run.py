@@ -228,6 +228,11 @@ def rows(figures: dict[str, Any]) -> list[tuple[str, str]]:
             f"{_num(p5.get('beyond_request_json_bytes'), 0)}"
             f" (target <= {_num(p5.get('target_bytes', 1024), 0)})",
         ),
+        (
+            "P5   the first rounds on a fresh database (how many), B",
+            f"{_num(p5.get('first_rounds_beyond_request_json_bytes'), 0)}"
+            f" ({_num(p5.get('first_rounds'), 0)})",
+        ),
     ]
     if "calls_call_updates_per_round" in p5:
         # PostgreSQL: an update that changes an indexed column is not HOT, and every index
