@@ -207,6 +207,8 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "core:home"
 LOGOUT_REDIRECT_URL = "core:home"
+# Django's database sessions, looked up with a statement compiled once (same table and rows).
+SESSION_ENGINE = "mrtrweb.accounts.sessions"
 
 # Failed sign-ins are limited (django-axes): FAILURE_LIMIT failures against one entry of
 # SIGNIN_LOCKOUT (an account, an address), none older than LOCKOUT_MINUTES, pause signing in

@@ -148,6 +148,22 @@ _ROUND_RELATIONS = (
 )
 
 
+# The pages' reads by key, compiled once (db.prepared): a round with all of the above, a
+# call with its connection and starter, and a call's newest pending round.
+_ROUND = Prepared(lambda pk: Round.objects.select_related(*_ROUND_RELATIONS).filter(pk=pk), int)
+_CALL = Prepared(
+    lambda pk: Call.objects.select_related("connection", "started_by").filter(pk=pk), int
+)
+_NEWEST_PENDING_SHOWN = Prepared(
+    lambda call_id: (
+        Round.objects.select_related(*_ROUND_RELATIONS)
+        .filter(call_id=call_id, status=Round.Status.PENDING)
+        .order_by("-index")
+    ),
+    int,
+)
+
+
 def visible_rounds(user: Any) -> QuerySet[Round]:
     """The rounds ``user`` may look at."""
     rounds = Round.objects.select_related(*_ROUND_RELATIONS)
@@ -170,7 +186,7 @@ def visible_round(user: Any, pk: int) -> Round | None:
     """
     if not _active(user):
         return None
-    found = by_key(Round.objects.select_related(*_ROUND_RELATIONS), pk)
+    found = _ROUND.first(pk)
     if found is None:
         return None
     if _sees_round_at_once(user, found):
@@ -200,13 +216,15 @@ def newest_pending(user: Any, call: Call) -> Round | None:
     if not _active(user):
         return None
 
-    def newest_of(rounds: QuerySet[Round]) -> Round | None:
-        return rounds.filter(call=call, status=Round.Status.PENDING).order_by("-index").first()
-
-    newest = newest_of(Round.objects.select_related(*_ROUND_RELATIONS))
+    newest = _NEWEST_PENDING_SHOWN.first(call.pk)
     if newest is None or _sees_round_at_once(user, newest):
         return newest
-    return newest_of(visible_rounds(user))
+    return (
+        visible_rounds(user)
+        .filter(call=call, status=Round.Status.PENDING)
+        .order_by("-index")
+        .first()
+    )
 
 
 def visible_call(user: Any, pk: int) -> Call | None:
@@ -216,7 +234,7 @@ def visible_call(user: Any, pk: int) -> Call | None:
     or are an admin (the call page of a person following their own call, every reload);
     anyone else is asked the whole rule.
     """
-    found = by_key(_calls(), pk) if _active(user) else None
+    found = _CALL.first(pk) if _active(user) else None
     return found if found is not None and sees_call(user, found) else None
 
 

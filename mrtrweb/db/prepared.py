@@ -4,21 +4,28 @@ Django builds and compiles a queryset's SQL each time it is evaluated. For the s
 made on every start, round and delivery (a row by a key or two) that costs several times what
 the database takes to answer (docs/performance.md, issue 18). A :class:`Prepared` lookup is
 built with the ORM the first time it runs on a database, and its SQL is kept; later runs send
-that same statement with their own values (rows come back through ``Manager.raw``, with every
-field's conversion from the database, decryption included), no queryset built.
+that same statement with their own values, no queryset built or compiled.
 
 The values' places among the statement's parameters are found by building the queryset with
 stand-ins nothing else could be (one per value, of the value's type), so the SQL is always
 Django's own, quoted and shaped for the backend. Only lookups whose SQL does not depend on the
 values fit: no ``None`` (``IS NULL`` is another statement), no lists (an ``IN`` of another
-length is too), no ``select_related`` (rows of other models); each is refused, never answered
-wrongly.
+length is too); each is refused, never answered wrongly. Values are ints, strings or aware
+datetimes (a datetime is sent as the backend adapts it for a ``DateTimeField``; compared with
+any other kind of field, its stand-in is not found among the parameters, and it is refused).
+
+Rows come back through Django's own ``QuerySet`` iteration, every field converted (tokens
+decrypted) and, with ``select_related``, the related rows set on each (the round pages' and
+the delivery's reads of a round with its call, connection and people): only the compiling is
+skipped. Annotations, extra columns and a related manager's rows are refused.
 """
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
 from django.db import connections, models, router
@@ -29,14 +36,25 @@ M = TypeVar("M", bound=models.Model)
 
 
 def _stand_in(kind: type, index: int) -> Any:
-    """The ``index``-th value's stand-in: none is a key or a word the app ever looks up. The
-    numbers are negative (no key is) and within a small integer's range: Django compiles a
-    lookup of a number its field cannot hold into another statement."""
+    """The ``index``-th value's stand-in: none is a key, a word or a moment the app ever looks
+    up. The numbers are negative (no key is) and within a small integer's range: Django
+    compiles a lookup of a number its field cannot hold into another statement."""
     if kind is int:
         return -32000 - index
     if kind is str:
         return f"\x00mrtrweb-prepared-{index}\x00"
-    raise TypeError(f"a prepared lookup takes int or str values, not {kind.__name__}")
+    if kind is datetime:
+        return datetime(1901, 1, 1, 0, index // 60, index % 60, 271828, tzinfo=UTC)
+    raise TypeError(f"a prepared lookup takes int, str or datetime values, not {kind.__name__}")
+
+
+def _sent(kind: type, value: Any, connection: Any) -> Any:
+    """``value`` as the ORM sends it for a field of its kind: a datetime adapted by the
+    backend (SQLite takes text in UTC), anything else as its plain type (an enum's or a
+    choice's value)."""
+    if kind is datetime:
+        return connection.ops.adapt_datetimefield_value(value)
+    return kind(value)
 
 
 # How each way of running shapes the built queryset, as the queryset's own method would.
@@ -62,6 +80,8 @@ class Prepared(Generic[M]):
         # (shape, alias, vendor) -> (SQL, the parameters with stand-ins, each value's places).
         self._compiled: dict[tuple[str, str, str], tuple[str, tuple[Any, ...], list[list[int]]]]
         self._compiled = {}
+        # (shape, alias, vendor) -> the compiler that compiled it, for a shape that makes rows.
+        self._compilers: dict[tuple[str, str, str], Any] = {}
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -86,8 +106,18 @@ class Prepared(Generic[M]):
             return cursor.fetchone() is not None
 
     def _rows(self, shape: str, values: tuple[Any, ...]) -> list[M]:
+        """The rows, made by Django's own ``QuerySet`` iteration from a copy of the compiler
+        that compiled the statement the first time: it sends the kept statement with these
+        values instead of compiling again (``as_sql`` is the compiler's extension point, as
+        database backends override it), and what it worked out then (which columns are whose,
+        the related rows' places, the conversions) makes the rows as every queryset's are."""
         model, alias, sql, params = self._statement(shape, values)
-        return list(model._default_manager.raw(sql, params, using=alias))
+        compiler = copy.copy(self._compilers[(shape, alias, connections[alias].vendor)])
+        compiler.connection = connections[alias]
+        compiler.as_sql = lambda *args, **kwargs: (sql, params)
+        query = copy.copy(compiler.query)
+        query.get_compiler = lambda *args, **kwargs: compiler
+        return list(models.QuerySet(model=model, query=query, using=alias))
 
     # -- compiling -------------------------------------------------------------------------
 
@@ -100,21 +130,27 @@ class Prepared(Generic[M]):
             # None or a list would change the SQL; a bool is an int, but not a key.
             if not isinstance(value, kind) or isinstance(value, bool):
                 raise TypeError(f"{self!r}: {value!r} is not {kind.__name__}")
+            # The ORM would make a naive one aware (with a warning) first.
+            if kind is datetime and value.tzinfo is None:
+                raise TypeError(f"{self!r}: {value!r} has no time zone")
         if self._model is None:
             self._model = self._queryset().model
         alias = router.db_for_read(self._model)
         key = (shape, alias, connections[alias].vendor)
         sql, stand_ins, places = self._compiled.get(key) or self._compile(key)
         params = list(stand_ins)
+        connection = connections[alias]
         for value, kind, positions in zip(values, self.kinds, places, strict=True):
+            sent = _sent(kind, value, connection)
             for position in positions:
-                params[position] = kind(value)  # an enum's or a choice's plain value
+                params[position] = sent
         return self._model, alias, sql, params
 
     def _queryset(self) -> models.QuerySet[M]:
         queryset = self.build(*self._stand_ins)
-        if queryset.query.select_related:
-            raise ValueError(f"{self!r}: rows of related models cannot be read back")
+        query = queryset.query
+        if query.annotation_select or query.extra_select or queryset._known_related_objects:
+            raise ValueError(f"{self!r}: only a model's rows (and their related rows) are kept")
         return queryset
 
     def _compile(self, key: tuple[str, str, str]) -> tuple[str, tuple[Any, ...], list[list[int]]]:
@@ -123,10 +159,14 @@ class Prepared(Generic[M]):
             if key in self._compiled:
                 return self._compiled[key]
             queryset = _SHAPES[shape](self._queryset())
-            sql, params = queryset.query.get_compiler(alias).as_sql()
+            compiler = queryset.query.get_compiler(alias)
+            sql, params = compiler.as_sql()
+            if shape != "exists":
+                self._compilers[key] = compiler
+            connection = connections[alias]
             places = [
-                [p for p, param in enumerate(params) if param == stand_in]
-                for stand_in in self._stand_ins
+                [p for p, param in enumerate(params) if param == _sent(kind, stand_in, connection)]
+                for kind, stand_in in zip(self.kinds, self._stand_ins, strict=True)
             ]
             for i, positions in enumerate(places):
                 if not positions:

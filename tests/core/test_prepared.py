@@ -4,14 +4,20 @@ refused, never answered wrongly, where the SQL would depend on the values."""
 
 from __future__ import annotations
 
+from datetime import UTC, date, datetime, timedelta
+from datetime import timezone as timezone_of_offset
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import Group
+from django.contrib.sessions.models import Session
 from django.db import connection
+from django.db.models import Count
 from django.test.utils import CaptureQueriesContext
+from django.utils.timezone import now as django_now
 
 from mrtrweb.authorizations.models import Authorization
-from mrtrweb.calls.models import Round
+from mrtrweb.calls.models import Call, Round
 from mrtrweb.db.prepared import Prepared
 from mrtrweb.servers.models import Connection, ToolExposure
 from tests.support.factories import make_user
@@ -81,12 +87,24 @@ def test_what_would_change_the_sql_is_refused() -> None:
     for values in ((1, None), (1, [1, 2]), (1, True), (1,), ("1", 1)):
         with pytest.raises(TypeError):
             prepared.first(*values)
-    with pytest.raises(ValueError, match="related"):
-        Prepared(lambda pk: Round.objects.select_related("call").filter(pk=pk), int).all(1)
+    with pytest.raises(ValueError, match="only a model's rows"):
+        Prepared(lambda pk: Round.objects.filter(pk=pk).annotate(n=Count("pk")), int).all(1)
+    with pytest.raises(ValueError, match="only a model's rows"):
+        Prepared(lambda pk: Round.objects.filter(pk=pk).extra(select={"n": "1"}), int).all(1)
     with pytest.raises(ValueError, match="not a parameter"):
         Prepared(lambda pk: Round.objects.all(), int).all(1)
-    with pytest.raises(TypeError, match="int or str"):
+    with pytest.raises(TypeError, match="int, str or datetime"):
         Prepared(lambda at: Round.objects.filter(created_at=at), float).all(1.0)
+    at = Prepared(lambda at: Round.objects.filter(created_at__gt=at), datetime)
+    with pytest.raises(TypeError, match="no time zone"):
+        at.all(datetime(2026, 1, 1))  # the ORM would have made it aware, with a warning
+    with pytest.raises(TypeError):
+        at.all(date(2026, 1, 1))
+    # A datetime compared with a date is sent as a date: its stand-in is not found.
+    with pytest.raises(ValueError, match="not a parameter"):
+        Prepared(lambda day: Round.objects.filter(created_at__date=day), datetime).all(
+            datetime(2026, 1, 1, tzinfo=UTC)
+        )
 
 
 def test_compiled_once_a_database(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -111,3 +129,169 @@ def test_compiled_once_a_database(monkeypatch: pytest.MonkeyPatch) -> None:
     # The ORM itself compiles every time.
     _authorizations(server.pk, 2).first()
     assert compiled == [Authorization, Authorization]
+
+
+# -- rows with their related rows (select_related) -------------------------------------------
+
+_RELATIONS = (
+    "call__connection",
+    "call__started_by",
+    "answered_by",
+    "assigned_user",
+    "assigned_group",
+    "claimed_by",
+)
+
+
+def _fields_of(obj: Any) -> dict[str, Any]:
+    return {field.attname: getattr(obj, field.attname) for field in obj._meta.concrete_fields}
+
+
+def _same_graph(got: Any, expected: Any) -> None:
+    """``got`` is ``expected`` field for field, and so is every related row it was read with
+    (None where the ORM's is None), with nothing left to read later."""
+    assert type(got) is type(expected) and _fields_of(got) == _fields_of(expected)
+    for field in type(expected)._meta.concrete_fields:
+        if not field.is_relation or not field.is_cached(expected):
+            continue
+        assert field.is_cached(got), field.name
+        related, want = field.get_cached_value(got), field.get_cached_value(expected)
+        if want is None:
+            assert related is None, field.name
+        else:
+            _same_graph(related, want)
+
+
+def test_related_rows_are_the_querysets_every_one_of_them() -> None:
+    ada, bob = make_user("ada"), make_user("bob")
+    team = Group.objects.create(name="team")
+    server = Connection.objects.create(
+        name="one", url="http://127.0.0.1:9/mcp", bearer_token="secret-token"
+    )
+    call = Call.objects.create(
+        connection=server,
+        method=Call.Method.TOOL,
+        target="deploy",
+        started_by=ada,
+        credentials={"token": "secret"},
+    )
+    routed = Round.objects.create(
+        call=call,
+        index=1,
+        assigned_user=bob,
+        request_state="opaque-state",
+        input_requests={"q": {"method": "elicitation/create"}},
+    )
+    grouped = Round.objects.create(
+        call=call, index=2, assigned_group=team, claimed_by=bob, answered_by=ada
+    )
+
+    def build(pk: int) -> Any:
+        return Round.objects.select_related(*_RELATIONS).filter(pk=pk)
+
+    prepared = Prepared(build, int)
+    for pk in (routed.pk, grouped.pk, grouped.pk + 100):
+        with CaptureQueriesContext(connection) as orm:
+            expected = build(pk).first()
+        with CaptureQueriesContext(connection) as ours:
+            got = prepared.first(pk)
+        assert [q["sql"] for q in ours] == [q["sql"] for q in orm]
+        if expected is None:
+            assert got is None
+            continue
+        assert got is not None
+        with CaptureQueriesContext(connection) as later:
+            _same_graph(got, expected)
+            # What the pages read of it comes with it: no query.
+            assert got.call.connection.bearer_token == "secret-token"  # decrypted
+            assert got.call.credentials == {"token": "secret"}
+            assert got.call.started_by.username == "ada"
+            assert (got.assigned_user, got.assigned_group) in ((bob, None), (None, team))
+        assert not later.captured_queries
+    assert prepared.first(routed.pk).request_state == "opaque-state"
+    # Several rows, in the queryset's order.
+    every = Prepared(lambda pk: Round.objects.select_related("call").filter(call_id=pk), int)
+    assert [r.pk for r in every.all(call.pk)] == [routed.pk, grouped.pk]
+    assert all(r.call.target == "deploy" for r in every.all(call.pk))
+
+
+def test_related_rows_compiled_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from django.db.models.sql.compiler import SQLCompiler
+
+    compiled = []
+    as_sql = SQLCompiler.as_sql
+
+    def counting(self: SQLCompiler, *args: Any, **kwargs: Any) -> Any:
+        compiled.append(self.query.model)
+        return as_sql(self, *args, **kwargs)
+
+    ada = make_user("ada")
+    server = Connection.objects.create(name="one", url="http://127.0.0.1:9/mcp")
+    call = Call.objects.create(
+        connection=server, method=Call.Method.TOOL, target="t", started_by=ada
+    )
+    rounds = [Round.objects.create(call=call, index=n, assigned_user=ada) for n in range(1, 4)]
+    monkeypatch.setattr(SQLCompiler, "as_sql", counting)
+    prepared = Prepared(lambda pk: Round.objects.select_related(*_RELATIONS).filter(pk=pk), int)
+    for round in rounds:
+        got = prepared.first(round.pk)
+        assert got is not None and got.assigned_user == ada and got.call.connection == server
+    assert compiled == [Round]
+
+
+def test_datetimes_are_sent_as_the_orm_sends_them() -> None:
+    """A moment is adapted by the backend (SQLite keeps text in UTC): the rows on either side
+    of it, in any time zone it is given in, are the ORM's."""
+    ada = make_user("ada")
+    server = Connection.objects.create(name="one", url="http://127.0.0.1:9/mcp")
+    base = datetime(2026, 12, 5, 6, 0, 0, 500000, tzinfo=UTC)
+    calls = [
+        Call.objects.create(
+            connection=server,
+            method=Call.Method.TOOL,
+            target="t",
+            started_by=ada,
+            created_at=base + timedelta(microseconds=n),
+        )
+        for n in (-1, 0, 1)
+    ]
+
+    def build(after: datetime, before: datetime) -> Any:
+        return Call.objects.filter(created_at__gt=after, created_at__lte=before).order_by("pk")
+
+    prepared = Prepared(build, datetime, datetime)
+    elsewhere = timezone_of_offset(timedelta(hours=-5))
+    for after in (base - timedelta(seconds=1), base, base.astimezone(elsewhere)):
+        before = after + timedelta(microseconds=1)
+        with CaptureQueriesContext(connection) as orm:
+            expected = list(build(after, before))
+        with CaptureQueriesContext(connection) as ours:
+            got = prepared.all(after, before)
+        assert [c.pk for c in got] == [c.pk for c in expected]
+        assert [q["sql"] for q in ours] == [q["sql"] for q in orm]
+    assert [c.pk for c in prepared.all(base, base + timedelta(microseconds=1))] == [calls[2].pk]
+
+
+def test_the_session_store_reads_what_djangos_reads() -> None:
+    """The session lookup of every signed-in request, prepared: the same session, none once it
+    expired or for a key nobody holds, and one store reads what the other wrote."""
+    from django.contrib.sessions.backends.db import SessionStore as DjangoStore
+
+    from mrtrweb.accounts.sessions import SessionStore
+
+    theirs = DjangoStore()
+    theirs["who"] = "ada"
+    theirs.create()
+    ours = SessionStore(theirs.session_key)
+    with CaptureQueriesContext(connection) as read:
+        assert ours["who"] == "ada"
+    assert len(read) == 1
+    ours["who"] = "bob"
+    ours.save()
+    assert DjangoStore(theirs.session_key)["who"] == "bob"
+    assert "who" not in SessionStore("no-such-session-key-at-all")
+    Session.objects.filter(pk=theirs.session_key).update(
+        expire_date=django_now() - timedelta(seconds=1)
+    )
+    expired = SessionStore(theirs.session_key)
+    assert "who" not in expired and expired.session_key is None

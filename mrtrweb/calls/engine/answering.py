@@ -18,6 +18,7 @@ from .. import handoff, queue
 from ..models import Round
 from ..routing import answering_for
 from . import quorum, splitting
+from .reads import round_with_call
 from .resubmitting import queue_resubmission, resubmit
 from .trail import people_of, record
 from .transitions import AlreadyAnswered, NotAnswerable, transition
@@ -123,8 +124,7 @@ def answer(
         _wait_for_owner(round.pk, deliver_within)
     # With its call as it is now (completed, or waiting on the next round): the answer's
     # page shows both, and reading them together is one query, not two.
-    round.refresh_from_db(from_queryset=Round.objects.select_related("call"))
-    return round
+    return round_with_call(round.pk)
 
 
 def _routing_of(round: Round) -> dict[str, Any]:

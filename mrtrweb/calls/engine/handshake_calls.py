@@ -46,6 +46,7 @@ from ..models import Call, Round
 from .exchange import settle_failure, settle_result
 from .outcomes import fail_call
 from .progress import on_progress
+from .reads import call_to_send
 from .streams import (
     OPEN,
     beat,
@@ -201,7 +202,7 @@ class _Conversation:
     # -- the exchange ------------------------------------------------------------------------
 
     def _prepare(self) -> None:
-        call = Call.objects.select_related("connection", "started_by").get(pk=self.call.pk)
+        call = call_to_send(self.call.pk)
         self.call = call
         connection = call.connection
         if connection.uses_oauth:

@@ -17,6 +17,7 @@ from mrtrweb.mcp import io_loop
 from .. import queue
 from ..models import Round
 from .exchange import run
+from .reads import round_to_send
 from .streams import lose_if_orphaned
 from .transitions import transition
 from .watchdogs import stuck_after, watch_delivery
@@ -57,9 +58,7 @@ def resubmit(round_id: int, *, unclaimed_only: bool = False) -> None:
             # Only an owner gone for good leaves a stream round to anyone else: it is lost.
             lose_if_orphaned(round_id)
             return
-        round = Round.objects.select_related("call__connection", "call__started_by").get(
-            pk=round_id
-        )
+        round = round_to_send(round_id)
         # Committed with the claim: if this process dies while sending, the watchdog finds
         # the round still delivering and flags it (it never resends blindly).
         watch_delivery(round, now + stuck_after(round.call.connection))

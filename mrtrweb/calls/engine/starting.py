@@ -19,6 +19,7 @@ from .. import handoff, queue
 from ..models import Call
 from .exchange import run
 from .handshake_calls import converse
+from .reads import call_to_send
 from .trail import announce, dump
 from .transitions import transition_call
 from .watchdogs import watch_call
@@ -151,7 +152,7 @@ def send_call(call_id: int) -> None:
             updated_at=now,
         ):
             return
-        call = Call.objects.select_related("connection", "started_by").get(pk=call_id)
+        call = call_to_send(call_id)
         modern = call.connection.era != Connection.Era.LEGACY
         if modern:
             # A handshake-era call's conversation starts its own watchdog (handshake_calls).

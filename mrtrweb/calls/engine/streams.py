@@ -38,6 +38,7 @@ from ..models import Call, Round
 from .counting import count_round
 from .outcomes import delivered
 from .parking import park
+from .reads import call_to_send
 from .trail import record
 from .transitions import set_call, touch, transition
 
@@ -113,7 +114,7 @@ def park_question(call_id: int, request: dict[str, Any], owner: str, deadline: f
     or None when the call cannot take it (finished meanwhile, or past its round cap): the
     server is then answered "cancel"."""
     with transaction.atomic():
-        call = Call.objects.select_related("connection", "started_by").get(pk=call_id)
+        call = call_to_send(call_id)
         settle_delivered(call_id, owner)
         if call.is_finished:
             return None
