@@ -125,9 +125,7 @@ def storage(rounds: int, context: dict[str, Any]) -> dict[str, Any]:
     total = sum(growth.values())
     request_json = [
         len(json.dumps(r, separators=(",", ":"), ensure_ascii=False).encode())
-        for r in Round.objects.filter(call_id__in=counted).values_list(
-            "input_requests", flat=True
-        )
+        for r in Round.objects.filter(call_id__in=counted).values_list("input_requests", flat=True)
     ]
     per_round = total / rounds
     own = sum(request_json) / len(request_json)
