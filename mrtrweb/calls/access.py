@@ -151,9 +151,7 @@ _ROUND_RELATIONS = (
 # The pages' reads by key, compiled once (db.prepared): a round with all of the above, a
 # call with its connection and starter, and a call's newest pending round.
 _ROUND = Prepared(lambda pk: Round.objects.select_related(*_ROUND_RELATIONS).filter(pk=pk), int)
-_CALL = Prepared(
-    lambda pk: Call.objects.select_related("connection", "started_by").filter(pk=pk), int
-)
+_CALL = Prepared(lambda pk: _calls().filter(pk=pk), int)
 _NEWEST_PENDING_SHOWN = Prepared(
     lambda call_id: (
         Round.objects.select_related(*_ROUND_RELATIONS)

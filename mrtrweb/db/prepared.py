@@ -164,10 +164,11 @@ class Prepared(Generic[M]):
             if shape != "exists":
                 self._compilers[key] = compiler
             connection = connections[alias]
-            places = [
-                [p for p, param in enumerate(params) if param == _sent(kind, stand_in, connection)]
+            sent = [
+                _sent(kind, stand_in, connection)
                 for kind, stand_in in zip(self.kinds, self._stand_ins, strict=True)
             ]
+            places = [[p for p, param in enumerate(params) if param == each] for each in sent]
             for i, positions in enumerate(places):
                 if not positions:
                     raise ValueError(f"{self!r}: value {i} is not a parameter of {sql}")

@@ -17,6 +17,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils.timezone import now as django_now
 
 from mrtrweb.authorizations.models import Authorization
+from mrtrweb.calls.access import _ROUND_RELATIONS
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.db.prepared import Prepared
 from mrtrweb.servers.models import Connection, ToolExposure
@@ -107,11 +108,11 @@ def test_what_would_change_the_sql_is_refused() -> None:
         )
 
 
-def test_compiled_once_a_database(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The point of it: after the first run, Django compiles nothing."""
+def _count_compiling(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """From now on, the model of every query Django compiles to SQL, in order."""
     from django.db.models.sql.compiler import SQLCompiler
 
-    compiled = []
+    compiled: list[Any] = []
     as_sql = SQLCompiler.as_sql
 
     def counting(self: SQLCompiler, *args: Any, **kwargs: Any) -> Any:
@@ -119,6 +120,12 @@ def test_compiled_once_a_database(monkeypatch: pytest.MonkeyPatch) -> None:
         return as_sql(self, *args, **kwargs)
 
     monkeypatch.setattr(SQLCompiler, "as_sql", counting)
+    return compiled
+
+
+def test_compiled_once_a_database(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The point of it: after the first run, Django compiles nothing."""
+    compiled = _count_compiling(monkeypatch)
     server = Connection.objects.create(name="one", url="http://127.0.0.1:9/mcp")
     prepared = Prepared(_authorizations, int, int)
     assert prepared.first(server.pk, 1) is None
@@ -133,14 +140,8 @@ def test_compiled_once_a_database(monkeypatch: pytest.MonkeyPatch) -> None:
 
 # -- rows with their related rows (select_related) -------------------------------------------
 
-_RELATIONS = (
-    "call__connection",
-    "call__started_by",
-    "answered_by",
-    "assigned_user",
-    "assigned_group",
-    "claimed_by",
-)
+# What the round pages read a round with.
+_RELATIONS = _ROUND_RELATIONS
 
 
 def _fields_of(obj: Any) -> dict[str, Any]:
@@ -216,22 +217,13 @@ def test_related_rows_are_the_querysets_every_one_of_them() -> None:
 
 
 def test_related_rows_compiled_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    from django.db.models.sql.compiler import SQLCompiler
-
-    compiled = []
-    as_sql = SQLCompiler.as_sql
-
-    def counting(self: SQLCompiler, *args: Any, **kwargs: Any) -> Any:
-        compiled.append(self.query.model)
-        return as_sql(self, *args, **kwargs)
-
     ada = make_user("ada")
     server = Connection.objects.create(name="one", url="http://127.0.0.1:9/mcp")
     call = Call.objects.create(
         connection=server, method=Call.Method.TOOL, target="t", started_by=ada
     )
     rounds = [Round.objects.create(call=call, index=n, assigned_user=ada) for n in range(1, 4)]
-    monkeypatch.setattr(SQLCompiler, "as_sql", counting)
+    compiled = _count_compiling(monkeypatch)
     prepared = Prepared(lambda pk: Round.objects.select_related(*_RELATIONS).filter(pk=pk), int)
     for round in rounds:
         got = prepared.first(round.pk)
