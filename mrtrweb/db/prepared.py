@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import copy
 import threading
+import weakref
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
@@ -35,7 +36,7 @@ __all__ = ["Prepared"]
 M = TypeVar("M", bound=models.Model)
 
 
-def _stand_in(kind: type, index: int) -> Any:
+def stand_in(kind: type, index: int) -> Any:
     """The ``index``-th value's stand-in: none is a key, a word or a moment the app ever looks
     up. The numbers are negative (no key is) and within a small integer's range: Django
     compiles a lookup of a number its field cannot hold into another statement."""
@@ -48,7 +49,7 @@ def _stand_in(kind: type, index: int) -> Any:
     raise TypeError(f"a prepared lookup takes int, str or datetime values, not {kind.__name__}")
 
 
-def _sent(kind: type, value: Any, connection: Any) -> Any:
+def sent_form(kind: type, value: Any, connection: Any) -> Any:
     """``value`` as the ORM sends it for a field of its kind: a datetime adapted by the
     backend (SQLite takes text in UTC), anything else as its plain type (an enum's or a
     choice's value)."""
@@ -75,13 +76,16 @@ class Prepared(Generic[M]):
     def __init__(self, build: Callable[..., models.QuerySet[M]], *kinds: type) -> None:
         self.build = build
         self.kinds = kinds
-        self._stand_ins = [_stand_in(kind, i) for i, kind in enumerate(kinds)]
+        self._stand_ins = [stand_in(kind, i) for i, kind in enumerate(kinds)]
         self._model: type[M] | None = None
         # (shape, alias, vendor) -> (SQL, the parameters with stand-ins, each value's places).
         self._compiled: dict[tuple[str, str, str], tuple[str, tuple[Any, ...], list[list[int]]]]
         self._compiled = {}
         # (shape, alias, vendor) -> the compiler that compiled it, for a shape that makes rows.
         self._compilers: dict[tuple[str, str, str], Any] = {}
+        # connection -> (shape, alias, vendor) -> the columns' conversions (None: Django's).
+        self._converters: weakref.WeakKeyDictionary[Any, dict[Any, Any]]
+        self._converters = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -112,12 +116,33 @@ class Prepared(Generic[M]):
         database backends override it), and what it worked out then (which columns are whose,
         the related rows' places, the conversions) makes the rows as every queryset's are."""
         model, alias, sql, params = self._statement(shape, values)
-        compiler = copy.copy(self._compilers[(shape, alias, connections[alias].vendor)])
-        compiler.connection = connections[alias]
+        connection = connections[alias]
+        key = (shape, alias, connection.vendor)
+        compiler = copy.copy(self._compilers[key])
+        compiler.connection = connection
         compiler.as_sql = lambda *args, **kwargs: (sql, params)
+        converters = self._converters_for(key, compiler)
+        if converters is not None:
+            compiler.get_converters = lambda expressions: converters
         query = copy.copy(compiler.query)
         query.get_compiler = lambda *args, **kwargs: compiler
         return list(models.QuerySet(model=model, query=query, using=alias))
+
+    def _converters_for(self, key: tuple[str, str, str], compiler: Any) -> dict[int, Any] | None:
+        """The columns' conversions, worked out once a connection: Django works them out for
+        every run, from each column's field and the backend (a fortieth of a person's flow
+        with a round's 140 columns). Per connection, since the backend's are its methods.
+        None where a column is a composite key's (its conversions are another shape)."""
+        kept = self._converters.get(compiler.connection)
+        if kept is None:
+            kept = self._converters.setdefault(compiler.connection, {})
+        if key not in kept:
+            columns = [selected[0] for selected in compiler.select[0 : compiler.col_count]]
+            if compiler.has_composite_fields(columns):
+                kept[key] = None
+            else:
+                kept[key] = type(compiler).get_converters(compiler, columns)
+        return kept[key]
 
     # -- compiling -------------------------------------------------------------------------
 
@@ -141,7 +166,7 @@ class Prepared(Generic[M]):
         params = list(stand_ins)
         connection = connections[alias]
         for value, kind, positions in zip(values, self.kinds, places, strict=True):
-            sent = _sent(kind, value, connection)
+            sent = sent_form(kind, value, connection)
             for position in positions:
                 params[position] = sent
         return self._model, alias, sql, params
@@ -165,8 +190,8 @@ class Prepared(Generic[M]):
                 self._compilers[key] = compiler
             connection = connections[alias]
             sent = [
-                _sent(kind, stand_in, connection)
-                for kind, stand_in in zip(self.kinds, self._stand_ins, strict=True)
+                sent_form(kind, standing_in, connection)
+                for kind, standing_in in zip(self.kinds, self._stand_ins, strict=True)
             ]
             places = [[p for p, param in enumerate(params) if param == each] for each in sent]
             for i, positions in enumerate(places):
