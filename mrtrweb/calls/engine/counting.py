@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from ..models import Call
 from .trail import record
-from .transitions import set_call
+from .transitions import counted_under_cap, set_call
 
 __all__ = ["count_round"]
 
@@ -28,13 +28,10 @@ def count_round(call: Call, *, own: bool, asks: bool) -> bool:
     matched is the call read, to tell which it was."""
     cap = call.connection.max_rounds
     now = timezone.now()
-    rows = Call.objects.filter(pk=call.pk, rounds_used__lt=cap)
-    if own:
-        rows = rows.exclude(status__in=Call.FINISHED)
     fields: dict[str, Any] = {"rounds_used": F("rounds_used") + 1, "updated_at": now}
     if asks:
         fields["status"] = Call.Status.WAITING
-    if rows.update(**fields):
+    if counted_under_cap(call, cap, unless_finished=own, **fields):
         call.rounds_used += 1
         if asks:
             call.status, call.updated_at = Call.Status.WAITING, now

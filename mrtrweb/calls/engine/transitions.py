@@ -13,12 +13,15 @@ from typing import Any
 from django.db.models import Model
 from django.utils import timezone
 
+from mrtrweb.db.updates import update as prepared_update
+
 from ..models import Call, Round, RoundPart
 
 __all__ = [
     "AlreadyAnswered",
     "EngineError",
     "NotAnswerable",
+    "counted_under_cap",
     "set_call",
     "this_attempt",
     "touch",
@@ -54,8 +57,7 @@ def _guarded(
     expected = [from_] if isinstance(from_, str) else list(from_)
     if to not in expected:
         fields["status"] = to
-    rows = model._default_manager.filter(pk=pk, status__in=expected, **(where or {}))
-    return bool(rows.update(**fields))
+    return bool(prepared_update(model, {"pk": pk, "status__in": expected, **(where or {})}, fields))
 
 
 def transition(
@@ -102,13 +104,23 @@ def transition_part(
     return _guarded(RoundPart, pk, from_, to, where, fields)
 
 
+def counted_under_cap(call: Call, cap: int, *, unless_finished: bool, **fields: Any) -> bool:
+    """Set ``fields`` on ``call`` if it has used fewer than ``cap`` rounds (and, with
+    ``unless_finished``, is not finished): the round cap's guarded update
+    (:mod:`.counting`). True if it matched."""
+    unless = {"status__in": list(Call.FINISHED)} if unless_finished else None
+    return bool(
+        prepared_update(Call, {"pk": call.pk, "rounds_used__lt": cap}, fields, unless=unless)
+    )
+
+
 def touch(from_: Statuses, where: Mapping[str, Any], **fields: Any) -> int:
     """Set ``fields`` (never the status) on every round matching ``where`` that is still in
     ``from_``: a heartbeat on the rounds a process holds. How many it touched."""
     expected = [from_] if isinstance(from_, str) else list(from_)
     if "status" in fields:
         raise ValueError("touch changes fields alone: a status goes through transition()")
-    return Round.objects.filter(status__in=expected, **where).update(**fields)
+    return prepared_update(Round, {"status__in": expected, **where}, fields)
 
 
 def this_attempt(round: Round) -> dict[str, Any]:
@@ -129,4 +141,4 @@ def set_call(call: Call, **fields: Any) -> None:
     if "status" in fields and fields["status"] in Call.FINISHED:
         call.finished_at = timezone.now()
         fields["finished_at"] = call.finished_at
-    Call.objects.filter(pk=call.pk).update(**fields, updated_at=timezone.now())
+    prepared_update(Call, {"pk": call.pk}, {**fields, "updated_at": timezone.now()})
