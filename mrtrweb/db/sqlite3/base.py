@@ -11,6 +11,8 @@ What a pooled connection carries over is only what Django sets when it connects 
 functions, pragmas, autocommit), and it is taken only if its database file is still the one it
 opened (a file deleted and made again under the same name gets new connections). One that
 was closed inside a transaction, or that finds the pool full, is closed for real.
+
+Its cursors convert each statement's placeholders once (:mod:`.cursors`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import threading
 from typing import Any
 
 from django.db.backends.sqlite3 import base
+
+from .cursors import SQLiteCursorWrapper
 
 __all__ = ["POOL_SIZE", "DatabaseWrapper"]
 
@@ -93,6 +97,9 @@ if hasattr(os, "register_at_fork"):
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
+    def create_cursor(self, name: str | None = None) -> Any:
+        return self.connection.cursor(factory=SQLiteCursorWrapper)
+
     def get_new_connection(self, conn_params: dict[str, Any]) -> Any:
         name = self._pool_name()
         raw = pool.take(name) if name is not None else None
