@@ -30,7 +30,7 @@ from mrtrweb.calls.access import (
     waiting_for,
 )
 from mrtrweb.calls.models import Call, Round
-from mrtrweb.servers.exposure import offered_connections, startable_connections
+from mrtrweb.servers.exposure import offered_connection, startable_connections
 
 from . import idempotency, start_checks
 from .answers import validated_responses
@@ -147,7 +147,7 @@ def _create_call(token: ApiToken, body: StartCall, key: str | None, fingerprint:
     """Check the request as the start page would (``start_checks``), then create the call (not
     sent yet)."""
     user = token.user
-    connection = offered_connections(user).filter(name=body.server).first()
+    connection = offered_connection(user, body.server)
     if connection is None:
         if startable_connections(user).filter(name=body.server).exists():
             # As on the start pages: an end user meets no server an operator has not tested.

@@ -22,6 +22,7 @@ from .models import Connection, ToolExposure
 
 __all__ = [
     "may_start",
+    "offered_connection",
     "offered_connections",
     "sees_whole_catalog",
     "startable_connections",
@@ -79,20 +80,44 @@ _EXPOSED = Prepared(
 
 def startable_connections(user: Any) -> QuerySet[Connection]:
     """Enabled connections on which ``user`` may start something (for the pick list)."""
-    connections = Connection.objects.filter(enabled=True)
     if not _is_person(user):
-        return connections.none()
+        return Connection.objects.none()
     if sees_whole_catalog(user):
-        return connections
-    exposed = ToolExposure.objects.filter(connection=OuterRef("pk"), exposed=True)
-    return connections.filter(Exists(exposed))
+        return _enabled()
+    return _startable_by_end_users()
 
 
 def offered_connections(user: Any) -> QuerySet[Connection]:
     """The connections the start pages offer ``user``: :func:`startable_connections`, and for
     end users only those whose last test passed (an operator tests a new or failing one
     first). Operators and admins see them all, with ``Connection.not_offered_reason``."""
-    connections = startable_connections(user)
-    if sees_whole_catalog(user):
-        return connections
-    return connections.filter(tested_at__isnull=False, test_failure="")
+    if _is_person(user) and not sees_whole_catalog(user):
+        return _offered_to_end_users()
+    return startable_connections(user)
+
+
+def offered_connection(user: Any, name: str) -> Connection | None:
+    """The connection called ``name``, if :func:`offered_connections` offers it to ``user``
+    (every start page and start asks)."""
+    if not _is_person(user):
+        return None
+    offered = _ENABLED if sees_whole_catalog(user) else _OFFERED_TO_END_USERS
+    return offered.first(name)
+
+
+def _enabled() -> QuerySet[Connection]:
+    return Connection.objects.filter(enabled=True)
+
+
+def _startable_by_end_users() -> QuerySet[Connection]:
+    exposed = ToolExposure.objects.filter(connection=OuterRef("pk"), exposed=True)
+    return _enabled().filter(Exists(exposed))
+
+
+def _offered_to_end_users() -> QuerySet[Connection]:
+    return _startable_by_end_users().filter(tested_at__isnull=False, test_failure="")
+
+
+# mrtrweb.db.prepared: compiled once (the statement is the same for every person it fits).
+_ENABLED = Prepared(lambda name: _enabled().filter(name=name), str)
+_OFFERED_TO_END_USERS = Prepared(lambda name: _offered_to_end_users().filter(name=name), str)

@@ -13,8 +13,8 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, QueryDict
-from django.shortcuts import get_object_or_404, render
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_safe
 
@@ -29,6 +29,7 @@ from mrtrweb.http import SeeOther
 from mrtrweb.servers.catalog import ProbeReport, ensure_catalog, refresh_catalog
 from mrtrweb.servers.exposure import (
     may_start,
+    offered_connection,
     offered_connections,
     sees_whole_catalog,
     startable_tools,
@@ -58,7 +59,9 @@ def start(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def start_on(request: HttpRequest, connection: str) -> HttpResponse:
-    conn = get_object_or_404(offered_connections(request.user), name=connection)
+    conn = offered_connection(request.user, connection)
+    if conn is None:
+        raise Http404("No connection matches the given query.")
     # Listed with this person's account where the connection uses OAuth per person (the
     # catalog is kept for everyone, as any listing).
     authenticator = authenticator_for(conn, request.user)

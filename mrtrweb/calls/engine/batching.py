@@ -13,6 +13,8 @@ from django_tasks.base import TaskResultStatus
 from django_tasks_db import DatabaseBackend
 from django_tasks_db.models import DBTaskResult
 
+from mrtrweb.db.prepared import Prepared
+
 from .. import queue
 
 __all__ = ["expiry_bucket", "schedule_batched"]
@@ -34,13 +36,21 @@ def schedule_batched(name: str, due_at: datetime) -> None:
     at = expiry_bucket(due_at)
     step = timedelta(seconds=float(settings.MRTRWEB_EXPIRY_STEP))
     task = queue.task(name)
-    if at - timezone.now() > step and isinstance(task.get_backend(), DatabaseBackend):
-        waiting = DBTaskResult.objects.filter(
-            status=TaskResultStatus.READY,
-            priority=task.priority,
-            run_after=at,
-            task_path=task.module_path,
-        )
-        if waiting.exists():
-            return
+    if (
+        at - timezone.now() > step
+        and isinstance(task.get_backend(), DatabaseBackend)
+        and _WAITING.exists(task.priority, at, task.module_path)
+    ):
+        return
     queue.enqueue(name, at=at, deferred_only=True)
+
+
+# A task row of this step already waiting (mrtrweb.db.prepared: compiled once).
+_WAITING = Prepared(
+    lambda priority, at, path: DBTaskResult.objects.filter(
+        status=TaskResultStatus.READY, priority=priority, run_after=at, task_path=path
+    ),
+    int,
+    datetime,
+    str,
+)

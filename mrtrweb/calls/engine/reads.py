@@ -29,6 +29,12 @@ def call_to_send(pk: int) -> Call:
     return call
 
 
+def call_as_now(pk: int) -> Call:
+    """Call ``pk`` as it is now, with the same rows: what a caller that waited for its send
+    shows or returns."""
+    return call_to_send(pk)
+
+
 def round_to_send(pk: int) -> Round:
     """Round ``pk`` with its call, the call's connection and the person who started it."""
     round = _ROUND_TO_SEND.first(pk)

@@ -19,7 +19,7 @@ from .. import handoff, queue
 from ..models import Call
 from .exchange import run
 from .handshake_calls import converse
-from .reads import call_to_send
+from .reads import call_as_now, call_to_send
 from .trail import announce, dump
 from .transitions import transition_call
 from .watchdogs import watch_call
@@ -127,8 +127,7 @@ def run_call(call: Call) -> Call:
     """Send a call :func:`create_call` made; returns it completed, waiting on a round, or
     failed."""
     send_call(call.pk)
-    call.refresh_from_db()
-    return call
+    return call_as_now(call.pk)
 
 
 def send_call(call_id: int) -> None:
@@ -203,8 +202,7 @@ def start_call(*, deliver_within: float | None = None, **start: Unpack[StartRequ
         return run_call(call)
     if sending:
         handoff.wait_for(sending[0], deliver_within)
-    call.refresh_from_db()
-    return call
+    return call_as_now(call.pk)
 
 
 def restart(call: Call, user: Any, *, deliver_within: float | None = None) -> Call:
