@@ -163,19 +163,24 @@ def _same_graph(got: Any, expected: Any) -> None:
             _same_graph(related, want)
 
 
+def _call_with_credentials(server: Connection, person: Any) -> Call:
+    """A call whose credentials are encrypted at rest (rows must come back decrypted)."""
+    return Call.objects.create(
+        connection=server,
+        method=Call.Method.TOOL,
+        target="deploy",
+        started_by=person,
+        credentials={"token": "secret"},
+    )
+
+
 def test_related_rows_are_the_querysets_every_one_of_them() -> None:
     ada, bob = make_user("ada"), make_user("bob")
     team = Group.objects.create(name="team")
     server = Connection.objects.create(
         name="one", url="http://127.0.0.1:9/mcp", bearer_token="secret-token"
     )
-    call = Call.objects.create(
-        connection=server,
-        method=Call.Method.TOOL,
-        target="deploy",
-        started_by=ada,
-        credentials={"token": "secret"},
-    )
+    call = _call_with_credentials(server, ada)
     routed = Round.objects.create(
         call=call,
         index=1,
@@ -239,13 +244,7 @@ def test_conversions_worked_out_once_a_connection(monkeypatch: pytest.MonkeyPatc
 
     ada = make_user("ada")
     server = Connection.objects.create(name="one", url="http://127.0.0.1:9/mcp")
-    call = Call.objects.create(
-        connection=server,
-        method=Call.Method.TOOL,
-        target="deploy",
-        started_by=ada,
-        credentials={"token": "secret"},
-    )
+    call = _call_with_credentials(server, ada)
     rounds = [
         Round.objects.create(
             call=call,
