@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.core.exceptions import EmptyResultSet
 from django.db import connections, models, router, transaction
 from django.db.models import F, Func, Value
 from django.db.models.expressions import CombinedExpression
@@ -131,7 +132,11 @@ def _compile(
             walk.send_as_lookups_do(query.where)
             query.add_update_values(walk.values)
             query.clear_select_clause()
-            sql, params = query.get_compiler(alias).as_sql()
+            try:
+                sql, params = query.get_compiler(alias).as_sql()
+            except EmptyResultSet:
+                # It matches nothing whatever the values (an empty IN): the ORM says so.
+                sql, params = "", ()
             places = tuple(
                 tuple(
                     p for p, param in enumerate(params) if _same(param, convert(each, connection))
@@ -139,7 +144,7 @@ def _compile(
                 for each, convert in zip(walk.stand_ins, walk.converts, strict=True)
             )
             found = [p for positions in places for p in positions]
-            if all(places) and len(found) == len(set(found)):
+            if sql and all(places) and len(found) == len(set(found)):
                 converts = tuple(convert for convert in walk.converts if convert is not None)
                 statement = _Statement(sql, tuple(params), places, converts)
         _statements[key] = statement

@@ -270,6 +270,10 @@ def test_what_it_cannot_keep_goes_through_the_orm(
         call.refresh_from_db()
         assert call.credentials == {"bearer_token": token}
     assert compiled == [Round] * 3 + [Call] * 2
+    # What matches nothing whatever the values (an empty IN), or sets nothing.
+    for _ in range(2):
+        assert updates.update(Round, {"status__in": []}, {"heard_at": T0}) == 0
+        assert updates.update(Round, {"heard_at__isnull": True}, {}) == 0
     # Values of other kinds, and a naive moment.
     runs: list[Callable[[], int]] = [
         lambda: updates.update(
