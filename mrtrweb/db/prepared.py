@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import copy
 import threading
-import weakref
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
@@ -83,9 +82,6 @@ class Prepared(Generic[M]):
         self._compiled = {}
         # (shape, alias, vendor) -> the compiler that compiled it, for a shape that makes rows.
         self._compilers: dict[tuple[str, str, str], Any] = {}
-        # connection -> (shape, alias, vendor) -> the columns' conversions (None: Django's).
-        self._converters: weakref.WeakKeyDictionary[Any, dict[Any, Any]]
-        self._converters = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -121,28 +117,9 @@ class Prepared(Generic[M]):
         compiler = copy.copy(self._compilers[key])
         compiler.connection = connection
         compiler.as_sql = lambda *args, **kwargs: (sql, params)
-        converters = self._converters_for(key, compiler)
-        if converters is not None:
-            compiler.get_converters = lambda expressions: converters
         query = copy.copy(compiler.query)
         query.get_compiler = lambda *args, **kwargs: compiler
         return list(models.QuerySet(model=model, query=query, using=alias))
-
-    def _converters_for(self, key: tuple[str, str, str], compiler: Any) -> dict[int, Any] | None:
-        """The columns' conversions, worked out once a connection: Django works them out for
-        every run, from each column's field and the backend (a fortieth of a person's flow
-        with a round's 140 columns). Per connection, since the backend's are its methods.
-        None where a column is a composite key's (its conversions are another shape)."""
-        kept = self._converters.get(compiler.connection)
-        if kept is None:
-            kept = self._converters.setdefault(compiler.connection, {})
-        if key not in kept:
-            columns = [selected[0] for selected in compiler.select[0 : compiler.col_count]]
-            if compiler.has_composite_fields(columns):
-                kept[key] = None
-            else:
-                kept[key] = type(compiler).get_converters(compiler, columns)
-        return kept[key]
 
     # -- compiling -------------------------------------------------------------------------
 

@@ -236,49 +236,6 @@ def test_related_rows_compiled_once(monkeypatch: pytest.MonkeyPatch) -> None:
     assert compiled == [Round]
 
 
-def test_conversions_worked_out_once_a_connection(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The columns' conversions (each field's and the backend's) are worked out on a
-    connection's first run and kept: the rows stay the ORM's (moments aware, JSON decoded,
-    tokens decrypted) run after run."""
-    from django.db.models.sql.compiler import SQLCompiler
-
-    ada = make_user("ada")
-    server = Connection.objects.create(name="one", url="http://127.0.0.1:9/mcp")
-    call = _call_with_credentials(server, ada)
-    rounds = [
-        Round.objects.create(
-            call=call,
-            index=n,
-            assigned_user=ada,
-            request_state=f"opaque-state-{n}",
-            input_requests={"q": {"method": "elicitation/create", "n": n}},
-        )
-        for n in (1, 2, 3)
-    ]
-    worked_out: list[int] = []
-    get_converters = SQLCompiler.get_converters
-
-    def counting(self: SQLCompiler, expressions: Any) -> Any:
-        worked_out.append(len(expressions))
-        return get_converters(self, expressions)
-
-    monkeypatch.setattr(SQLCompiler, "get_converters", counting)
-    prepared = Prepared(lambda pk: Round.objects.select_related(*_RELATIONS).filter(pk=pk), int)
-    runs: list[list[int]] = []
-    for round in rounds * 2:
-        expected = Round.objects.select_related(*_RELATIONS).get(pk=round.pk)
-        worked_out.clear()
-        got = prepared.first(round.pk)
-        runs.append(list(worked_out))
-        _same_graph(got, expected)
-        assert got is not None and got.request_state == round.request_state
-        assert got.call.credentials == {"token": "secret"}
-        assert got.input_requests == {"q": {"method": "elicitation/create", "n": round.index}}
-    # The first run worked out every column's conversions (some 140); no run since did.
-    assert len(runs[0]) == 1 and runs[0][0] > 100
-    assert runs[1:] == [[]] * 5
-
-
 def test_datetimes_are_sent_as_the_orm_sends_them() -> None:
     """A moment is adapted by the backend (SQLite keeps text in UTC): the rows on either side
     of it, in any time zone it is given in, are the ORM's."""
