@@ -145,8 +145,7 @@ def _compile(
             )
             found = [p for positions in places for p in positions]
             if sql and all(places) and len(found) == len(set(found)):
-                converts = tuple(convert for convert in walk.converts if convert is not None)
-                statement = _Statement(sql, tuple(params), places, converts)
+                statement = _Statement(sql, tuple(params), places, tuple(walk.converts))
         _statements[key] = statement
         return statement
 
@@ -187,8 +186,7 @@ class _Walk:
         self.rebuild = rebuild
         self.sent: list[Any] = []
         self.stand_ins: list[Any] = []
-        self.kinds: list[type] = []
-        self.converts: list[Convert | None] = []
+        self.converts: list[Convert] = []
         self.where: dict[str, Any] = {}
         self.unless: dict[str, Any] = {}
         self.values: dict[str, Any] = {}
@@ -205,15 +203,14 @@ class _Walk:
         sets = tuple((name, self._set(name, value)) for name, value in values.items())
         return filters, excluded, sets
 
-    def _slot(self, value: Any, kind: type, convert: Callable[[Any], Convert | None]) -> Any:
+    def _slot(self, value: Any, kind: type, convert: Callable[[Any], Convert]) -> Any:
         """A value that is sent: its stand-in, and how it is sent (``convert`` is given the
-        stand-in; None for a lookup's, which :meth:`send_as_lookups_do` finds)."""
+        stand-in; a lookup's is :meth:`send_as_lookups_do`'s to find)."""
         self.sent.append(value)
         if not self.rebuild:
             return None
         standing_in = _stand_in(kind, len(self.stand_ins))
         self.stand_ins.append(standing_in)
-        self.kinds.append(kind)
         self.converts.append(convert(standing_in))
         return standing_in
 
@@ -226,11 +223,8 @@ class _Walk:
             rhs = lookup.rhs if lookup.get_db_prep_lookup_value_is_iterable else [lookup.rhs]
             for value in rhs:
                 for i, standing_in in enumerate(self.stand_ins):
-                    if self.converts[i] is None and _same(value, standing_in):
+                    if _same(value, standing_in):
                         self.converts[i] = _lookup_sending(lookup)
-        for i, kind in enumerate(self.kinds):
-            if self.converts[i] is None:
-                self.converts[i] = _sending(kind)
 
     def _lookup(self, into: dict[str, Any], name: str, value: Any) -> Hashable:
         if isinstance(value, list | tuple | set | frozenset):
@@ -249,7 +243,8 @@ class _Walk:
         kind = _kind(value)
         if kind is None:
             return ("=", value), value
-        return kind.__name__, self._slot(value, kind, lambda _: None)
+        # Sent by its kind unless its lookup is found (send_as_lookups_do).
+        return kind.__name__, self._slot(value, kind, lambda _: _sending(kind))
 
     def _set(self, name: str, value: Any) -> Hashable:
         if hasattr(value, "resolve_expression"):
