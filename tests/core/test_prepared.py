@@ -236,6 +236,89 @@ def test_related_rows_compiled_once(monkeypatch: pytest.MonkeyPatch) -> None:
     assert compiled == [Round]
 
 
+def test_conversions_worked_out_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The columns' conversions (each field's and the backend's) are worked out on the first
+    run and kept: the rows stay the ORM's (moments aware, JSON decoded, tokens decrypted) run
+    after run."""
+    from django.db.models.sql.compiler import SQLCompiler
+
+    ada = make_user("ada")
+    server = Connection.objects.create(name="one", url="http://127.0.0.1:9/mcp")
+    call = _call_with_credentials(server, ada)
+    rounds = [
+        Round.objects.create(
+            call=call,
+            index=n,
+            assigned_user=ada,
+            request_state=f"opaque-state-{n}",
+            input_requests={"q": {"method": "elicitation/create", "n": n}},
+        )
+        for n in (1, 2, 3)
+    ]
+    worked_out: list[int] = []
+    get_converters = SQLCompiler.get_converters
+
+    def counting(self: SQLCompiler, expressions: Any) -> Any:
+        worked_out.append(len(expressions))
+        return get_converters(self, expressions)
+
+    monkeypatch.setattr(SQLCompiler, "get_converters", counting)
+    prepared = Prepared(lambda pk: Round.objects.select_related(*_RELATIONS).filter(pk=pk), int)
+    runs: list[list[int]] = []
+    for round in rounds * 2:
+        expected = Round.objects.select_related(*_RELATIONS).get(pk=round.pk)
+        worked_out.clear()
+        got = prepared.first(round.pk)
+        runs.append(list(worked_out))
+        _same_graph(got, expected)
+        assert got is not None and got.request_state == round.request_state
+        assert got.call.credentials == {"token": "secret"}
+        assert got.input_requests == {"q": {"method": "elicitation/create", "n": round.index}}
+        assert got.created_at.tzinfo is not None
+    # The first run worked out every column's conversions (some 140); no run since did.
+    assert len(runs[0]) == 1 and runs[0][0] > 100
+    assert runs[1:] == [[]] * 5
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_connection_is_not_kept_alive_by_what_is_kept() -> None:
+    """What a lookup keeps holds nothing of the connections it ran on: under ASGI every
+    request's thread has a connection of its own, and one kept alive by a cache is one
+    leaked a request (the backend's converters are methods of its ``ops``, which holds it)."""
+    import gc
+    import threading
+    import weakref
+
+    from django.db import connections
+
+    ada = make_user("ada")
+    server = Connection.objects.create(name="one", url="http://127.0.0.1:9/mcp")
+    call = _call_with_credentials(server, ada)
+    round = Round.objects.create(call=call, index=1, assigned_user=ada)
+    # Compiled and its conversions worked out on the first thread's connection.
+    prepared = Prepared(lambda pk: Round.objects.select_related(*_RELATIONS).filter(pk=pk), int)
+    theirs: list[weakref.ref[Any]] = []
+    read: list[Any] = []
+
+    def on_a_thread_of_its_own() -> None:
+        try:
+            read.append(prepared.first(round.pk))
+            read.append(prepared.first(round.pk))
+            theirs.append(weakref.ref(connections["default"]))
+        finally:
+            connections.close_all()
+
+    for _ in range(3):
+        thread = threading.Thread(target=on_a_thread_of_its_own)
+        thread.start()
+        thread.join()
+    assert [got.call.credentials for got in read] == [{"token": "secret"}] * 6
+    assert all(got.created_at == round.created_at for got in read)
+    gc.collect()
+    assert len(theirs) == 3
+    assert [ref() for ref in theirs] == [None, None, None]
+
+
 def test_datetimes_are_sent_as_the_orm_sends_them() -> None:
     """A moment is adapted by the backend (SQLite keeps text in UTC): the rows on either side
     of it, in any time zone it is given in, are the ORM's."""
@@ -292,3 +375,24 @@ def test_the_session_store_reads_what_djangos_reads() -> None:
     )
     expired = SessionStore(theirs.session_key)
     assert "who" not in expired and expired.session_key is None
+
+
+def test_a_converter_that_holds_its_connection_is_not_kept() -> None:
+    """Only the backend's own methods are bound again; a converter holding the connection in
+    some other way leaves the statement's conversions Django's, worked out on every run."""
+    from django.db import connections
+
+    from mrtrweb.db.prepared import _Conversions
+
+    wrapper = connections["default"]
+
+    def holding(value: Any, expression: Any, _: Any) -> Any:
+        return (value, wrapper.vendor)
+
+    plain = str.strip
+    column = object()
+    ops_method = wrapper.ops.get_db_converters
+    kept = _Conversions.unbound({0: ([ops_method, plain], column)}, 3, wrapper)
+    assert kept.kept is not None
+    assert kept.bound_to(wrapper) == {0: ([ops_method, plain], column)}
+    assert _Conversions.unbound({0: ([holding], column)}, 3, wrapper).kept is None
