@@ -82,7 +82,7 @@ def seed(people: int, concerned: int, context: dict[str, Any]) -> list[Watcher]:
     User = get_user_model()
     # One hash for all: hashing a thousand passwords would take minutes and measure nothing.
     password = make_password(PASSWORD)
-    backend = "django.contrib.auth.backends.ModelBackend"
+    backend = "mrtrweb.accounts.backends.AccountBackend"
     assert backend in settings.AUTHENTICATION_BACKENDS
     source = context["connection"]
     now = timezone.now()

@@ -217,7 +217,8 @@ SESSION_ENGINE = "mrtrweb.accounts.sessions"
 AUTHENTICATION_BACKENDS = [
     # First: a paused account or address is refused before any password is checked.
     "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    # Django's ModelBackend, the person read on every request compiled once.
+    "mrtrweb.accounts.backends.AccountBackend",
 ]
 AXES_FAILURE_LIMIT = env.env_int(ENV, "MRTRWEB_SIGNIN_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = timedelta(minutes=env.env_float(ENV, "MRTRWEB_SIGNIN_LOCKOUT_MINUTES", 15.0))

@@ -2,7 +2,8 @@
 once (``db.prepared``) instead of built and compiled by the ORM each time.
 
 The same table, rows and cookie as ``django.contrib.sessions.backends.db``: switching to it (or
-back) signs nobody out.
+back) signs nobody out. A session signed in through Django's ``ModelBackend`` is read as signed
+in through the app's (:mod:`mrtrweb.accounts.backends`, the same backend), which replaced it.
 """
 
 from __future__ import annotations
@@ -10,11 +11,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from django.contrib.auth import BACKEND_SESSION_KEY
 from django.contrib.sessions.backends.db import SessionStore as DatabaseSessionStore
 from django.contrib.sessions.models import Session
 from django.utils import timezone
 
 from mrtrweb.db.prepared import Prepared
+
+from . import backends
 
 _LIVE = Prepared(
     lambda key, now: Session.objects.filter(session_key=key, expire_date__gt=now), str, datetime
@@ -22,6 +26,13 @@ _LIVE = Prepared(
 
 
 class SessionStore(DatabaseSessionStore):
+    def decode(self, session_data: str) -> dict[str, Any]:
+        session = super().decode(session_data)
+        # Signed in before the app's own backend (the same one, its read compiled once).
+        if session.get(BACKEND_SESSION_KEY) == backends.DJANGOS:
+            session[BACKEND_SESSION_KEY] = backends.OURS
+        return session
+
     def _get_session_from_db(self) -> Any:
         key = self.session_key
         # Only the default model, by a key: anything else is Django's own way.

@@ -27,6 +27,7 @@ from django.contrib.auth.backends import ModelBackend
 from django.utils import timezone
 from django.utils.crypto import constant_time_compare
 
+from mrtrweb.accounts.backends import AccountBackend
 from mrtrweb.accounts.second_factor import session_passed
 from mrtrweb.people.roles import load_permissions
 
@@ -46,6 +47,10 @@ def _sessions(keys: set[str]) -> dict[str, dict[str, Any]]:
     return {key: decoder.decode(data) for key, data in pairs}
 
 
+# ModelBackend's way of reading a person, and the app's (the same, compiled once).
+_MODEL_BACKENDS_GET_USER = (ModelBackend.get_user, AccountBackend.get_user)
+
+
 def _users(wanted: dict[str, set[Any]]) -> dict[tuple[str, Any], Any]:
     """``(backend path, user id)`` -> the user that backend gives (None for none).
 
@@ -54,7 +59,7 @@ def _users(wanted: dict[str, set[Any]]) -> dict[tuple[str, Any], Any]:
     found: dict[tuple[str, Any], Any] = {}
     for path, ids in wanted.items():
         backend = load_backend(path)
-        if type(backend).get_user is ModelBackend.get_user:
+        if type(backend).get_user in _MODEL_BACKENDS_GET_USER:
             users = get_user_model()._default_manager.filter(pk__in=ids)
             by_id = {user.pk: user for user in users}
             for user_id in ids:

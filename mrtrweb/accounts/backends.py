@@ -1,0 +1,37 @@
+"""Signing in with a password: Django's ``ModelBackend``, the person read back on every
+signed-in request compiled once (``db.prepared``) instead of built and compiled by the ORM.
+
+Why: every page, websocket and held reload reads its person by the key the session holds;
+through the ORM that read cost more CPU than the database took to answer it (issue 18,
+docs/performance.md). Everything else (passwords, active accounts only, permissions) is
+``ModelBackend``'s own.
+
+Sessions signed in before this backend name Django's: :data:`DJANGOS` is read as this one
+(:mod:`mrtrweb.accounts.sessions`), so nobody is signed out by the change.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.backends import ModelBackend
+
+from mrtrweb.db.prepared import Prepared
+
+__all__ = ["DJANGOS", "OURS", "AccountBackend"]
+
+# The paths a session stores (``BACKEND_SESSION_KEY``).
+DJANGOS = "django.contrib.auth.backends.ModelBackend"
+OURS = "mrtrweb.accounts.backends.AccountBackend"
+
+_BY_KEY = Prepared(lambda pk: get_user_model()._default_manager.filter(pk=pk), int)
+
+
+class AccountBackend(ModelBackend):
+    def get_user(self, user_id: Any) -> Any:
+        # An integer key (the default model's); any other kind is Django's own way.
+        if type(user_id) is not int:
+            return super().get_user(user_id)
+        user = _BY_KEY.first(user_id)
+        return user if user is not None and self.user_can_authenticate(user) else None
