@@ -9,6 +9,9 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from mrtrweb.db.inserts import insert
+from mrtrweb.db.prepared import Prepared
+
 from ..models import Call, Round
 from ..notify import notify_new_round
 from ..routing import route, stand_in
@@ -48,7 +51,10 @@ def park(
     # No savepoint of its own (two statements a round): nobody catches a failure of parking
     # inside a transaction and goes on, so the whole transaction is rolled back anyway.
     with transaction.atomic(savepoint=False):
-        index = call.rounds.count() + 1
+        # After the newest round's number, not the count of rounds: the same while no round
+        # is ever deleted alone, and never the number of a round there is.
+        newest = _NEWEST.first(call.pk)
+        index = newest.index + 1 if newest is not None else 1
         user, group = route(call)
         user, delegated_from = stand_in(call, user)  # a delegate answers for who is away
         requests = dict(requests)
@@ -73,7 +79,7 @@ def park(
             heard_at=now if owner else None,
         )
         parked.set_request_state(state)
-        parked.save()
+        insert(parked)
         if not waiting:
             set_call(call, status=Call.Status.WAITING)
         # The questions and the round's number are on the round (the audit trail shows them
@@ -113,3 +119,10 @@ def park(
         schedule_expiry(parked.expires_at)
         plan_reminders(parked)  # reminders and escalation, as the call's policy says
     return parked
+
+
+# Asked on every round parked (mrtrweb.db.prepared: compiled once); the end of the
+# (call, index) unique index, where a count read every round of the call.
+_NEWEST = Prepared(
+    lambda call_id: Round.objects.filter(call_id=call_id).order_by("-index").only("index"), int
+)
