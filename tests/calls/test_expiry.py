@@ -13,11 +13,13 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
 from mrtrweb.calls import engine, tasks
-from mrtrweb.calls.engine import expiry_bucket
+from mrtrweb.calls.engine import batching, expiry_bucket
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.servers.models import Connection
 from tests.calls.delivery_support import (
@@ -98,6 +100,37 @@ def test_rounds_whose_state_dies_in_the_same_minute_share_one_expiry_task(
     assert {t.run_after for t in soon} == {expiry_bucket(r.expires_at) for r in soon_rounds}
 
 
+def test_a_step_seen_waiting_is_not_read_again(flaky: Any, user: Any) -> None:
+    """The rounds whose state dies in one step share its row, and this process reads that row
+    once: later rounds of the step neither look for it nor write another."""
+    rounds = [park(flaky, user, name=f"flaky-seen-{n}") for n in range(2)]
+    step = expiry_bucket(rounds[0].expires_at)
+    assert [t.run_after for t in expiry_tasks()].count(step) == 1
+    with CaptureQueriesContext(connection) as queries:
+        batching.schedule_batched("expire_rounds_due", rounds[0].expires_at)
+    assert len(queries) == 0
+    assert [t.run_after for t in expiry_tasks()].count(step) == 1
+    # Another process (nothing seen) finds the row there and writes none either.
+    batching.forget_waiting()
+    with CaptureQueriesContext(connection) as queries:
+        batching.schedule_batched("expire_rounds_due", rounds[0].expires_at)
+    assert len(queries) == 1
+    assert [t.run_after for t in expiry_tasks()].count(step) == 1
+
+
+def test_a_step_written_in_a_transaction_rolled_back_is_written_again() -> None:
+    """What this process remembers is what was committed: a row rolled back with the round it
+    was written for is not taken for one waiting."""
+    far = timezone.now() + timedelta(hours=3)
+    with pytest.raises(RuntimeError), transaction.atomic():
+        batching.schedule_batched("expire_rounds_due", far)
+        assert len(expiry_tasks()) == 1
+        raise RuntimeError("the round's transaction failed")
+    assert expiry_tasks() == []
+    batching.schedule_batched("expire_rounds_due", far)
+    assert [t.run_after for t in expiry_tasks()] == [expiry_bucket(far)]
+
+
 def test_the_expiry_task_expires_a_pending_round_at_its_deadline(flaky: Any, user: Any) -> None:
     round = park(flaky, user)
     Round.objects.filter(pk=round.pk).update(expires_at=timezone.now() + timedelta(seconds=1))
@@ -155,6 +188,8 @@ def test_calls_share_one_watchdog_task_per_minute_which_fails_only_the_overdue(
     Call.objects.filter(pk=calls[0].pk).update(status=Call.Status.RUNNING, updated_at=long_ago)
     Call.objects.filter(pk=calls[1].pk).update(status=Call.Status.RUNNING)
     watchdogs.delete()
+    # Rows deleted by hand: this process saw them waiting (calls.engine.batching).
+    batching.forget_waiting()
     assert engine.check_calls_due() == 1
     statuses = dict(Call.objects.values_list("pk", "status"))
     assert statuses[calls[0].pk] == Call.Status.FAILED

@@ -5,9 +5,11 @@ round or call (the expiry, the reminders, the calls' watchdog)."""
 from __future__ import annotations
 
 import math
+import threading
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
+from django.db import router, transaction
 from django.utils import timezone
 from django_tasks.base import TaskResultStatus
 from django_tasks_db import DatabaseBackend
@@ -17,7 +19,7 @@ from mrtrweb.db.prepared import Prepared
 
 from .. import queue
 
-__all__ = ["expiry_bucket", "schedule_batched"]
+__all__ = ["expiry_bucket", "forget_waiting", "schedule_batched"]
 
 
 def expiry_bucket(expires_at: datetime) -> datetime:
@@ -36,13 +38,49 @@ def schedule_batched(name: str, due_at: datetime) -> None:
     at = expiry_bucket(due_at)
     step = timedelta(seconds=float(settings.MRTRWEB_EXPIRY_STEP))
     task = queue.task(name)
-    if (
-        at - timezone.now() > step
-        and isinstance(task.get_backend(), DatabaseBackend)
-        and _WAITING.exists(task.priority, at, task.module_path)
-    ):
+    now = timezone.now()
+    # A step about to come is not shared: its row may be running already, past what is
+    # added now.
+    if at - now > step and isinstance(task.get_backend(), DatabaseBackend):
+        key = (task.module_path, task.priority, at)
+        if key in _waiting:
+            return
+        if not _WAITING.exists(task.priority, at, task.module_path):
+            queue.enqueue(name, at=at, deferred_only=True)
+        _remember(key, now + step)
         return
     queue.enqueue(name, at=at, deferred_only=True)
+
+
+# The steps whose task row this process has seen waiting, once committed: (task path,
+# priority, step). A row is not run before its step, so until the step is a step away its row
+# is there, and reading it again on every round parked and call sent (twice a start) told
+# nothing new. Only a row deleted by hand is missed: what it would have done is then done by
+# the sweep (docs/deployment.md), as for a queue that was down.
+_waiting: dict[tuple[str, int, datetime], None] = {}
+_waiting_lock = threading.Lock()
+# Some hundred steps are ever ahead at once (a day of minutes is 1,440): this bounds it.
+MAX_WAITING = 512
+
+
+def _remember(key: tuple[str, int, datetime], soon: datetime) -> None:
+    def keep() -> None:
+        with _waiting_lock:
+            if len(_waiting) >= MAX_WAITING:
+                for gone in [k for k in _waiting if k[2] <= soon]:
+                    del _waiting[gone]
+                if len(_waiting) >= MAX_WAITING:
+                    _waiting.clear()
+            _waiting[key] = None
+
+    # Not before its row is committed: a transaction rolled back wrote none.
+    transaction.on_commit(keep, using=router.db_for_write(DBTaskResult))
+
+
+def forget_waiting() -> None:
+    """Forget the rows seen waiting: for a database emptied under this process (tests)."""
+    with _waiting_lock:
+        _waiting.clear()
 
 
 # A task row of this step already waiting (mrtrweb.db.prepared: compiled once).
