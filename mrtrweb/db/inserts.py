@@ -9,10 +9,10 @@ object's ``_state``) but keeps the statement Django compiled the first time; aft
 the values are prepared.
 
 The SQL is Django's own. A model whose statement is not one plain placeholder per column (a
-field with a placeholder of its own, other than a binary one, or a database default, a parent table, a returned column
-that needs converting), a value that is an expression, an object that has its key already, or
-a backend that cannot return the key from an ``INSERT`` is saved by the ORM: never written
-wrongly, only not faster.
+field with a placeholder of its own, other than a binary one, or a database default, a parent
+table, a returned column that needs converting), a value that is an expression, an object
+that has its key already, or a backend that cannot return the key from an ``INSERT`` is saved
+by the ORM: never written wrongly, only not faster.
 """
 
 from __future__ import annotations
