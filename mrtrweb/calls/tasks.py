@@ -6,9 +6,9 @@ Their names are stored as task paths in queued rows (``mrtrweb.calls.tasks.deliv
 so they stay as they are even where the engine's verbs changed: a task queued before an
 upgrade still runs after it.
 
-``deliver_round`` resubmits answers; ``watch_delivery`` (a round's attempt) and
-``watch_calls_due`` (calls' first requests, one per minute of deadlines) are enqueued to run
-at a deadline (``run_after``) and do nothing if the round or call moved on by then;
+``deliver_round`` resubmits answers; ``watch_deliveries_due`` (attempts to deliver) and
+``watch_calls_due`` (calls' first requests), one each per minute of deadlines, are enqueued to
+run at a deadline (``run_after``) and do nothing for a round or call that moved on by then;
 ``expire_rounds_due`` runs when parked rounds' state lifetimes end: the engine enqueues one
 per minute of deadlines (not one per round: a task row per parked round was a third of its
 storage), and it expires every open round due by then.
@@ -70,7 +70,16 @@ def remind_rounds_due() -> int:
 
 @task()
 def watch_delivery(round_id: int, attempt: int) -> None:
+    """One delivery attempt's watchdog, as queued before ``watch_deliveries_due`` (rows still
+    waiting run)."""
     engine.check_delivery(round_id, attempt)
+
+
+@task()
+def watch_deliveries_due() -> int:
+    """Flag the deliveries whose sender died (one task per minute of deadlines, like
+    expire_rounds_due)."""
+    return engine.check_deliveries_due()
 
 
 @task()
@@ -107,6 +116,7 @@ QUEUED_BY_THE_ENGINE = (
     renew_round,
     remind_rounds_due,
     watch_delivery,
+    watch_deliveries_due,
     watch_call,
     watch_calls_due,
     watch_stream,

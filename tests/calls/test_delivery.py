@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
+from django_tasks_db.models import DBTaskResult
 
-from mrtrweb.calls import engine
+from mrtrweb.calls import engine, tasks
 from mrtrweb.calls.engine import resubmitting
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.servers.models import Connection
@@ -234,22 +235,60 @@ def test_a_delivery_whose_sender_died_is_flagged_by_its_watchdog(
     flaky: Any, user: Any, settings: Any
 ) -> None:
     settings.MRTRWEB_DELIVERY_GRACE = 0.5
+    # Deadlines not rounded up to a minute, so the watchdog comes within the test.
+    settings.MRTRWEB_EXPIRY_STEP = 0
     round = park(flaky, user, connect_timeout=0.5, read_timeout=0.5, answer_deadline=0.5)
     answer(round, user)
-    # What a worker killed right after claiming leaves behind: the claim, and its watchdog.
+    # What a worker killed right after claiming leaves behind: the claim, and the shared
+    # deliveries' watchdog due at its deadline.
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(resubmitting, "run", lambda *args, **kwargs: None)
         run_tasks()
     round.refresh_from_db()
     assert round.status == Round.Status.DELIVERING
-    (watchdog,) = queued("watch_delivery", round)
+    (watchdog,) = DBTaskResult.objects.filter(
+        task_path__endswith=".watch_deliveries_due", status="READY"
+    )
     assert watchdog.run_after == round.delivering_since + timedelta(seconds=1.5)
+    assert not queued("watch_delivery", round)
     engine.check_delivery(round.pk, round.attempts)  # too early: nothing happens
     round.refresh_from_db()
     assert round.status == Round.Status.DELIVERING
     round = run_until(round, Round.Status.UNKNOWN, timeout=10)
     assert round.status == Round.Status.UNKNOWN
     assert "stopped" in round.delivery_error
+    assert len(resubmissions(flaky)) == 0
+
+
+def test_deliveries_share_one_watchdog_task_per_minute_which_flags_only_the_overdue(
+    flaky: Any, user: Any
+) -> None:
+    rounds = [park(flaky, user, name=f"flaky-watched-{n}") for n in range(2)]
+    for round in rounds:
+        answer(round, user)
+    # Two workers killed right after claiming: no watchdog row per attempt, one per minute
+    # of deadlines (the two fall in one or two).
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(resubmitting, "run", lambda *args, **kwargs: None)
+        run_tasks()
+    watchdogs = DBTaskResult.objects.filter(task_path__endswith=".watch_deliveries_due")
+    assert 1 <= watchdogs.filter(status="READY").count() <= 2
+    assert not DBTaskResult.objects.filter(task_path__endswith=".watch_delivery").exists()
+    first, second = (Round.objects.get(pk=r.pk) for r in rounds)
+    assert first.status == second.status == Round.Status.DELIVERING
+    # The first one's sender died long ago: flagged; the second is left to its deadline.
+    long_ago = timezone.now() - timedelta(days=1)
+    Round.objects.filter(pk=first.pk).update(delivering_since=long_ago)
+    assert engine.check_deliveries_due() == 1
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert first.status == Round.Status.UNKNOWN and "stopped" in first.delivery_error
+    assert second.status == Round.Status.DELIVERING
+    # A watchdog row queued per attempt by an older version still runs.
+    Round.objects.filter(pk=second.pk).update(delivering_since=long_ago)
+    tasks.watch_delivery.enqueue(second.pk, second.attempts)
+    second = run_until(second, Round.Status.UNKNOWN, timeout=10)
+    assert second.status == Round.Status.UNKNOWN
     assert len(resubmissions(flaky)) == 0
 
 

@@ -90,7 +90,14 @@ from .transitions import (
     transition,
     transition_call,
 )
-from .watchdogs import call_stuck_after, check_call, check_calls_due, check_delivery, stuck_after
+from .watchdogs import (
+    call_stuck_after,
+    check_call,
+    check_calls_due,
+    check_deliveries_due,
+    check_delivery,
+    stuck_after,
+)
 
 __all__ = [
     "AlreadyAnswered",
@@ -108,6 +115,7 @@ __all__ = [
     "cancel_round",
     "check_call",
     "check_calls_due",
+    "check_deliveries_due",
     "check_delivery",
     "check_stream",
     "claim",

@@ -61,7 +61,7 @@ def resubmit(round_id: int, *, unclaimed_only: bool = False) -> None:
         round = round_to_send(round_id)
         # Committed with the claim: if this process dies while sending, the watchdog finds
         # the round still delivering and flags it (it never resends blindly).
-        watch_delivery(round, now + stuck_after(round.call.connection))
+        watch_delivery(now + stuck_after(round.call.connection))
     # From a task worker or a delivery thread (no event loop of their own), the request goes
     # out on the process's shared loop, over pooled connections.
     with io_loop.attached():

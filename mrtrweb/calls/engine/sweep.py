@@ -14,7 +14,7 @@ from ..models import Call, Round
 from .escalation import remind_due
 from .expiry import expire_due
 from .streams import lose_orphans
-from .watchdogs import check_call, check_delivery
+from .watchdogs import check_call, check_deliveries_due
 
 __all__ = ["sweep"]
 
@@ -47,9 +47,7 @@ def sweep(*, now: datetime | None = None, only_expire: bool = False) -> dict[str
         with transaction.atomic():
             queue.enqueue("deliver_round", round_id)
         counts["requeued"] += 1
-    delivering = Round.objects.filter(status=Round.Status.DELIVERING, carrier=Round.Carrier.RETRY)
-    for round_id, attempt in delivering.values_list("pk", "attempts"):
-        counts["flagged"] += check_delivery(round_id, attempt, now=now)
+    counts["flagged"] = check_deliveries_due(now=now)
     running = Call.objects.filter(status=Call.Status.RUNNING)
     # Started and never sent (their process died, and their send_call task is gone): sent
     # now. A second task is harmless: only one sender can claim the call.

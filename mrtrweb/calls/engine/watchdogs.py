@@ -1,11 +1,12 @@
 """The watchdogs: a request whose sender died (or hangs) is found by its deadline.
 
-Each claimed resubmission enqueues ``watch_delivery``, due after the connection's connect
-timeout, answer deadline and ``MRTRWEB_DELIVERY_GRACE`` (counted again from the attempt's
-last progress). Calls are watched by ``watch_calls_due``, one task per step of deadlines
-(``MRTRWEB_EXPIRY_STEP``, a minute) shared by every call whose first request is due by then,
-rather than one task row per call (which was a fifth of what a parked round stored). Both do
-nothing when the round or call moved on by then.
+Each claimed resubmission makes sure ``watch_deliveries_due`` runs after the connection's
+connect timeout, answer deadline and ``MRTRWEB_DELIVERY_GRACE`` (counted again from the
+attempt's last progress); each first request makes sure ``watch_calls_due`` runs after its own
+deadline. Both are one task per step of deadlines (``MRTRWEB_EXPIRY_STEP``, a minute) shared
+by every delivery or call due by then, rather than one task row each (a call's was a fifth of
+what a parked round stored; a delivery's, one more ``INSERT`` in the claim of every answer).
+Both do nothing for a round or call that moved on by then.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from django.utils import timezone
 from mrtrweb.mcp import OutcomeUnknown
 from mrtrweb.servers.models import Connection
 
-from .. import queue
 from ..models import Call, Round
 from .batching import schedule_batched
 from .outcomes import fail_call, outcome_unknown
@@ -29,6 +29,7 @@ __all__ = [
     "call_stuck_after",
     "check_call",
     "check_calls_due",
+    "check_deliveries_due",
     "check_delivery",
     "stuck_after",
     "watch_call",
@@ -54,8 +55,11 @@ def call_stuck_after(connection: Connection) -> timedelta:
     return timedelta(seconds=connection.connect_timeout + longest + _grace())
 
 
-def watch_delivery(round: Round, at: datetime) -> None:
-    queue.enqueue("watch_delivery", round.pk, round.attempts, at=at, deferred_only=True)
+def watch_delivery(at: datetime) -> None:
+    """Make sure the deliveries' watchdog looks at the attempts in flight once one is overdue
+    at ``at`` (at most a step later: a task row shared by every delivery due within the
+    step)."""
+    schedule_batched("watch_deliveries_due", at)
 
 
 def watch_call(call: Call) -> None:
@@ -86,7 +90,7 @@ def check_delivery(round_id: int, attempt: int, *, now: datetime | None = None) 
     deadline = alive + stuck_after(round.call.connection)
     if now < deadline:
         with transaction.atomic():
-            watch_delivery(round, deadline)
+            watch_delivery(deadline)
         return False
     outcome_unknown(
         round.call,
@@ -97,6 +101,18 @@ def check_delivery(round_id: int, attempt: int, *, now: datetime | None = None) 
         ),
     )
     return True
+
+
+def check_deliveries_due(*, now: datetime | None = None) -> int:
+    """Flag every delivery whose sender died (:func:`check_delivery`), and have the watchdog
+    look again at those not due yet. How many it flagged."""
+    now = now or timezone.now()
+    # A stream round's sender is its owner, watched by its heartbeat (engine.streams).
+    delivering = Round.objects.filter(status=Round.Status.DELIVERING, carrier=Round.Carrier.RETRY)
+    return sum(
+        check_delivery(round_id, attempt, now=now)
+        for round_id, attempt in delivering.values_list("pk", "attempts")
+    )
 
 
 def check_call(call_id: int, *, now: datetime | None = None) -> bool:
