@@ -1,9 +1,12 @@
 """The header's inbox count (core/context_processors.py ``_waiting``), a statement written out
-rather than built with the ORM on every page: it counts what the ORM's definition of "waiting
-for this person" counts, in every way a round can be routed, on either backend, in one query."""
+rather than built with the ORM on every page: it counts what the inbox lists as waiting for
+this person (``calls.access.waiting_for``, less the forms this app cannot show), in every way a
+round can be routed (their groups, delegations, split rounds' parts), on either backend, in
+one query."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -12,10 +15,13 @@ from django.contrib.auth.models import Group
 from django.db import connection
 from django.db.models import Q
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from bench.seed import seed_pending
-from mrtrweb.calls.models import Round
+from mrtrweb.calls.models import Round, RoundPart
 from mrtrweb.core import context_processors
+from mrtrweb.inbox.views import pending_rounds
+from mrtrweb.policies.models import Delegation
 from mrtrweb.servers.models import Connection
 
 pytestmark = pytest.mark.django_db
@@ -97,3 +103,63 @@ def test_the_count_is_the_orm_s_in_every_routing() -> None:
     assert context_processors._waiting(pat) == sum(counted for *_, counted in routings) == 5
     assert context_processors._waiting(other) == 2  # the two assigned to them
     assert context_processors._waiting(outsider) == 1  # their group's
+
+
+def _listed(user: Any) -> int:
+    """What the inbox lists as waiting for ``user``, less the forms this app cannot show."""
+    return pending_rounds(user).exclude(unsupported_reason__gt="").count()
+
+
+def test_the_count_is_the_inbox_s_with_delegations_and_split_rounds() -> None:
+    users = get_user_model()
+    pat, sam, kim, lee = (users.objects.create_user(name) for name in ("pat", "sam", "kim", "lee"))
+    team = Group.objects.create(name="Approvers")
+    pat.groups.add(team)
+    server = Connection.objects.create(
+        name="bench", url="http://127.0.0.1:9/mcp", catalog={"tools": [TOOL]}
+    )
+    seed_pending(9, person=lee, connection=server)
+    rounds = list(Round.objects.order_by("pk"))
+    now = timezone.now()
+    hour = timedelta(hours=1)
+
+    def route(row: Round, **fields: Any) -> None:
+        Round.objects.filter(pk=row.pk).update(**{"assigned_user": None, **fields})
+
+    # Pat stands in for sam now; kim's delegation to pat was overtaken by a later one to lee;
+    # a delegation to pat that ended, and one not begun, count for nothing.
+    Delegation.objects.create(person=sam, delegate=pat, starts_at=now - hour, until=now + hour)
+    Delegation.objects.create(person=kim, delegate=pat, starts_at=now - 2 * hour, until=now + hour)
+    Delegation.objects.create(person=kim, delegate=lee, starts_at=now - hour, until=now + hour)
+    Delegation.objects.create(person=lee, delegate=pat, starts_at=now - 2 * hour, until=now - hour)
+    Delegation.objects.create(person=lee, delegate=pat, starts_at=now + hour, until=now + 2 * hour)
+    route(rounds[0], assigned_user=sam)  # sam's, and pat stands in: waits for both
+    route(rounds[1], assigned_user=kim)  # kim's delegate is lee now, not pat
+    route(rounds[2], assigned_user=lee)  # lee's delegations to pat are not running
+    route(rounds[3], assigned_user=kim, delegated_from=pat)  # handed from pat to kim: both
+    # Split rounds: through their pending parts only, whoever the round itself names.
+    pending, answered = RoundPart.Status.PENDING, RoundPart.Status.ANSWERED
+    parts = [
+        (rounds[4], [(pat, None, pending), (kim, None, pending)]),  # pat's part waits
+        (rounds[5], [(None, team, pending)]),  # pat's group's part waits
+        (rounds[6], [(pat, None, answered), (kim, None, pending)]),  # pat has answered
+        (rounds[7], [(pat, None, pending), (None, team, pending)]),  # two parts: once
+    ]
+    for row, its_parts in parts:
+        route(row, split=True, assigned_user=pat)  # the round's own assignee does not count
+        for user, group, status in its_parts:
+            RoundPart.objects.create(
+                round=row, keys=["k"], assigned_user=user, assigned_group=group, status=status
+            )
+    route(rounds[8], assigned_user=pat, delegated_from=sam)  # sam away, pat stands in: once
+    # kim: their two rounds and two split rounds; lee: their own and, standing in, kim's two.
+    expected = {pat: 6, sam: 2, kim: 4, lee: 3}
+    for person, count in expected.items():
+        with CaptureQueriesContext(connection) as queries:
+            waiting = context_processors._waiting(person)
+        assert waiting == _listed(person) == count, person.username
+        assert len(queries) == 1
+    # The delegate deactivated: sam's rounds wait for sam alone again.
+    users.objects.filter(pk=pat.pk).update(is_active=False)
+    pat.refresh_from_db()
+    assert context_processors._waiting(pat) == _listed(pat) == 5
