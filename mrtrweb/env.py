@@ -22,7 +22,7 @@ FALSE_WORDS = frozenset({"0", "false", "no", "off", ""})
 PRODUCTION_WORDS = frozenset({"production", "prod"})
 
 DEFAULT_ALLOWED_HOSTS = ("localhost", "127.0.0.1", "[::1]")
-REDIS_CHANNEL_LAYER = "channels_redis.core.RedisChannelLayer"
+REDIS_CHANNEL_LAYER = "mrtrweb.live.redis_layer.WaitingRedisChannelLayer"
 IN_MEMORY_CHANNEL_LAYER = "mrtrweb.live.layers.SweptInMemoryChannelLayer"
 REDIS_SOCKET_TIMEOUT = 15.0
 LOG_FORMATS = ("json", "plain")

@@ -28,7 +28,7 @@ def test_without_database_url_the_embedded_sqlite_file_is_used(tmp_path: Path, u
 def test_redis_url_selects_the_redis_channel_layer():
     layers = env.channel_layers("redis://127.0.0.1:6379/3")
 
-    assert layers["default"]["BACKEND"] == "channels_redis.core.RedisChannelLayer"
+    assert layers["default"]["BACKEND"] == "mrtrweb.live.redis_layer.WaitingRedisChannelLayer"
     (host,) = layers["default"]["CONFIG"]["hosts"]
     assert host["address"] == "redis://127.0.0.1:6379/3"
 

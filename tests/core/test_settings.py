@@ -55,7 +55,7 @@ def test_database_url_and_redis_url_switch_to_scale_out(run_python: RunPython):
         "mrtr",
         "db.internal",
     )
-    assert shown["layer"] == "channels_redis.core.RedisChannelLayer"
+    assert shown["layer"] == "mrtrweb.live.redis_layer.WaitingRedisChannelLayer"
     assert [host["address"] for host in shown["layer_hosts"]] == ["redis://cache.internal:6379/0"]
     assert shown["allowed_hosts"] == ["mrtr.example"]
     assert shown["debug"] is True
