@@ -39,43 +39,38 @@ def _layers(sender: type[RedisChannelLayer]) -> list[RedisChannelLayer]:
     return [kind(hosts=hosts, prefix=prefix) for kind in (sender, WaitingRedisChannelLayer)]
 
 
-async def _burst(sender: RedisChannelLayer, receiver: RedisChannelLayer) -> list[object]:
-    """``BURST`` group sends at once, each to a group of one channel of ``receiver``; what
-    each send came to (None, or its exception), once every delivered message is read."""
-    channels = [await receiver.new_channel() for _ in range(BURST)]
-    for n, channel in enumerate(channels):
-        await receiver.group_add(f"burst{n}", channel)
-    sent = await asyncio.gather(
-        *(sender.group_send(f"burst{n}", {"type": "burst", "n": n}) for n in range(BURST)),
-        return_exceptions=True,
-    )
-    for n, channel in enumerate(channels):
-        if sent[n] is None:
-            message = await asyncio.wait_for(receiver.receive(channel), 10)
-            assert message == {"type": "burst", "n": n}
+async def _burst(sender: type[RedisChannelLayer]) -> list[object]:
+    """``BURST`` group sends at once from a layer of kind ``sender``, each to a group of one
+    channel of a receiver; what each send came to (None, or its exception), once every
+    delivered message is read."""
+    layers = _layers(sender)
+    outgoing, receiver = layers
+    try:
+        channels = [await receiver.new_channel() for _ in range(BURST)]
+        for n, channel in enumerate(channels):
+            await receiver.group_add(f"burst{n}", channel)
+        sent = await asyncio.gather(
+            *(outgoing.group_send(f"burst{n}", {"type": "burst", "n": n}) for n in range(BURST)),
+            return_exceptions=True,
+        )
+        for n, channel in enumerate(channels):
+            if sent[n] is None:
+                message = await asyncio.wait_for(receiver.receive(channel), 10)
+                assert message == {"type": "burst", "n": n}
+    finally:
+        for layer in layers:
+            await layer.flush()
+            await layer.close_pools()
     return sent
 
 
 async def test_a_burst_larger_than_the_pool_waits_for_connections(redis_up: None) -> None:
-    layers = _layers(WaitingRedisChannelLayer)
-    try:
-        sent = await _burst(*layers)
-    finally:
-        for layer in layers:
-            await layer.flush()
-            await layer.close_pools()
-    assert sent == [None] * BURST
+    assert await _burst(WaitingRedisChannelLayer) == [None] * BURST
 
 
 async def test_channels_redis_own_pool_refuses_such_a_burst(redis_up: None) -> None:
     """Why the layer above exists: with the library's pool the same burst loses sends."""
-    layers = _layers(RedisChannelLayer)
-    try:
-        sent = await _burst(*layers)
-    finally:
-        for layer in layers:
-            await layer.flush()
-            await layer.close_pools()
+    sent = await _burst(RedisChannelLayer)
     refused = [s for s in sent if isinstance(s, MaxConnectionsError)]
     assert refused, sent
     assert all(s is None or isinstance(s, MaxConnectionsError) for s in sent)
