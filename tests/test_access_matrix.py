@@ -281,11 +281,23 @@ def patterns_of(namespace: str) -> list[URLPattern]:
     return [p for p in sub.url_patterns if isinstance(p, URLPattern) and p.name]
 
 
+# Pages whose number is not a call's: each gets an object of its own kind, which exists (an
+# id borrowed from a call named a person or group only when the ids happened to coincide).
+OTHER_OBJECTS: dict[str, Callable[[World], int]] = {
+    "person": lambda world: world.users["member"].pk,
+    "person_active": lambda world: world.users["member"].pk,
+    "person_link": lambda world: world.users["member"].pk,
+    "group": lambda world: world.connections["group"].route_group.pk,
+}
+
+
 def gated_url(world: World, namespace: str, pattern: URLPattern) -> str:
     kwargs: dict[str, Any] = {}
     for name, converter in pattern.pattern.converters.items():
         kind = type(converter).__name__
-        if kind == "IntConverter":
+        if kind == "IntConverter" and pattern.name in OTHER_OBJECTS:
+            kwargs[name] = OTHER_OBJECTS[pattern.name](world)
+        elif kind == "IntConverter":
             kwargs[name] = world.call("group").pk
         elif kind in ("SlugConverter", "StringConverter"):
             kwargs[name] = world.connections["group"].name
