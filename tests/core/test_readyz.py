@@ -85,8 +85,14 @@ def test_unready_when_the_redis_channel_layer_is_unreachable(client, settings, c
 def test_unready_when_the_database_is_unreachable(run_python: RunPython):
     closed = free_port()
 
+    # The pool still waits longer than the check does (which is what is proven), but not its
+    # default 20 s: the probe's process ends only once that wait is over.
     shown = _probe(
-        run_python, {"DATABASE_URL": f"postgres://postgres@127.0.0.1:{closed}/mrtrweb_nowhere"}
+        run_python,
+        {
+            "DATABASE_URL": f"postgres://postgres@127.0.0.1:{closed}/mrtrweb_nowhere",
+            "MRTRWEB_DB_POOL_TIMEOUT": str(int(CHECK_TIMEOUT) * 2),
+        },
     )
 
     assert shown["status"] == 503
