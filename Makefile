@@ -10,6 +10,13 @@ PORT ?= 8000
 # The app reads them too: links in emails point where `make run` serves (mrtrweb/env.py, base_url).
 export HOST PORT
 PYTEST_ARGS ?=
+# `make test` runs modules in parallel, each module whole on one worker (its module- and
+# package-scoped stacks started once there). Most tests wait on child processes, browsers and
+# sockets, so three workers keep two cores busy; PYTEST_WORKERS=0 runs in this one process.
+PYTEST_WORKERS ?= 3
+# Modules are handed out in the suite's own order (tests/conftest.py puts the long ones first),
+# not xdist's default of the most tests first.
+PARALLEL = -n $(PYTEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -115,14 +122,14 @@ run: setup
 	$(VENV)/bin/uvicorn mrtrweb.asgi:application --host $(HOST) --port $(PORT) --lifespan on
 
 test: setup $(NODE_STAMP) $(MCP1_STAMP) $(NODE_SDK_STAMP) lint
-	PATH="$(TEST_PATH)" $(VENV)/bin/pytest $(PYTEST_ARGS)
+	PATH="$(TEST_PATH)" $(VENV)/bin/pytest $(PARALLEL) $(PYTEST_ARGS)
 
 # The inner loop: the suites that start browsers, app servers in numbers, the conformance CLI
 # or fault injection, and the fuzzers and benchmarks, are left to `make test` (the whole suite).
 FAST_IGNORE := tests/browser tests/conformance tests/faults tests/scaleout tests/fuzz \
 	tests/bench tests/api/test_schemathesis.py
 test-fast: setup $(NODE_STAMP) $(MCP1_STAMP) $(NODE_SDK_STAMP) lint
-	PATH="$(TEST_PATH)" $(VENV)/bin/pytest $(addprefix --ignore=,$(FAST_IGNORE)) $(PYTEST_ARGS)
+	PATH="$(TEST_PATH)" $(VENV)/bin/pytest $(PARALLEL) $(addprefix --ignore=,$(FAST_IGNORE)) $(PYTEST_ARGS)
 
 # Benchmarks (bench/, docs/performance.md): SQLite, and PostgreSQL when 127.0.0.1:5432 answers.
 BENCH_ARGS ?=

@@ -25,6 +25,33 @@ pytest_plugins = [
 ]
 
 
+# The suites that start app stacks, browsers, the conformance CLI, fuzzers and benchmarks (the
+# ones `make test-fast` leaves out): most of the suite's time, in few modules. `make test` runs
+# modules in parallel (pytest-xdist, ``--dist loadscope``), handing them out in this order, so
+# these go first and the many short modules fill in around them instead of one long module
+# finishing alone at the end.
+LONG_SUITES = (
+    "tests/faults/",
+    "tests/browser/",
+    "tests/conformance/",
+    "tests/fuzz/",
+    "tests/bench/",
+    "tests/scaleout/",
+    "tests/api/test_schemathesis.py",
+)
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-django's own ordering, which it keeps otherwise
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        path = item.nodeid.split("::", 1)[0]
+        return next(
+            (i for i, suite in enumerate(LONG_SUITES) if path.startswith(suite)), len(LONG_SUITES)
+        )
+
+    items.sort(key=rank)  # stable: each module's tests keep their order
+
+
 @pytest.fixture(autouse=True)
 def _test_settings(settings):
     # The manifest storage and WhiteNoise's file index need `collectstatic` to have run;
