@@ -23,6 +23,7 @@ from pathlib import Path
 import httpx
 
 from tests.peers.fixtures import free_port
+from tests.support import set_up_once
 
 __all__ = [
     "REPO_ROOT",
@@ -147,10 +148,17 @@ class ServedApp:
 
     def migrate(self, *, static: bool = True, timeout: float = 120) -> None:
         """``migrate`` the fresh database, then (``static``) ``collectstatic``: with DEBUG off,
-        as deployed, pages link to the collected, hashed files."""
-        self.manage("migrate", "--noinput", "-v0", timeout=timeout)
-        if static:
+        as deployed, pages link to the collected, hashed files.
+
+        Both run once per test process and backend; later apps get a copy of what they made
+        (tests/support/set_up_once.py): each costs an interpreter and seconds of CPU, and always
+        ends with the same tables, rows and files."""
+        if not set_up_once.copy_migrated(self.env):
+            self.manage("migrate", "--noinput", "-v0", timeout=timeout)
+            set_up_once.keep_migrated(self.env)
+        if static and not set_up_once.copy_static(self.env):
             self.manage("collectstatic", "--noinput", "-v0", timeout=timeout)
+            set_up_once.keep_static(self.env)
 
     def pick_port(self) -> None:
         """A free 127.0.0.1 port for the web process, and the base URL that goes with it."""
