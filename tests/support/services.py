@@ -36,16 +36,36 @@ def _admin() -> psycopg.Connection:
         unavailable("PostgreSQL", error)
 
 
+def create_database(name: str, *, template: str | None = None) -> None:
+    """``CREATE DATABASE name`` on the server, a copy of ``template`` when given (which nobody
+    may be connected to)."""
+    statement = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
+    if template:
+        statement += sql.SQL(" TEMPLATE {}").format(sql.Identifier(template))
+    with _admin() as admin:
+        admin.execute(statement)
+
+
+def drop_database(name: str) -> None:
+    """Drop ``name`` if it is there, with ``FORCE``: connections a killed process left behind
+    do not keep it."""
+    with _admin() as admin:
+        admin.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
+
+
+def database_url(name: str) -> str:
+    return urlunsplit(urlsplit(POSTGRES_URL)._replace(path=f"/{name}"))
+
+
 @contextmanager
 def scratch_postgres(prefix: str) -> Iterator[str]:
     """A new, empty database ``<prefix>_<random>`` on the server; yields its URL and drops it
-    afterwards (with ``FORCE``: connections a killed process left behind do not keep it)."""
+    afterwards."""
     name = f"{prefix}_{uuid.uuid4().hex[:12]}"
-    with _admin() as admin:
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    create_database(name)
     try:
-        yield urlunsplit(urlsplit(POSTGRES_URL)._replace(path=f"/{name}"))
+        yield database_url(name)
     finally:
-        with _admin() as admin:
-            drop = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
-            admin.execute(drop.format(sql.Identifier(name)))
+        drop_database(name)

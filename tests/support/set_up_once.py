@@ -21,16 +21,17 @@ import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import psycopg
-from psycopg import errors, sql
+
+from tests.support import services
 
 _kept = Path(tempfile.mkdtemp(prefix=f"mrtrweb-set-up-once-{os.getpid()}-"))
 atexit.register(shutil.rmtree, _kept, ignore_errors=True)
 
 _sqlite_template: Path | None = None
-_postgres_template: str | None = None  # a database's name on the tests' server
+_postgres_template: str | None = None  # a database on the tests' server
 _static_template: Path | None = None
 
 
@@ -44,17 +45,16 @@ def copy_migrated(env: Mapping[str, str]) -> bool:
         target.parent.mkdir(parents=True, exist_ok=True)
         _backup(_sqlite_template, target)
         return True
-    database = _postgres(env)
-    if database is None or _postgres_template is None:
+    name = _postgres_name(env)
+    if name is None or _postgres_template is None:
         return False
-    admin_url, name = database
     try:
-        with _admin(admin_url) as admin:
-            # The scratch database was just made, empty: made again as a copy of the template.
-            admin.execute(_sql("DROP DATABASE IF EXISTS {} WITH (FORCE)", name))
-            admin.execute(_sql("CREATE DATABASE {} TEMPLATE {}", name, _postgres_template))
+        # The scratch database was just made, empty: made again as a copy of the template.
+        services.drop_database(name)
+        services.create_database(name, template=_postgres_template)
     except psycopg.Error:
-        _ensure_database(admin_url, name)
+        with contextlib.suppress(psycopg.errors.DuplicateDatabase):
+            services.create_database(name)  # empty again, for the app to migrate
         return False
     return True
 
@@ -69,24 +69,22 @@ def keep_migrated(env: Mapping[str, str]) -> None:
             _backup(target, kept)
             _sqlite_template = kept
         return
-    database = _postgres(env)
-    if database is None or _postgres_template is not None:
+    name = _postgres_name(env)
+    if name is None or _postgres_template is not None:
         return
-    admin_url, name = database
     template = f"mrtrweb_template_{uuid.uuid4().hex[:12]}"
     # `migrate`'s connections end as its process exits, which the server may see a moment
     # later; a source database with sessions cannot be copied.
     for _ in range(30):
         try:
-            with _admin(admin_url) as admin:
-                admin.execute(_sql("CREATE DATABASE {} TEMPLATE {}", template, name))
-        except errors.ObjectInUse:
+            services.create_database(template, template=name)
+        except psycopg.errors.ObjectInUse:
             time.sleep(0.1)
             continue
         except psycopg.Error:
             return
         _postgres_template = template
-        atexit.register(_drop, admin_url, template)
+        atexit.register(services.drop_database, template)
         return
 
 
@@ -114,13 +112,12 @@ def _sqlite_file(env: Mapping[str, str]) -> Path | None:
     return Path(env["MRTRWEB_VAR_DIR"]) / "db.sqlite3"
 
 
-def _postgres(env: Mapping[str, str]) -> tuple[str, str] | None:
-    """The server's maintenance database URL and the app's database name, for PostgreSQL."""
+def _postgres_name(env: Mapping[str, str]) -> str | None:
+    """The app's database on the tests' PostgreSQL server (tests/support/services.py)."""
     url = env.get("DATABASE_URL", "")
     if not url.startswith(("postgres://", "postgresql://")):
         return None
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(path="/postgres")), parts.path.lstrip("/")
+    return urlsplit(url).path.lstrip("/")
 
 
 def _backup(source: Path, target: Path) -> None:
@@ -130,23 +127,3 @@ def _backup(source: Path, target: Path) -> None:
         contextlib.closing(sqlite3.connect(target)) as write,
     ):
         read.backup(write)
-
-
-def _admin(url: str) -> psycopg.Connection:
-    return psycopg.connect(url, autocommit=True, connect_timeout=5)
-
-
-def _sql(statement: str, *names: str) -> sql.Composed:
-    return sql.SQL(statement).format(*(sql.Identifier(name) for name in names))
-
-
-def _ensure_database(admin_url: str, name: str) -> None:
-    with contextlib.suppress(psycopg.Error), _admin(admin_url) as admin:
-        found = admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
-        if not found:
-            admin.execute(_sql("CREATE DATABASE {}", name))
-
-
-def _drop(admin_url: str, name: str) -> None:
-    with contextlib.suppress(psycopg.Error), _admin(admin_url) as admin:
-        admin.execute(_sql("DROP DATABASE IF EXISTS {} WITH (FORCE)", name))
