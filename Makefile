@@ -125,11 +125,10 @@ test: setup $(NODE_STAMP) $(MCP1_STAMP) $(NODE_SDK_STAMP) lint
 	PATH="$(TEST_PATH)" $(VENV)/bin/pytest $(PARALLEL) $(PYTEST_ARGS)
 
 # The inner loop: the suites that start browsers, app servers in numbers, the conformance CLI
-# or fault injection, and the fuzzers and benchmarks, are left to `make test` (the whole suite).
-FAST_IGNORE := tests/browser tests/conformance tests/faults tests/scaleout tests/fuzz \
-	tests/bench tests/api/test_schemathesis.py
+# or fault injection, and the fuzzers and benchmarks (tests/conftest.py's LONG_SUITES, marked
+# long_suite), are left to `make test` (the whole suite).
 test-fast: setup $(NODE_STAMP) $(MCP1_STAMP) $(NODE_SDK_STAMP) lint
-	PATH="$(TEST_PATH)" $(VENV)/bin/pytest $(PARALLEL) $(addprefix --ignore=,$(FAST_IGNORE)) $(PYTEST_ARGS)
+	PATH="$(TEST_PATH)" $(VENV)/bin/pytest $(PARALLEL) -m "not long_suite" $(PYTEST_ARGS)
 
 # Benchmarks (bench/, docs/performance.md): SQLite, and PostgreSQL when 127.0.0.1:5432 answers.
 BENCH_ARGS ?=

@@ -25,11 +25,11 @@ pytest_plugins = [
 ]
 
 
-# The suites that start app stacks, browsers, the conformance CLI, fuzzers and benchmarks (the
-# ones `make test-fast` leaves out): most of the suite's time, in few modules. `make test` runs
-# modules in parallel (pytest-xdist, ``--dist loadscope``), handing them out in this order, so
-# these go first and the many short modules fill in around them instead of one long module
-# finishing alone at the end.
+# The suites that start app stacks, browsers, the conformance CLI, fuzzers and benchmarks:
+# most of the suite's time, in few modules. Their tests are marked ``long_suite`` (`make
+# test-fast` leaves them out). `make test` runs modules in parallel (pytest-xdist, ``--dist
+# loadscope``), handing them out in this order, so these go first and the many short modules
+# fill in around them instead of one long module finishing alone at the end.
 LONG_SUITES = (
     "tests/faults/",
     "tests/browser/",
@@ -41,15 +41,22 @@ LONG_SUITES = (
 )
 
 
+def _rank(item: pytest.Item) -> int:
+    path = item.nodeid.split("::", 1)[0]
+    return next(
+        (i for i, suite in enumerate(LONG_SUITES) if path.startswith(suite)), len(LONG_SUITES)
+    )
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    # Marked as it is collected: `-m` deselects before any reordering hook runs.
+    if _rank(item) < len(LONG_SUITES):
+        item.add_marker(pytest.mark.long_suite)
+
+
 @pytest.hookimpl(trylast=True)  # after pytest-django's own ordering, which it keeps otherwise
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    def rank(item: pytest.Item) -> int:
-        path = item.nodeid.split("::", 1)[0]
-        return next(
-            (i for i, suite in enumerate(LONG_SUITES) if path.startswith(suite)), len(LONG_SUITES)
-        )
-
-    items.sort(key=rank)  # stable: each module's tests keep their order
+    items.sort(key=_rank)  # stable: each module's tests keep their order
 
 
 @pytest.fixture(autouse=True)
