@@ -131,17 +131,31 @@ def _permissions_sql(alias: str, count: int) -> str:
 
 
 def is_admin(user: Any) -> bool:
-    if not getattr(user, "is_active", False):
-        return False
-    load_permissions(user)
-    return bool(user.has_perm("calls.manage_rounds"))
+    return _has_role(user, "calls.manage_rounds")
 
 
 def is_operator(user: Any) -> bool:
+    return _has_role(user, "servers.manage_connections")
+
+
+def _has_role(user: Any, permission: str) -> bool:
+    """``user.has_perm(permission)`` for an active person, answered once per user object.
+
+    Why: a page asks who its person is a dozen times (the second-factor check, the header,
+    the access rules), and each ``has_perm`` makes every authentication backend anew
+    (``auth.get_backends``) to ask it. The answer is kept where :func:`load_permissions`
+    keeps the permissions it comes from, on the same object and for as long: a request, a
+    batch of socket checks; a permission taken away counts on the next one."""
     if not getattr(user, "is_active", False):
         return False
-    load_permissions(user)
-    return bool(user.has_perm("servers.manage_connections"))
+    try:
+        known = user._role_cache
+    except AttributeError:
+        known = user._role_cache = {}
+    if permission not in known:
+        load_permissions(user)
+        known[permission] = bool(user.has_perm(permission))
+    return known[permission]
 
 
 def active_usernames(limit: int = 500) -> list[str]:

@@ -87,3 +87,24 @@ def test_a_batch_reads_everyone_s_in_one_query_as_model_backend_does() -> None:
     assert got == expected
     assert [is_admin(p) for p in people] == [True, False, False, True, False]
     assert [is_operator(p) for p in people] == [False, True, False, True, False]
+
+
+def test_a_role_is_asked_of_the_backends_once_per_user_object(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A page asks who its person is a dozen times; each has_perm made every backend anew.
+    person = make_user("pat", ADMINS)
+    user = _fresh(person)
+    asked: list[str] = []
+    has_perm = type(user).has_perm
+    monkeypatch.setattr(
+        type(user),
+        "has_perm",
+        lambda self, perm, obj=None: asked.append(perm) or has_perm(self, perm, obj),
+    )
+    for _ in range(5):
+        assert is_admin(user) and not is_operator(user)
+    assert asked == ["calls.manage_rounds", "servers.manage_connections"]
+    # Deactivated on the object itself (signed out mid-request): no role, at once.
+    user.is_active = False
+    assert not is_admin(user) and not is_operator(user)
