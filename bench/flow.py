@@ -124,15 +124,14 @@ def inline_handoff(meter_of: Callable[[], Meter | None]) -> Iterator[None]:
 
     original = handoff.start
 
-    def start(work: Callable[[int], None], pk: int) -> Future[None]:
-        future: Future[None] = Future()
+    def start(work: Callable[[int], Any], pk: int) -> Future[Any]:
+        future: Future[Any] = Future()
         meter = meter_of()
         phase = "delivery" if work.__name__ == "resubmit" else "start"
         previous = meter.enter(phase) if meter is not None else None
         try:
             with io_loop.attached():
-                work(pk)
-            future.set_result(None)
+                future.set_result(work(pk))
         except Exception as exc:  # as on a delivery thread: the round's status tells
             future.set_exception(exc)
         finally:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import close_old_connections, connection
@@ -32,6 +32,7 @@ from . import queue
 __all__ = [
     "GRACE",
     "enabled",
+    "outcome",
     "release_connection",
     "shutdown",
     "start",
@@ -39,6 +40,8 @@ __all__ = [
     "track",
     "wait_for",
 ]
+
+T = TypeVar("T")
 
 # How long the safety-net task of work this process does itself waits before it tries (and,
 # finding the round or call claimed, does nothing). Long enough for a busy process to claim
@@ -74,14 +77,14 @@ def enabled() -> bool:
     return bool(settings.MRTRWEB_DELIVER_ON_ANSWER) and queue.can_defer("deliver_round")
 
 
-def _on_this_thread(work: Callable[[int], None], pk: int) -> None:
+def _on_this_thread(work: Callable[[int], T], pk: int) -> T:
     """Run ``work(pk)`` as a delivery thread must: its own database connection, and its
     requests on the process's shared event loop. A failure leaves the round claimed or
     submitted, or the call running: its watchdog, safety-net task or the sweep settles it."""
     close_old_connections()
     try:
         with io_loop.attached():
-            work(pk)
+            return work(pk)
     except Exception:
         logger.exception("%s(%s) on a delivery thread failed", work.__name__, pk)
         raise
@@ -89,9 +92,9 @@ def _on_this_thread(work: Callable[[int], None], pk: int) -> None:
         close_old_connections()
 
 
-def start(work: Callable[[int], None], pk: int) -> Future[None]:
+def start(work: Callable[[int], T], pk: int) -> Future[T]:
     """Run ``work(pk)`` (the engine's ``resubmit`` of a round, ``send_call`` of a call) on a
-    delivery thread."""
+    delivery thread; the future holds what it returned."""
     return _pool().submit(_on_this_thread, work, pk)
 
 
@@ -110,7 +113,7 @@ def release_connection() -> None:
         connection.close()
 
 
-def wait_for(future: Future[None], wait: float) -> bool:
+def wait_for(future: Future[Any], wait: float) -> bool:
     """Wait up to ``wait`` seconds for a delivery :func:`start` began; True if it finished.
     The connection goes back to the pool meanwhile (:func:`release_connection`), unless
     there is nothing to wait for: taking it back costs a health check."""
@@ -125,6 +128,17 @@ def wait_for(future: Future[None], wait: float) -> bool:
     except Exception:
         return True  # logged by the thread; the round's status says what happened
     return True
+
+
+def outcome(future: Future[T | None], wait: float) -> T | None:
+    """What the work :func:`start` began returned, if it finished within ``wait`` seconds
+    (:func:`wait_for`) and did not fail; else None."""
+    if not wait_for(future, wait):
+        return None
+    try:
+        return future.result(timeout=0)
+    except Exception:  # failed or cancelled: logged by the thread, the rows say what happened
+        return None
 
 
 def track(future: Future[Any]) -> None:

@@ -24,7 +24,7 @@ from tests.calls.delivery_support import DATABASE_QUEUE
 pytestmark = pytest.mark.django_db(transaction=True)
 
 # At most this many queries per phase (bench/flow.py's phases). Lower them as they come down.
-MOST = {"start": 28, "page": 5, "answer": 10, "delivery": 13}
+MOST = {"start": 27, "page": 5, "answer": 9, "delivery": 13}
 
 
 @pytest.fixture(scope="module")

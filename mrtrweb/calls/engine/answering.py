@@ -48,7 +48,9 @@ def answer(
 
     ``comment`` is the person's note for the requester: kept in the audit trail, never sent.
 
-    Raises :class:`AlreadyAnswered` if another post got there first.
+    Returns the round with its call as they are now (as the delivery stored them, when it
+    settled the call while this waited). Raises :class:`AlreadyAnswered` if another post got
+    there first.
     """
     if quorum.applies(round):
         return quorum.propose(
@@ -62,7 +64,7 @@ def answer(
     stream = round.carrier == Round.Carrier.STREAM
     hand_off = deliver_within is not None and handoff.enabled() and not stream
     # The delivery started once committed (not when an outer transaction is still open).
-    sending: list[Future[None]] = []
+    sending: list[Future[Round | None]] = []
     with transaction.atomic():
         now = timezone.now()
         comment = quorum.clean_comment(comment)
@@ -119,7 +121,11 @@ def answer(
         elif not stream:
             queue_resubmission(round.pk)
     if sending:
-        handoff.wait_for(sending[0], deliver_within or 0.0)
+        # The round and its call as the delivery stored them, when that settled the call
+        # while this waited (completed, or waiting on its next round): not read again.
+        delivered = handoff.outcome(sending[0], deliver_within or 0.0)
+        if delivered is not None:
+            return delivered
     elif stream and deliver_within:
         _wait_for_owner(round.pk, deliver_within)
     # With its call as it is now (completed, or waiting on the next round): the answer's

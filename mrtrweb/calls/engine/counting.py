@@ -33,8 +33,9 @@ def count_round(call: Call, *, own: bool, asks: bool) -> bool:
         fields["status"] = Call.Status.WAITING
     if counted_under_cap(call, cap, unless_finished=own, **fields):
         call.rounds_used += 1
+        call.updated_at = now
         if asks:
-            call.status, call.updated_at = Call.Status.WAITING, now
+            call.status = Call.Status.WAITING
         return True
     call.refresh_from_db(fields=["status", "rounds_used"])
     if own and call.status in Call.FINISHED:

@@ -56,17 +56,34 @@ from .resuming import resume_authorized
 from .trail import dump, record
 from .transitions import this_attempt
 
-__all__ = ["renew", "run", "settle_failure", "settle_result"]
+__all__ = ["Exchanged", "renew", "run", "settle_failure", "settle_result"]
 
 logger = logging.getLogger(__name__)
 
 
-def run(call: Call, *, round: Round | None, responses: Any, state: str | None) -> bool:
-    """Send the call (``round`` None) or a round's answers, and record what came back.
+@dataclasses.dataclass(frozen=True)
+class Exchanged:
+    """How one exchange ended, for the caller that sent it.
 
-    True when the server turned out to speak the handshake era (it refused the first request
-    as a 2026-07-28 one, so nothing ran): the caller starts the call's conversation
-    (:mod:`.handshake_calls`) instead."""
+    ``settled``: the exchange's own transaction completed the call or parked its next round,
+    and ``call`` (and the ``round`` whose answers it delivered, if any) are the rows as that
+    transaction stored them, their related rows as read at the claim. A process that waited
+    for the exchange shows them without reading them again; any other ending is read back.
+    """
+
+    # The server speaks the handshake era (it refused the first request as a 2026-07-28
+    # one, so nothing ran): the caller starts the call's conversation instead.
+    legacy: bool = False
+    settled: bool = False
+    call: Call | None = None
+    round: Round | None = None
+
+
+_UNSETTLED = Exchanged()
+
+
+def run(call: Call, *, round: Round | None, responses: Any, state: str | None) -> Exchanged:
+    """Send the call (``round`` None) or a round's answers, and record what came back."""
     # The first request's watchdog was committed with its claim (starting.send_call); a
     # round's, with its claim (resubmitting.resubmit).
     try:
@@ -74,7 +91,7 @@ def run(call: Call, *, round: Round | None, responses: Any, state: str | None) -
     except Exception as exc:
         logger.exception("call %s: the exchange with the server broke in mrtrweb", call.pk)
         _crashed(call, round, exc)
-    return False
+    return _UNSETTLED
 
 
 async def _send(
@@ -230,7 +247,7 @@ def settle_result(call: Call, result: Any) -> None:
     complete(call, result)
 
 
-def _exchange(call: Call, *, round: Round | None, responses: Any, state: str | None) -> bool:
+def _exchange(call: Call, *, round: Round | None, responses: Any, state: str | None) -> Exchanged:
     connection = call.connection
     # Every request of the call goes with the caller's account (or the connection's), never
     # with that of whoever answered a round: servers bind a round's state to the caller.
@@ -239,6 +256,7 @@ def _exchange(call: Call, *, round: Round | None, responses: Any, state: str | N
     )
     waits = state_only_backoff()
     renewed = False  # the renewal policy renews a refused state once per attempt
+    answered: Round | None = None  # the round delivered, kept through state-only retries
     while True:
         _release_pooled_connection()
         try:
@@ -249,9 +267,9 @@ def _exchange(call: Call, *, round: Round | None, responses: Any, state: str | N
         except LegacyServer as exc:
             if round is None:
                 # Refused as a 2026-07-28 request, so nothing ran: the handshake era instead.
-                return True
+                return Exchanged(legacy=True)
             settle_failure(call, round, exc, authenticator)
-            return False
+            return _UNSETTLED
         except InvalidRequestState as exc:
             # The renewal policy: issue the call again, then send the answers to the new state.
             renewal = None
@@ -260,14 +278,14 @@ def _exchange(call: Call, *, round: Round | None, responses: Any, state: str | N
                 renewal = renew_answered(call, round, _sender(call, authenticator))
             if renewal is None:
                 state_rejected(call, round, exc)
-                return False
+                return _UNSETTLED
             if renewal.kind != "renewed":
-                return False
+                return _UNSETTLED
             state = renewal.state
             continue
         except MCPError as exc:
             settle_failure(call, round, exc, authenticator)
-            return False
+            return _UNSETTLED
         # The round closed and what came back stored in one transaction: one commit, and the
         # events' receivers run after the result is stored, not before.
         with transaction.atomic():
@@ -277,17 +295,17 @@ def _exchange(call: Call, *, round: Round | None, responses: Any, state: str | N
             if round is not None:
                 # The round came from resubmit's claim (the only caller with a round).
                 if not delivered(round, http_status=http_status, read_at_claim=True):
-                    return False
-                round = None
+                    return _UNSETTLED
+                answered, round = round, None
             if not isinstance(result, mcp_types.InputRequiredResult):
                 if own and Call.objects.filter(pk=call.pk, status__in=Call.FINISHED).exists():
                     # The watchdog failed the call while its answer was on the way: it stays so.
                     record(call, "late_answer_ignored")
-                    return False
+                    return _UNSETTLED
                 complete(call, result)
-                return False
+                return _settled(call, answered, renewed)
             if not count_round(call, own=own, asks=bool(result.input_requests)):
-                return False
+                return _UNSETTLED
             if result.input_requests:
                 park(
                     call,
@@ -295,13 +313,22 @@ def _exchange(call: Call, *, round: Round | None, responses: Any, state: str | N
                     result.request_state,
                     waiting=True,
                 )
-                return False
+                return _settled(call, answered, renewed)
             # A state-only round: retry at once with the echoed state, backing off a little.
             record(
                 call, "state_only_retry", request_state_sha256=state_sha256(result.request_state)
             )
         time.sleep(next(waits))
         responses, state = None, result.request_state
+
+
+def _settled(call: Call, answered: Round | None, renewed: bool) -> Exchanged:
+    """The exchange stored the call's outcome: the objects are the rows as stored, unless a
+    renewal moved the round onto a fresh state on the way (engine.renewing writes rows this
+    exchange did not read back), when the caller reads them."""
+    if renewed:
+        return _UNSETTLED
+    return Exchanged(settled=True, call=call, round=answered)
 
 
 def _release_pooled_connection() -> None:

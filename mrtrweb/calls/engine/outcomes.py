@@ -63,20 +63,27 @@ def delivered(round: Round, *, http_status: int | None = None, read_at_claim: bo
     ``read_at_claim``: ``round`` was read in the transaction that claimed this attempt; who
     it concerns cannot have changed since (only a pending round is claimed, released or
     reassigned), so the announcement says so and the receivers need not read it again."""
+    settled = {
+        "delivered_at": timezone.now(),
+        "delivery_error": "",
+        "next_attempt_at": None,
+        "flagged_at": None,
+        "last_http_status": http_status,
+    }
     # A late answer to an attempt already flagged as unknown settles it: now it is known.
     if not transition(
         round,
         (Round.Status.DELIVERING, Round.Status.UNKNOWN),
         Round.Status.DELIVERED,
         where=this_attempt(round),
-        delivered_at=timezone.now(),
-        delivery_error="",
-        next_attempt_at=None,
-        flagged_at=None,
-        last_http_status=http_status,
+        **settled,
     ):
         record(round.call, "late_answer_ignored", round=round, attempt=round.attempts)
         return False
+    # This attempt won: the object in memory is the row as stored (the exchange hands it on).
+    round.status = Round.Status.DELIVERED
+    for name, value in settled.items():
+        setattr(round, name, value)
     record(
         round.call,
         "delivered",

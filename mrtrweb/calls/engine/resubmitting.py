@@ -30,11 +30,14 @@ def queue_resubmission(round_id: int) -> None:
     queue.enqueue("deliver_round", round_id)
 
 
-def resubmit(round_id: int, *, unclaimed_only: bool = False) -> None:
+def resubmit(round_id: int, *, unclaimed_only: bool = False) -> Round | None:
     """Resubmit a submitted round. Only the caller that claims the round sends anything.
 
     ``unclaimed_only`` (an answer's safety net) sends only a round nobody has tried yet: once
     an attempt was made, its backoff, Retry-After and watchdog decide what happens next.
+
+    Returns the round with its call as stored when what came back completed the call or
+    parked its next round here (``exchange.Exchanged``); None otherwise: read them then.
     """
     with transaction.atomic():
         now = timezone.now()
@@ -57,7 +60,7 @@ def resubmit(round_id: int, *, unclaimed_only: bool = False) -> None:
         ):
             # Only an owner gone for good leaves a stream round to anyone else: it is lost.
             lose_if_orphaned(round_id)
-            return
+            return None
         round = round_to_send(round_id)
         # Committed with the claim: if this process dies while sending, the watchdog finds
         # the round still delivering and flags it (it never resends blindly).
@@ -65,9 +68,10 @@ def resubmit(round_id: int, *, unclaimed_only: bool = False) -> None:
     # From a task worker or a delivery thread (no event loop of their own), the request goes
     # out on the process's shared loop, over pooled connections.
     with io_loop.attached():
-        run(
+        exchanged = run(
             round.call,
             round=round,
             responses=round.answers,
             state=round.request_state if round.has_request_state else None,
         )
+    return exchanged.round if exchanged.settled else None

@@ -132,12 +132,14 @@ def run_call(call: Call) -> Call:
     return call_as_now(call.pk)
 
 
-def send_call(call_id: int) -> None:
+def send_call(call_id: int) -> Call | None:
     """Send a call's first request, once: only the caller that claims it (sets ``sent_at``)
     sends. A call claimed by a process that died while sending is failed by the sweep.
 
     Returns when the call is completed, failed, or waiting on a round; on a handshake-era
-    server the call's conversation goes on after that in this process (it owns the stream)."""
+    server the call's conversation goes on after that in this process (it owns the stream).
+    What it returns is the call as stored when its request completed it or parked its first
+    round here (``exchange.Exchanged``); None when anything else happened: read it then."""
     # The claim and its watchdog are one transaction (one commit): should this process die
     # (or hang) before the call settles, the watchdog fails it; its clock (updated_at) starts
     # with the claim, just before the request leaves.
@@ -152,7 +154,7 @@ def send_call(call_id: int) -> None:
             sent_at=now,
             updated_at=now,
         ):
-            return
+            return None
         call = call_to_send(call_id)
         modern = call.connection.era != Connection.Era.LEGACY
         if modern:
@@ -160,12 +162,14 @@ def send_call(call_id: int) -> None:
             watch_call(call)
     if modern:
         with io_loop.attached():
-            if not run(call, round=None, responses=None, state=None):
-                return
+            exchanged = run(call, round=None, responses=None, state=None)
+        if not exchanged.legacy:
+            return exchanged.call if exchanged.settled else None
     # A handshake-era server (known, or found out now: it refused the 2026-07-28 request, so
     # nothing ran): the call's conversation runs on the shared loop, and this returns once a
     # question is parked or the call is done, not after the person answered.
     converse(call)
+    return None
 
 
 def start_call(*, deliver_within: float | None = None, **start: Unpack[StartRequest]) -> Call:
@@ -182,7 +186,7 @@ def start_call(*, deliver_within: float | None = None, **start: Unpack[StartRequ
     and a worker sends it.
     """
     hand_off = deliver_within is not None and handoff.enabled()
-    sending: list[Future[None]] = []
+    sending: list[Future[Call | None]] = []
     with_call = start.get("with_call")
 
     def and_then(call: Call) -> None:
@@ -202,9 +206,9 @@ def start_call(*, deliver_within: float | None = None, **start: Unpack[StartRequ
         raise NothingStarted(str(exc)) from exc
     if deliver_within is None:
         return run_call(call)
-    if sending:
-        handoff.wait_for(sending[0], deliver_within)
-    return call_as_now(call.pk)
+    # The call as its send stored it, when that settled it while this waited (not read again).
+    sent = handoff.outcome(sending[0], deliver_within) if sending else None
+    return sent if sent is not None else call_as_now(call.pk)
 
 
 def restart(call: Call, user: Any, *, deliver_within: float | None = None) -> Call:

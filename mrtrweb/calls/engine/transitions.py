@@ -135,10 +135,12 @@ def this_attempt(round: Round) -> dict[str, Any]:
 
 def set_call(call: Call, **fields: Any) -> None:
     """Set a call's fields (and ``finished_at`` when it finishes), unguarded: only ever done
-    inside the transaction of a transition that won."""
+    inside the transaction of a transition that won. The object in memory gets the same
+    values as the row (``updated_at`` too), so a caller may hand it on as stored."""
+    now = timezone.now()
+    if "status" in fields and fields["status"] in Call.FINISHED:
+        fields["finished_at"] = now
+    fields["updated_at"] = now
     for name, value in fields.items():
         setattr(call, name, value)
-    if "status" in fields and fields["status"] in Call.FINISHED:
-        call.finished_at = timezone.now()
-        fields["finished_at"] = call.finished_at
-    prepared_update(Call, {"pk": call.pk}, {**fields, "updated_at": timezone.now()})
+    prepared_update(Call, {"pk": call.pk}, fields)
