@@ -22,7 +22,6 @@ skipped. Annotations, extra columns and a related manager's rows are refused.
 
 from __future__ import annotations
 
-import copy
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -117,7 +116,7 @@ class Prepared(Generic[M]):
         model, alias, sql, params = self._statement(shape, values)
         connection = connections[alias]
         key = (shape, alias, connection.vendor)
-        compiler = copy.copy(self._compilers[key])
+        compiler = _shallow_copy(self._compilers[key])
         compiler.connection = connection
         compiler.as_sql = lambda *args, **kwargs: (sql, params)
         conversions = self._conversions.get(key) or self._work_out_conversions(key, compiler)
@@ -129,7 +128,7 @@ class Prepared(Generic[M]):
                 if len(expressions) == columns
                 else type(compiler).get_converters(compiler, expressions)
             )
-        query = copy.copy(compiler.query)
+        query = _shallow_copy(compiler.query)
         query.get_compiler = lambda *args, **kwargs: compiler
         return list(models.QuerySet(model=model, query=query, using=alias))
 
@@ -239,8 +238,18 @@ class _Conversions:
         return cls(kept, columns)
 
     def bound_to(self, connection: Any) -> dict[int, tuple[list[Any], Any]]:
+        """The conversions bound to ``connection``'s ``ops``: made on its first run on that
+        connection and kept on the connection object itself (``_BOUND``), so they live and
+        die with it and nothing here holds a connection."""
+        bound: dict[_Conversions, dict[int, tuple[list[Any], Any]]]
+        bound = connection.__dict__.setdefault(_BOUND, {})
+        made = bound.get(self)
+        if made is None:
+            made = bound[self] = self._bind(connection.ops)
+        return made
+
+    def _bind(self, ops: Any) -> dict[int, tuple[list[Any], Any]]:
         assert self.kept is not None
-        ops = connection.ops
         return {
             position: (
                 [
@@ -251,6 +260,20 @@ class _Conversions:
             )
             for position, converters, expression in self.kept
         }
+
+
+# The attribute of a connection (Django's ``DatabaseWrapper``) that holds the conversions
+# bound to it, by statement (_Conversions.bound_to).
+_BOUND = "_mrtrweb_prepared_conversions"
+
+
+def _shallow_copy(obj: Any) -> Any:
+    """What ``copy.copy`` makes of a compiler or a query (a new object of its class with its
+    state, ``__getstate__``'s), without going through ``__reduce_ex__`` and ``copyreg``:
+    a run makes two, on every lookup."""
+    clone = object.__new__(type(obj))
+    clone.__dict__.update(obj.__getstate__())
+    return clone
 
 
 def _holds(converter: Any, connection: Any) -> bool:

@@ -319,6 +319,57 @@ def test_a_connection_is_not_kept_alive_by_what_is_kept() -> None:
     assert [ref() for ref in theirs] == [None, None, None]
 
 
+@pytest.mark.django_db(transaction=True)
+def test_conversions_are_bound_once_a_connection_to_its_own_ops(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The backend's conversions are bound to a connection's ``ops`` on its first run there
+    and kept on that connection: later runs on it bind nothing, another thread's connection
+    gets its own, each bound to its own ``ops`` (never another's)."""
+    import threading
+
+    from django.db import connections
+
+    from mrtrweb.db import prepared as prepared_module
+
+    ada = make_user("ada")
+    server = Connection.objects.create(name="one", url="http://127.0.0.1:9/mcp")
+    round = Round.objects.create(call=_call_with_credentials(server, ada), index=1)
+    prepared = Prepared(lambda pk: Round.objects.select_related(*_RELATIONS).filter(pk=pk), int)
+    bound: list[tuple[Any, set[Any]]] = []
+    bind = prepared_module._Conversions._bind
+
+    def counting(self: Any, ops: Any) -> Any:
+        made = bind(self, ops)
+        owners = {getattr(c, "__self__", None) for cs, _ in made.values() for c in cs}
+        bound.append((ops, owners - {None}))
+        return made
+
+    monkeypatch.setattr(prepared_module._Conversions, "_bind", counting)
+    opses: list[Any] = []
+
+    def on_a_thread_of_its_own() -> None:
+        try:
+            for _ in range(3):
+                got = prepared.first(round.pk)
+                assert got is not None and got.call.credentials == {"token": "secret"}
+            opses.append(connections["default"].ops)
+        finally:
+            connections.close_all()
+
+    for _ in range(2):
+        thread = threading.Thread(target=on_a_thread_of_its_own)
+        thread.start()
+        thread.join()
+    # Once a connection (three runs each), to that connection's ops alone.
+    assert [ops for ops, _ in bound] == opses
+    # None is bound to another connection's ops; on SQLite some are the backend's (its
+    # moments and booleans come back as text and integers), bound to this one's.
+    assert all(not owners & (set(opses) - {ops}) for ops, owners in bound)
+    if connections["default"].vendor == "sqlite":
+        assert all(ops in owners for ops, owners in bound)
+
+
 def test_datetimes_are_sent_as_the_orm_sends_them() -> None:
     """A moment is adapted by the backend (SQLite keeps text in UTC): the rows on either side
     of it, in any time zone it is given in, are the ORM's."""
