@@ -101,6 +101,24 @@ def test_a_start_whose_send_fails_is_read_back(ada: Any) -> None:
     assert len(reads_of("calls_call", sql)) == 1
 
 
+def test_a_call_sent_on_the_caller_s_thread_is_the_call_its_send_stored(
+    conn: Connection, ada: Any
+) -> None:
+    # The API's synchronous start and the mcp_call command: engine.run_call, no delivery thread.
+    with CaptureQueriesContext(connection) as queries:
+        call = engine.start_call(
+            connection=conn,
+            method=Call.Method.TOOL,
+            target="approve_deploy",
+            arguments={"service": "api"},
+            user=ada,
+        )
+    assert call.status == Call.Status.WAITING
+    assert_as_stored(call)
+    # Read once, by the send's claim, with what sending needs; not again after it.
+    assert len(reads_of("calls_call", [q["sql"] for q in queries.captured_queries])) == 1
+
+
 def answer(round: Round, user: Any, answers: dict[str, Any], wait: float = WAIT) -> Round:
     return engine.answer(round, answers, user, deliver_within=wait)
 

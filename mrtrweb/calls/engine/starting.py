@@ -127,9 +127,9 @@ def create_call(**start: Unpack[StartRequest]) -> Call:
 
 def run_call(call: Call) -> Call:
     """Send a call :func:`create_call` made; returns it completed, waiting on a round, or
-    failed."""
-    send_call(call.pk)
-    return call_as_now(call.pk)
+    failed (as its send stored it when that settled it, else read)."""
+    sent = send_call(call.pk)
+    return sent if sent is not None else call_as_now(call.pk)
 
 
 def send_call(call_id: int) -> Call | None:
