@@ -32,6 +32,8 @@ ADMIN = "bench-admin"
 PASSWORD = "bench-password-not-secret"
 CONNECTION = "bench"
 TOOL = "confirm"
+# The web server's idle keep-alive, seconds (see where uvicorn is started).
+KEEP_ALIVE_SECONDS = 120
 
 
 def free_port() -> int:
@@ -217,6 +219,13 @@ def stack(backend: str, *, worker_mode: str, worker_interval: float) -> Iterator
             "--log-level",
             "warning",
             "--no-access-log",
+            # Idle connections kept longer than any pause of the bench's people (50 sign-ins
+            # take about 9 s before the P7 crowd). With uvicorn's 5 s, a person's next request
+            # could go out on a connection the server was closing at that moment: a browser
+            # sends such a request again (nothing came back on a reused connection), httpx
+            # does not, and the run counted one start in a hundred as a ReadError.
+            "--timeout-keep-alive",
+            str(KEEP_ALIVE_SECONDS),
         )
         run.app_url = f"http://{HOST}:{app_port}"
         run.wait_http(web, f"{run.app_url}/healthz")
