@@ -280,13 +280,31 @@ def test_conversions_worked_out_once(monkeypatch: pytest.MonkeyPatch) -> None:
     assert runs[1:] == [[]] * 5
 
 
+def on_threads_of_their_own(work: Any, times: int) -> None:
+    """``work()`` on ``times`` threads one after the other, each with its own connection
+    (closed at its end), as requests under ASGI run."""
+    import threading
+
+    from django.db import connections
+
+    def run() -> None:
+        try:
+            work()
+        finally:
+            connections.close_all()
+
+    for _ in range(times):
+        thread = threading.Thread(target=run)
+        thread.start()
+        thread.join()
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_connection_is_not_kept_alive_by_what_is_kept() -> None:
     """What a lookup keeps holds nothing of the connections it ran on: under ASGI every
     request's thread has a connection of its own, and one kept alive by a cache is one
     leaked a request (the backend's converters are methods of its ``ops``, which holds it)."""
     import gc
-    import threading
     import weakref
 
     from django.db import connections
@@ -300,18 +318,12 @@ def test_a_connection_is_not_kept_alive_by_what_is_kept() -> None:
     theirs: list[weakref.ref[Any]] = []
     read: list[Any] = []
 
-    def on_a_thread_of_its_own() -> None:
-        try:
-            read.append(prepared.first(round.pk))
-            read.append(prepared.first(round.pk))
-            theirs.append(weakref.ref(connections["default"]))
-        finally:
-            connections.close_all()
+    def work() -> None:
+        read.append(prepared.first(round.pk))
+        read.append(prepared.first(round.pk))
+        theirs.append(weakref.ref(connections["default"]))
 
-    for _ in range(3):
-        thread = threading.Thread(target=on_a_thread_of_its_own)
-        thread.start()
-        thread.join()
+    on_threads_of_their_own(work, 3)
     assert [got.call.credentials for got in read] == [{"token": "secret"}] * 6
     assert all(got.created_at == round.created_at for got in read)
     gc.collect()
@@ -326,7 +338,6 @@ def test_conversions_are_bound_once_a_connection_to_its_own_ops(
     """The backend's conversions are bound to a connection's ``ops`` on its first run there
     and kept on that connection: later runs on it bind nothing, another thread's connection
     gets its own, each bound to its own ``ops`` (never another's)."""
-    import threading
 
     from django.db import connections
 
@@ -348,19 +359,13 @@ def test_conversions_are_bound_once_a_connection_to_its_own_ops(
     monkeypatch.setattr(prepared_module._Conversions, "_bind", counting)
     opses: list[Any] = []
 
-    def on_a_thread_of_its_own() -> None:
-        try:
-            for _ in range(3):
-                got = prepared.first(round.pk)
-                assert got is not None and got.call.credentials == {"token": "secret"}
-            opses.append(connections["default"].ops)
-        finally:
-            connections.close_all()
+    def work() -> None:
+        for _ in range(3):
+            got = prepared.first(round.pk)
+            assert got is not None and got.call.credentials == {"token": "secret"}
+        opses.append(connections["default"].ops)
 
-    for _ in range(2):
-        thread = threading.Thread(target=on_a_thread_of_its_own)
-        thread.start()
-        thread.join()
+    on_threads_of_their_own(work, 2)
     # Once a connection (three runs each), to that connection's ops alone.
     assert [ops for ops, _ in bound] == opses
     # None is bound to another connection's ops; on SQLite some are the backend's (its
