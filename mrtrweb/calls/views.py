@@ -162,7 +162,7 @@ def round_page(request: HttpRequest, pk: int) -> HttpResponse:
         return _render_round(request, round, answers, status=409, problem="unanswerable")
     url_consent.forget_consent(request, round)
     # Delivered while the person waited: straight to the next round, or to the result. The
-    # round the engine read back after the delivery carries its call as it is now.
+    # round the engine returns carries its call as it is now (as the delivery stored it).
     return SeeOther(next_page(answered.call, request.user))
 
 
