@@ -92,6 +92,17 @@ def test_a_start_that_completes_hands_back_the_completed_call(conn: Connection, 
     assert reads_of("calls_call", sql) == []
 
 
+def test_a_start_whose_server_reported_progress_hands_back_the_progress_kept(
+    conn: Connection, ada: Any
+) -> None:
+    # The latest progress is written to the call while the server works (engine.progress).
+    call, sql = start(conn, ada, "slow_progress", steps=3, delay=0.05)
+    assert call.status == Call.Status.COMPLETED
+    assert call.progress and call.progress["total"] == 3.0
+    assert_as_stored(call)
+    assert reads_of("calls_call", sql) == []
+
+
 def test_a_start_whose_send_fails_is_read_back(ada: Any) -> None:
     # Nothing listens there: the send fails the call, an ending nothing is handed back for.
     dead = Connection.objects.create(name="dead", url="http://127.0.0.1:9/mcp")

@@ -102,7 +102,7 @@ async def _send(
     authenticator: DatabaseAuthenticator | None = None,
 ) -> Any:
     """The server's answer and the HTTP status it came with (for the audit trail)."""
-    progress = on_progress(call.pk, round)
+    progress = on_progress(call, round)
     settings = call.connection.client_settings(call.credentials)
     if authenticator is not None:
         settings = dataclasses.replace(settings, authenticator=authenticator)

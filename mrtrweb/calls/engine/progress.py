@@ -48,9 +48,11 @@ def _every(seconds: float) -> Callable[[], bool]:
     return due
 
 
-def on_progress(call_id: int, round: Round | None = None) -> OnNotification:
+def on_progress(call: Call | int, round: Round | None = None) -> OnNotification:
     """The ``on_notification`` callback of one request of a call (``round``: the round whose
-    answers it resubmits)."""
+    answers it resubmits). Given the call's object, what it keeps on the call (and the round's
+    heartbeat) is set on the objects too, so they stay the rows as stored (``Exchanged``)."""
+    call_id = call if isinstance(call, int) else call.pk
     announce_due, keep_due = _every(ANNOUNCE_EVERY), _every(KEEP_EVERY)
     # Read at each request, so a test can make every notification a heartbeat.
     heartbeat_due = _every(HEARTBEAT_EVERY) if round is not None else None
@@ -68,7 +70,7 @@ def on_progress(call_id: int, round: Round | None = None) -> OnNotification:
         if announce_due():
             await _announce(call_id, now)
         if keep_due():
-            await sync_to_async(_keep)(call_id, now)
+            await sync_to_async(_keep)(call, now)
         if heartbeat_due is not None and round is not None and heartbeat_due():
             await sync_to_async(_heard)(round)
 
@@ -83,15 +85,21 @@ async def _announce(call_id: int, progress: dict[str, Any]) -> None:
             logger.error("receiver %r failed on progress", receiver, exc_info=outcome)
 
 
-def _keep(call_id: int, progress: dict[str, Any]) -> None:
-    Call.objects.filter(pk=call_id).update(progress=progress)
+def _keep(call: Call | int, progress: dict[str, Any]) -> None:
+    if isinstance(call, int):
+        Call.objects.filter(pk=call).update(progress=progress)
+        return
+    Call.objects.filter(pk=call.pk).update(progress=progress)
+    call.progress = progress
 
 
 def _heard(round: Round) -> None:
-    transition(
+    now = timezone.now()
+    if transition(
         round,
         Round.Status.DELIVERING,
         Round.Status.DELIVERING,
         where=this_attempt(round),
-        heard_at=timezone.now(),
-    )
+        heard_at=now,
+    ):
+        round.heard_at = now
