@@ -93,9 +93,12 @@ def test_a_start_that_completes_hands_back_the_completed_call(conn: Connection, 
 
 
 def test_a_start_whose_server_reported_progress_hands_back_the_progress_kept(
-    conn: Connection, ada: Any
+    fastmcp_process_peer: Any, ada: Any
 ) -> None:
-    # The latest progress is written to the call while the server works (engine.progress).
+    # The latest progress is written to the call while the server works (engine.progress);
+    # the peer in a process of its own, whose progress arrives while the call runs.
+    conn = Connection.objects.create(name="progress", url=fastmcp_process_peer.url)
+    refresh_catalog(conn)
     call, sql = start(conn, ada, "slow_progress", steps=3, delay=0.05)
     assert call.status == Call.Status.COMPLETED
     assert call.progress and call.progress["total"] == 3.0
