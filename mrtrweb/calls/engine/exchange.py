@@ -65,16 +65,16 @@ logger = logging.getLogger(__name__)
 class Exchanged:
     """How one exchange ended, for the caller that sent it.
 
-    ``settled``: the exchange's own transaction completed the call or parked its next round,
-    and ``call`` (and the ``round`` whose answers it delivered, if any) are the rows as that
-    transaction stored them, their related rows as read at the claim. A process that waited
-    for the exchange shows them without reading them again; any other ending is read back.
+    ``call`` is set only when the exchange's own transaction completed the call or parked its
+    next round: it (and the ``round`` whose answers it delivered, if any) are then the rows as
+    that transaction stored them, their related rows as read at the claim. A process that
+    waited for the exchange shows them without reading them again; any other ending is read
+    back.
     """
 
     # The server speaks the handshake era (it refused the first request as a 2026-07-28
     # one, so nothing ran): the caller starts the call's conversation instead.
     legacy: bool = False
-    settled: bool = False
     call: Call | None = None
     round: Round | None = None
 
@@ -328,7 +328,7 @@ def _settled(call: Call, answered: Round | None, renewed: bool) -> Exchanged:
     exchange did not read back), when the caller reads them."""
     if renewed:
         return _UNSETTLED
-    return Exchanged(settled=True, call=call, round=answered)
+    return Exchanged(call=call, round=answered)
 
 
 def _release_pooled_connection() -> None:

@@ -86,11 +86,9 @@ async def _announce(call_id: int, progress: dict[str, Any]) -> None:
 
 
 def _keep(call: Call | int, progress: dict[str, Any]) -> None:
-    if isinstance(call, int):
-        Call.objects.filter(pk=call).update(progress=progress)
-        return
-    Call.objects.filter(pk=call.pk).update(progress=progress)
-    call.progress = progress
+    Call.objects.filter(pk=call if isinstance(call, int) else call.pk).update(progress=progress)
+    if isinstance(call, Call):
+        call.progress = progress
 
 
 def _heard(round: Round) -> None:

@@ -74,4 +74,4 @@ def resubmit(round_id: int, *, unclaimed_only: bool = False) -> Round | None:
             responses=round.answers,
             state=round.request_state if round.has_request_state else None,
         )
-    return exchanged.round if exchanged.settled else None
+    return exchanged.round

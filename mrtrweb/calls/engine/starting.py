@@ -128,8 +128,7 @@ def create_call(**start: Unpack[StartRequest]) -> Call:
 def run_call(call: Call) -> Call:
     """Send a call :func:`create_call` made; returns it completed, waiting on a round, or
     failed (as its send stored it when that settled it, else read)."""
-    sent = send_call(call.pk)
-    return sent if sent is not None else call_as_now(call.pk)
+    return send_call(call.pk) or call_as_now(call.pk)
 
 
 def send_call(call_id: int) -> Call | None:
@@ -164,7 +163,7 @@ def send_call(call_id: int) -> Call | None:
         with io_loop.attached():
             exchanged = run(call, round=None, responses=None, state=None)
         if not exchanged.legacy:
-            return exchanged.call if exchanged.settled else None
+            return exchanged.call
     # A handshake-era server (known, or found out now: it refused the 2026-07-28 request, so
     # nothing ran): the call's conversation runs on the shared loop, and this returns once a
     # question is parked or the call is done, not after the person answered.
@@ -208,7 +207,7 @@ def start_call(*, deliver_within: float | None = None, **start: Unpack[StartRequ
         return run_call(call)
     # The call as its send stored it, when that settled it while this waited (not read again).
     sent = handoff.outcome(sending[0], deliver_within) if sending else None
-    return sent if sent is not None else call_as_now(call.pk)
+    return sent or call_as_now(call.pk)
 
 
 def restart(call: Call, user: Any, *, deliver_within: float | None = None) -> Call:
