@@ -109,6 +109,7 @@ class HandshakeClient:
             connect_timeout=settings.connect_timeout,
             read_timeout=settings.read_timeout,
             verify=_tls_context(),
+            keep_cookies=True,  # this session's alone
         )
         self._transport = HTTPTransport(
             settings.url,

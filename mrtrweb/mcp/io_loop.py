@@ -20,6 +20,7 @@ import os
 import ssl
 import threading
 from collections.abc import Coroutine, Iterator
+from http.cookiejar import Cookie, CookieJar
 from typing import Any, TypeVar
 
 import httpx
@@ -117,15 +118,38 @@ def pooled_http(
     return client
 
 
+class _NoCookies(CookieJar):
+    """A jar that keeps no cookie, so none is ever sent back (httpx's suggested way)."""
+
+    def extract_cookies(self, response: Any, request: Any) -> None:
+        return None
+
+    def set_cookie(self, cookie: Cookie) -> None:
+        return None
+
+
 def new_http(
-    *, connect_timeout: float, read_timeout: float, verify: ssl.SSLContext
+    *,
+    connect_timeout: float,
+    read_timeout: float,
+    verify: ssl.SSLContext,
+    keep_cookies: bool = False,
 ) -> httpx.AsyncClient:
-    """The HTTP client MCP requests go through, pooled or not: the one place they are made."""
+    """The HTTP client MCP requests go through, pooled or not: the one place they are made.
+
+    It keeps no cookies unless ``keep_cookies``. httpx keeps what a server sets and sends it
+    with every later request to that server, and the pooled client carries every person's
+    requests: a cookie set for one person's call (a server's or gateway's sign-in) would come
+    back with the next person's. A sessionless request stands alone and needs none. Only a
+    handshake-era session's own client keeps them, for that session's life: a load balancer's
+    affinity cookie may be what holds the session to the server that has it.
+    """
     return httpx.AsyncClient(
         timeout=httpx.Timeout(read_timeout, connect=connect_timeout, pool=connect_timeout),
         follow_redirects=False,
         verify=verify,
         mounts=dict(_in_process) or None,
+        cookies=None if keep_cookies else _NoCookies(),
     )
 
 

@@ -121,12 +121,17 @@ class PeerHarness:
       ``headers`` as ``[name, value]`` pairs in wire order with lowercase names, ``body`` text,
       ``json`` parsed body or null). ``DELETE`` clears the list.
     - ``GET /authorize?ref=X``: the URL-mode target; counts visits per ``ref``.
+
+    With ``set_cookie`` (a cookie name), every answer of the MCP endpoint sets that cookie to
+    the request's sequence number, as a load balancer's affinity cookie or a session cookie
+    would: what a client sends back shows whether it kept it (the recorded headers).
     """
 
-    def __init__(self, app: ASGIApp, limit: int = 500) -> None:
+    def __init__(self, app: ASGIApp, limit: int = 500, set_cookie: str | None = None) -> None:
         self.app = app
         self.records: deque[dict[str, Any]] = deque(maxlen=limit)
         self.seq = 0
+        self.set_cookie = set_cookie
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -150,6 +155,8 @@ class PeerHarness:
             body = await read_body(receive)
             self.record(scope, body)
             receive = replaying_receive(body, receive)
+            if self.set_cookie:
+                send = _setting_cookie(send, f"{self.set_cookie}={self.seq}; Path=/")
         await self.app(scope, receive, send)
 
     def record(self, scope: Scope, body: bytes) -> None:
@@ -173,6 +180,18 @@ class PeerHarness:
                 "json": parsed,
             }
         )
+
+
+def _setting_cookie(send: Send, cookie: str) -> Send:
+    """``send`` with a ``Set-Cookie: cookie`` header added to the response's start."""
+
+    async def _send(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            headers = [*message.get("headers", []), (b"set-cookie", cookie.encode("latin-1"))]
+            message = {**message, "headers": headers}
+        await send(message)
+
+    return _send
 
 
 def form_request(

@@ -720,6 +720,9 @@ def main() -> None:
     parser.add_argument(
         "--extra-tools", choices=["renewal"], default=None, help="tests/peers/_renewal_tools.py"
     )
+    parser.add_argument(
+        "--set-cookie", default=None, metavar="NAME", help="every answer sets cookie NAME"
+    )
     args = parser.parse_args()
     BASE_URL["value"] = f"http://{args.host}:{args.port}"
     mcp = build_server(
@@ -730,7 +733,7 @@ def main() -> None:
 
         register_fastmcp(mcp)
     app = mcp.http_app(path=MCP_PATH, json_response=args.json_response or None)
-    serve(PeerHarness(app), args.host, args.port)
+    serve(PeerHarness(app, set_cookie=args.set_cookie), args.host, args.port)
 
 
 if __name__ == "__main__":
