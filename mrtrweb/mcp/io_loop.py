@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import contextvars
 import os
 import ssl
 import threading
@@ -89,8 +90,17 @@ def attached() -> Iterator[None]:
 def submit(coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
     """Run ``coroutine`` as a task on the shared loop (from any thread but the loop's own):
     work that waits for minutes on a server (a handshake-era call whose question a person
-    answers) without holding a thread."""
-    return asyncio.run_coroutine_threadsafe(coroutine, _shared_loop())
+    answers) without holding a thread.
+
+    The task starts from a context of its own, not the caller's. A request's context names
+    the request's thread as the one for thread-sensitive work (asgiref's
+    ``ThreadSensitiveContext``): inherited, a progress report written through
+    ``sync_to_async`` would queue for that thread while it waits for this very task to
+    settle, for ever (the API's start of a handshake-era call whose server reported progress
+    before its first question hung so), and after the request the thread is not its own.
+    """
+    loop = _shared_loop()
+    return contextvars.Context().run(asyncio.run_coroutine_threadsafe, coroutine, loop)
 
 
 def is_current() -> bool:

@@ -17,7 +17,7 @@ import httpx
 from tests.peers.mcp1 import Mcp1Peer
 
 # Tools of both peers (tests/peers/mcp1_server.py, tests/peers/ts_server.cjs).
-TOOLS = ("echo", "ask_twice", "url_question")
+TOOLS = ("echo", "ask_twice", "url_question", "progress_then_ask")
 # How many times ``?wait=`` is asked before a test gives up on a call moving on (a bound).
 WAITS = 12
 

@@ -235,3 +235,31 @@ def test_a_server_that_gives_up_on_its_question(
     assert peer.answers() == []
     after = peer.sessions()
     assert after["opened"] == after["closed"] >= 1 and after["active"] == 0
+
+
+def test_progress_before_the_first_question_does_not_hold_the_start(
+    caller: Caller, live: ApiApp
+) -> None:
+    """The API's start sends the call from the request's own thread, and the conversation
+    goes on on the shared loop. A progress report before the first question is written to
+    the call's row by thread-sensitive code: it must not be sent to the request's thread,
+    which is waiting for that very conversation to settle (it would wait forever), nor fail
+    once the request is over (the thread is then another request's)."""
+    started = caller.http.post(
+        "/calls", json={"server": "mcp1", "name": "progress_then_ask", "arguments": {}}, timeout=30
+    )
+    assert started.status_code == 201, started.text
+    call = started.json()
+    asked = caller.next_round(call)
+    assert asked is not None, call
+    assert caller.answer(asked, "accept", {"name": "Ada"}).status_code == 202
+    done = caller.finished(call["id"])
+    assert done["status"] == "completed", done
+    assert result_text(done) == "found Ada"
+    # The progress reports were kept on the call's row (the thread-sensitive write ran).
+    kept = shell_json(
+        live,
+        "import json; from mrtrweb.calls.models import Call; "
+        f"print(json.dumps(Call.objects.get(pk={call['id']}).progress))",
+    )
+    assert kept and kept["message"] in ("looking things up", "done"), kept

@@ -4,6 +4,7 @@ calls run on inside ``attached()``."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from asgiref.sync import SyncToAsync, async_to_sync, sync_to_async
@@ -67,3 +68,28 @@ def test_a_thread_under_a_live_loop_keeps_it() -> None:
     outer_loop, inner_loop = _in_a_new_thread(lambda: asyncio.run(outer()))
     assert inner_loop is outer_loop
     assert inner_loop is not io_loop._shared_loop()
+
+
+async def test_submitted_work_outlives_the_request_that_submitted_it() -> None:
+    """A handshake-era conversation submitted from a request's thread goes on after the
+    request ends, and its thread-sensitive work (a progress write) must still run, not in the
+    request's thread: the task does not inherit the request's context (asgiref refuses
+    thread-sensitive calls from a task that outlived a context with an executor of its own;
+    tests/api/test_handshake.py shows the hang while the request still waits)."""
+    from asgiref.sync import ThreadSensitiveContext
+
+    request_over = threading.Event()
+
+    async def conversation() -> str:
+        await asyncio.get_running_loop().run_in_executor(None, request_over.wait, 5)
+        return await sync_to_async(lambda: threading.current_thread().name)()
+
+    request_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="a-request")
+    try:
+        async with ThreadSensitiveContext(executor=request_thread):
+            submitted = await sync_to_async(lambda: io_loop.submit(conversation()))()
+        request_over.set()
+        ran_in = await asyncio.wrap_future(submitted)
+    finally:
+        request_thread.shutdown()
+    assert not ran_in.startswith("a-request")

@@ -123,6 +123,16 @@ def build(
         return f"{first.data.name} likes {second.data.color}"
 
     @mcp.tool()
+    async def progress_then_ask(ctx: Context) -> str:
+        """Report progress (when the call asked for it), then ask a name."""
+        await ctx.report_progress(1, 2, "looking things up")
+        answer = await ctx.elicit("What is your name?", Name)
+        if answer.action != "accept":
+            return f"stopped: {answer.action}"
+        await ctx.report_progress(2, 2, "done")
+        return f"found {answer.data.name}"
+
+    @mcp.tool()
     async def url_question(ctx: Context) -> str:
         """Send the person to a page of this server."""
         result = await ctx.elicit_url(
