@@ -13,6 +13,7 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from mrtrweb.core.request_threads import RequestThreads  # noqa: E402
 from mrtrweb.live.origins import SameOriginValidator  # noqa: E402
 from mrtrweb.live.routing import websocket_urlpatterns  # noqa: E402
 from mrtrweb.live.worker import with_inprocess_worker  # noqa: E402
@@ -28,7 +29,8 @@ warnings.filterwarnings(
 # /ws/calls/<id>/ and /ws/inbox/ (mrtrweb/live/routing.py).
 router = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        # Each request's synchronous code in a thread of its own, reused by later requests.
+        "http": RequestThreads(django_asgi_app),
         # Other pages (other sites, or another port of this host) must not open sockets with
         # our users' cookies: the Origin is checked as Django checks a form's (live/origins.py).
         "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),

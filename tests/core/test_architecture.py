@@ -170,7 +170,7 @@ RULES = [
     ),
     # -- the top ------------------------------------------------------------------------------
     Rule("mrtrweb.core", (VIEWS,)),
-    Rule("mrtrweb.asgi", ("mrtrweb",), allow=("mrtrweb.live",)),
+    Rule("mrtrweb.asgi", ("mrtrweb",), allow=("mrtrweb.live", "mrtrweb.core.request_threads")),
 ]
 
 # The top: they wire everything together, so no rule limits them.
