@@ -55,9 +55,11 @@ class _RequestThread(ThreadPoolExecutor):
         return future
 
     def _finished(self) -> None:
+        then = None
         with self._count_lock:
             self._busy -= 1
-            then, self._then = (self._then, None) if self._busy == 0 else (None, self._then)
+            if self._busy == 0:
+                then, self._then = self._then, None
         if then is not None:
             then()
 
