@@ -38,7 +38,7 @@ async def test_a_flood_of_progress_is_a_few_frames(
     socket = await connect(people["caller"], f"/ws/calls/{call.pk}/?view=call")
     began = time.monotonic()
     async with MCPClient(ConnectionSettings(url=call.connection.url)) as client:
-        await client.call_tool("attack", {}, on_notification=on_progress(call.pk))
+        await client.call_tool("attack", {}, on_notification=on_progress(call))
     took = time.monotonic() - began
     frames: list[str] = []
     # receive_nothing waits without cancelling the consumer (a receive that times out does).

@@ -219,7 +219,7 @@ class _Conversation:
         settings = call.connection.client_settings(call.credentials)
         if self.authenticator is not None:
             settings = dataclasses.replace(settings, authenticator=self.authenticator)
-        progress = on_progress(call.pk)
+        progress = on_progress(call)
         deadline = float(call.connection.question_deadline)
         outcome: tuple[Any, int | None] | None = None
         try:

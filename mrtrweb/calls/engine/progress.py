@@ -48,11 +48,11 @@ def _every(seconds: float) -> Callable[[], bool]:
     return due
 
 
-def on_progress(call: Call | int, round: Round | None = None) -> OnNotification:
+def on_progress(call: Call, round: Round | None = None) -> OnNotification:
     """The ``on_notification`` callback of one request of a call (``round``: the round whose
-    answers it resubmits). Given the call's object, what it keeps on the call (and the round's
-    heartbeat) is set on the objects too, so they stay the rows as stored (``Exchanged``)."""
-    call_id = call if isinstance(call, int) else call.pk
+    answers it resubmits). What it keeps on the call (and the round's heartbeat) is set on the
+    objects too, so they stay the rows as stored (``Exchanged``)."""
+    call_id = call.pk
     announce_due, keep_due = _every(ANNOUNCE_EVERY), _every(KEEP_EVERY)
     # Read at each request, so a test can make every notification a heartbeat.
     heartbeat_due = _every(HEARTBEAT_EVERY) if round is not None else None
@@ -85,10 +85,9 @@ async def _announce(call_id: int, progress: dict[str, Any]) -> None:
             logger.error("receiver %r failed on progress", receiver, exc_info=outcome)
 
 
-def _keep(call: Call | int, progress: dict[str, Any]) -> None:
-    Call.objects.filter(pk=call if isinstance(call, int) else call.pk).update(progress=progress)
-    if isinstance(call, Call):
-        call.progress = progress
+def _keep(call: Call, progress: dict[str, Any]) -> None:
+    Call.objects.filter(pk=call.pk).update(progress=progress)
+    call.progress = progress
 
 
 def _heard(round: Round) -> None:
