@@ -6,7 +6,9 @@ Their names are stored as task paths in queued rows (``mrtrweb.calls.tasks.deliv
 so they stay as they are even where the engine's verbs changed: a task queued before an
 upgrade still runs after it.
 
-``deliver_round`` resubmits answers; ``watch_deliveries_due`` (attempts to deliver) and
+``deliver_round`` resubmits answers; ``deliver_unclaimed_due`` and ``send_unsent_due`` are the
+safety nets of answers and starts a web process sends itself (one each per five seconds of
+them); ``watch_deliveries_due`` (attempts to deliver) and
 ``watch_calls_due`` (calls' first requests), one each per minute of deadlines, are enqueued to
 run at a deadline (``run_after``) and do nothing for a round or call that moved on by then;
 ``expire_rounds_due`` runs when parked rounds' state lifetimes end: the engine enqueues one
@@ -29,16 +31,30 @@ def deliver_round(round_id: int) -> None:
 
 @task()
 def deliver_unclaimed_round(round_id: int) -> None:
-    """The safety net of an answer its own process sends at once: sends it only if that
-    process died before trying (engine.answer)."""
+    """An answer its own process was to send at once, found unclaimed by
+    ``deliver_unclaimed_due``: sends it only if nobody has tried yet (engine.answer)."""
     engine.resubmit(round_id, unclaimed_only=True)
 
 
 @task()
 def send_call(call_id: int) -> None:
-    """The safety net of a call its own process starts sending at once: sends it only if
-    nobody has yet (engine.start_call)."""
+    """Send a call, once: a worker's (``MRTRWEB_DELIVER_ON_ANSWER`` off), or one found unsent
+    by ``send_unsent_due`` or the sweep; it sends nothing if somebody has (engine.send_call)."""
     engine.send_call(call_id)
+
+
+@task()
+def deliver_unclaimed_due() -> int:
+    """The answers' safety net: queue the delivery of every answer its process did not try
+    to send in time (one task per five seconds of answers, engine.safety_nets)."""
+    return engine.deliver_unclaimed_due()
+
+
+@task()
+def send_unsent_due() -> int:
+    """The starts' safety net: queue the sending of every call its process did not send in
+    time (one task per five seconds of starts, engine.safety_nets)."""
+    return engine.send_unsent_due()
 
 
 @task()
@@ -112,6 +128,8 @@ QUEUED_BY_THE_ENGINE = (
     deliver_round,
     deliver_unclaimed_round,
     send_call,
+    deliver_unclaimed_due,
+    send_unsent_due,
     expire_rounds_due,
     renew_round,
     remind_rounds_due,

@@ -21,6 +21,7 @@ from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
 from mrtrweb.calls import engine, handoff
+from mrtrweb.calls.engine import safety_nets
 from mrtrweb.calls.models import Call
 from mrtrweb.calls.trail import trail
 from mrtrweb.elicitation import field_name_for
@@ -59,6 +60,13 @@ def _wait(call: Call, predicate: Any, timeout: float = 20.0) -> Call:
             return call
         time.sleep(0.05)
     return call
+
+
+def _pass_grace(call: Call) -> None:
+    """As if the call's grace had passed since it was created."""
+    Call.objects.filter(pk=call.pk).update(
+        created_at=timezone.now() - handoff.GRACE - timedelta(seconds=1)
+    )
 
 
 def _tools_calls(peer: Any, since: int) -> list[dict[str, Any]]:
@@ -102,9 +110,13 @@ def test_a_slow_call_sends_the_person_to_its_page_at_once(
     assert "done after 6 steps" in done
     assert "http-equiv" not in done and "live-progress-" not in done
 
-    # The safety-net task finds the call sent and sends nothing: one tools/call in all.
-    DBTaskResult.objects.filter(task_path__endswith=".send_call").update(run_after=timezone.now())
+    # The safety net, once due, finds the call sent and sends nothing: one tools/call in all.
+    _pass_grace(call)
+    DBTaskResult.objects.filter(task_path__endswith=".send_unsent_due").update(
+        run_after=timezone.now()
+    )
     run_tasks()
+    assert not DBTaskResult.objects.filter(task_path__endswith=".send_call").exists()
     assert len(_tools_calls(fastmcp_peer, mark)) == 1
     assert [event.kind for event in trail(call)].count("started") == 1
 
@@ -173,14 +185,23 @@ def test_the_safety_net_sends_a_call_its_process_never_sent(
     assert call.status == Call.Status.RUNNING and call.sent_at is None
     assert "The server is working on the call" in web.get(call.get_absolute_url()).content.decode()
 
-    # Not before it is due (the live process may still be about to send it).
+    # Not before it is due (the live process may still be about to send it): the net is
+    # one row shared by the starts of a few seconds, due a step after their grace.
+    (net,) = DBTaskResult.objects.filter(task_path__endswith=".send_unsent_due")
+    grace, step = handoff.GRACE, safety_nets.STEP
+    assert grace <= net.run_after - call.created_at <= grace + step
     run_tasks()
     assert Call.objects.get().sent_at is None
 
-    DBTaskResult.objects.filter(task_path__endswith=".send_call").update(run_after=timezone.now())
+    _pass_grace(call)
+    DBTaskResult.objects.filter(pk=net.pk).update(run_after=timezone.now())
     run_tasks()
     call.refresh_from_db()
     assert call.status == Call.Status.COMPLETED and call.sent_at is not None
+    assert len(_tools_calls(fastmcp_peer, mark)) == 1
+    # Within its grace a call is left to its own process, past it sent once, then never again.
+    assert safety_nets.send_unsent_due() == 0
+    run_tasks()
     assert len(_tools_calls(fastmcp_peer, mark)) == 1
 
 
@@ -203,7 +224,7 @@ def test_the_sweep_sends_a_call_whose_process_and_task_were_both_lost(
 ) -> None:
     monkeypatch.setattr(handoff, "start", lambda work, call_id: None)
     _start(web, peer_conn, "echo", text="swept")
-    DBTaskResult.objects.filter(task_path__endswith=".send_call").delete()
+    DBTaskResult.objects.filter(task_path__endswith=".send_unsent_due").delete()
     call = Call.objects.get()
     assert call.sent_at is None
 

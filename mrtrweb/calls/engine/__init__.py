@@ -24,6 +24,7 @@ This module is the front door: callers write ``from mrtrweb.calls import engine`
 - ``progress``: a server's progress announced (``calls.signals.call_progress``), kept, heard;
 - ``outcomes``: how each outcome of a request settles its call or round;
 - ``expiry``, ``watchdogs``, ``sweep``: state lifetimes, dead senders, the safety net;
+  ``safety_nets``: what a process that died left unsent of what it was to send itself;
 - ``renewal``: the renewal policy's say (:func:`renewable`: is a call's expired round run
   again rather than expired), and how two rounds' questions compare;
 - ``reminders``: a pending round's reminders planned and sent, once each, as its call's
@@ -71,6 +72,7 @@ from .quorum import AlreadyVoted, NoProposal, SelfApproval, tally, vote, why_can
 from .renewal import renewable
 from .resubmitting import resubmit
 from .resuming import resume_authorized
+from .safety_nets import deliver_unclaimed_due, send_unsent_due
 from .starting import (
     NothingStarted,
     StartRequest,
@@ -120,6 +122,7 @@ __all__ = [
     "check_stream",
     "claim",
     "create_call",
+    "deliver_unclaimed_due",
     "expire",
     "expire_if_due",
     "expiry_bucket",
@@ -139,6 +142,7 @@ __all__ = [
     "run_call",
     "saved_answers_for",
     "send_call",
+    "send_unsent_due",
     "start_call",
     "stuck_after",
     "sweep",

@@ -14,12 +14,13 @@ from django.utils import timezone
 
 from mrtrweb.elicitation import answers_match
 
-from .. import handoff, queue
+from .. import handoff
 from ..models import Round
 from ..routing import answering_for
 from . import quorum, splitting
 from .reads import round_with_call
 from .resubmitting import queue_resubmission, resubmit
+from .safety_nets import net_answer
 from .trail import people_of, record
 from .transitions import AlreadyAnswered, NotAnswerable, transition
 
@@ -42,7 +43,7 @@ def answer(
 
     With ``deliver_within`` (seconds), this process sends them at once on a delivery thread
     (:mod:`..handoff`) and waits up to that long for the outcome; the queued task is then only
-    the safety net, due :data:`handoff.GRACE` later, should this process die first. Without
+    the safety net (:mod:`.safety_nets`), should this process die first. Without
     it (or with ``MRTRWEB_DELIVER_ON_ANSWER`` off, or a task backend that cannot defer), a
     task worker sends them.
 
@@ -117,7 +118,7 @@ def answer(
         )
         # In the same transaction as the answers (database queue): both are kept, or neither.
         if hand_off:
-            queue.enqueue("deliver_unclaimed_round", round.pk, at=now + handoff.GRACE)
+            net_answer(now)
         elif not stream:
             queue_resubmission(round.pk)
     if sending:

@@ -1,6 +1,7 @@
 """Background work batched in time: one task row per step of deadlines
-(``MRTRWEB_EXPIRY_STEP``, a minute), shared by everything due within it, rather than one per
-round or call (the expiry, the reminders, the calls' watchdog)."""
+(``MRTRWEB_EXPIRY_STEP``, a minute, unless the caller names a step of its own), shared by
+everything due within it, rather than one per round or call (the expiry, the reminders, the
+watchdogs, the safety nets of work a process does itself)."""
 
 from __future__ import annotations
 
@@ -22,32 +23,37 @@ from .. import queue
 __all__ = ["expiry_bucket", "forget_waiting", "schedule_batched"]
 
 
-def expiry_bucket(expires_at: datetime) -> datetime:
+def _step(step: timedelta | None) -> float:
+    return float(settings.MRTRWEB_EXPIRY_STEP) if step is None else step.total_seconds()
+
+
+def expiry_bucket(expires_at: datetime, step: timedelta | None = None) -> datetime:
     """When the expiry task for a deadline of ``expires_at`` runs: the next whole step
-    (``MRTRWEB_EXPIRY_STEP`` seconds) at or after it."""
-    step = float(settings.MRTRWEB_EXPIRY_STEP)
-    if step <= 0:
+    (``step``, or ``MRTRWEB_EXPIRY_STEP`` seconds) at or after it."""
+    seconds = _step(step)
+    if seconds <= 0:
         return expires_at
-    return datetime.fromtimestamp(math.ceil(expires_at.timestamp() / step) * step, tz=UTC)
+    return datetime.fromtimestamp(math.ceil(expires_at.timestamp() / seconds) * seconds, tz=UTC)
 
 
-def schedule_batched(name: str, due_at: datetime) -> None:
+def schedule_batched(name: str, due_at: datetime, *, step: timedelta | None = None) -> None:
     """Make sure task ``name`` (one that does everything due by the time it runs) runs at or
-    soon after ``due_at``, sharing a task row per step as :func:`.expiry.schedule_expiry` says. The
-    reminders and the calls' watchdog use it too."""
-    at = expiry_bucket(due_at)
-    step = timedelta(seconds=float(settings.MRTRWEB_EXPIRY_STEP))
+    soon after ``due_at``, sharing a task row per step (``step``, or
+    ``MRTRWEB_EXPIRY_STEP``) as :func:`.expiry.schedule_expiry` says. The reminders, the
+    watchdogs and the safety nets use it too."""
+    at = expiry_bucket(due_at, step)
+    span = timedelta(seconds=_step(step))
     task = queue.task(name)
     now = timezone.now()
     # A step about to come is not shared: its row may be running already, past what is
     # added now.
-    if at - now > step and isinstance(task.get_backend(), DatabaseBackend):
+    if at - now > span and isinstance(task.get_backend(), DatabaseBackend):
         key = (task.module_path, task.priority, at)
         if key in _waiting:
             return
         if not _WAITING.exists(task.priority, at, task.module_path):
             queue.enqueue(name, at=at, deferred_only=True)
-        _remember(key, now + step)
+        _remember(key, now + span)
         return
     queue.enqueue(name, at=at, deferred_only=True)
 

@@ -31,9 +31,10 @@ from django.utils import timezone
 
 from mrtrweb.policies.snapshot import PolicySnapshot
 
-from .. import handoff, queue
+from .. import handoff
 from ..models import Call, Round, Vote
 from .resubmitting import queue_resubmission, resubmit
+from .safety_nets import net_answer
 from .trail import record
 from .transitions import AlreadyAnswered, EngineError, NotAnswerable, transition
 
@@ -259,7 +260,7 @@ def _settle(
         **detail,
     )
     if hand_off:
-        queue.enqueue("deliver_unclaimed_round", round.pk, at=now + handoff.GRACE)
+        net_answer(now)
     else:
         queue_resubmission(round.pk)
 

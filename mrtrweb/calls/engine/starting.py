@@ -21,6 +21,7 @@ from ..models import Call
 from .exchange import run
 from .handshake_calls import converse
 from .reads import call_as_now, call_to_send
+from .safety_nets import net_start
 from .trail import announce, dump
 from .transitions import transition_call
 from .watchdogs import watch_call
@@ -179,10 +180,10 @@ def start_call(*, deliver_within: float | None = None, **start: Unpack[StartRequ
     thread of this process (:mod:`..handoff`) once the call is committed, and this waits up
     to that long: a quick server's first round or result is there when it returns, a slow
     one's call is still running, and the person watches it on the call page instead of a
-    page that hangs. A ``send_call`` task due :data:`handoff.GRACE` later, written with the
-    call, is the safety net should this process die before sending (:func:`send_call` lets
-    only one of them send). With ``MRTRWEB_DELIVER_ON_ANSWER`` off, that task is due at once
-    and a worker sends it.
+    page that hangs. The safety net (:mod:`.safety_nets`), written with the call, sends it
+    should this process die before sending (:func:`send_call` lets only one sender send).
+    With ``MRTRWEB_DELIVER_ON_ANSWER`` off, a ``send_call`` task due at once is written
+    instead, and a worker sends it.
     """
     hand_off = deliver_within is not None and handoff.enabled()
     sending: list[Future[Call | None]] = []
@@ -193,7 +194,7 @@ def start_call(*, deliver_within: float | None = None, **start: Unpack[StartRequ
             with_call(call)
         if hand_off:
             transaction.on_commit(lambda: sending.append(handoff.start(send_call, call.pk)))
-            queue.enqueue("send_call", call.pk, at=timezone.now() + handoff.GRACE)
+            net_start(call.created_at)
         elif deliver_within is not None:
             # Not sent by this process (MRTRWEB_DELIVER_ON_ANSWER off): a worker sends it.
             queue.enqueue("send_call", call.pk)

@@ -13,6 +13,7 @@ from .. import queue
 from ..models import Call, Round
 from .escalation import remind_due
 from .expiry import expire_due
+from .safety_nets import unsent_calls
 from .streams import lose_orphans
 from .watchdogs import check_call, check_deliveries_due
 
@@ -51,12 +52,7 @@ def sweep(*, now: datetime | None = None, only_expire: bool = False) -> dict[str
     running = Call.objects.filter(status=Call.Status.RUNNING)
     # Started and never sent (their process died, and their send_call task is gone): sent
     # now. A second task is harmless: only one sender can claim the call.
-    unsent = running.filter(
-        sent_at__isnull=True,
-        created_at__lte=now - grace,
-        waiting_for_authorization_since__isnull=True,
-    )
-    for call_id in unsent.values_list("pk", flat=True):
+    for call_id in unsent_calls(now - grace).values_list("pk", flat=True):
         with transaction.atomic():
             queue.enqueue("send_call", call_id)
         counts["requeued"] += 1
