@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from .floor import RawClient
 from .plans import Plan
+from .procfs import cpu_seconds
 from .stack import TOOL
 from .stats import ratio, summary
 
@@ -181,10 +182,13 @@ async def p2_floor(run: Stack, plan: Plan, people: list[Person]) -> dict[str, An
     client = RawClient(run.mcp_url, connections=plan.concurrency)
     runs: dict[str, list[float]] = {"django": [], "bare": [], "django_http_only": [], "direct": []}
     flows = plan.throughput_flows
+    cpu: list[float] = []
     try:
         await _flows(people, 1, FLOOR_PATH, client)  # warm-up
         for _ in range(plan.throughput_repeats):
+            before = cpu_seconds(run.web_pid)
             runs["django"].append(await _flows(people, flows, FLOOR_PATH, client))
+            cpu.append((cpu_seconds(run.web_pid) - before) * 1000 / (len(people) * flows))
             runs["bare"].append(await _flows(people, flows, BARE_PATH, client))
             runs["django_http_only"].append(await _flows(people, flows, FLOOR_PATH, None))
             runs["direct"].append(await _flows(people, flows, None, client))
@@ -194,6 +198,8 @@ async def p2_floor(run: Stack, plan: Plan, people: list[Person]) -> dict[str, An
         "concurrency": len(people),
         "flows_per_person": flows,
         **{name: summary(values, "flows/s") for name, values in runs.items()},
+        # The web process's CPU for each of the floor's flows (P2's web_cpu_per_round).
+        "web_cpu_per_flow": summary(cpu, "ms"),
     }
     figures["best_ratio"] = ratio(figures["django"], figures["direct"])
     figures["best_ratio_bare"] = ratio(figures["bare"], figures["direct"])

@@ -166,7 +166,10 @@ def rows(figures: dict[str, Any]) -> list[tuple[str, str]]:
         (f"P2 app throughput, {c} people, rounds/s", _spread(p2.get("app"))),
         (f"P2 direct client, {c} concurrent, rounds/s", _spread(p2.get("direct"))),
         ("P2 app / direct", _ratio(p2.get("ratio"), "info")),
+        ("P2 web process CPU a round, ms", _spread(p2.get("web_cpu_per_round"), 1)),
     ]
+    if p2.get("worker_cpu_per_round"):
+        out.append(("P2 worker process CPU a round, ms", _spread(p2["worker_cpu_per_round"], 1)))
     f2 = figures.get("p2_floor", {})
     c = f2.get("concurrency")
     out += [
@@ -174,6 +177,7 @@ def rows(figures: dict[str, Any]) -> list[tuple[str, str]]:
         (f"P2 bare ASGI flows + 2 MCP, {c} people, /s", _spread(f2.get("bare"))),
         (f"P2 Django floor flows alone, {c} people, /s", _spread(f2.get("django_http_only"))),
         (f"P2 direct client, {c} concurrent, sampled beside, /s", _spread(f2.get("direct"))),
+        ("P2 web process CPU a floor flow, ms", _spread(f2.get("web_cpu_per_flow"), 1)),
         ("P2 best reachable: floor flows / direct", _ratio(f2.get("best_ratio"), "info")),
         ("P2 without Django: bare flows / direct", _ratio(f2.get("best_ratio_bare"), "info")),
         (

@@ -23,7 +23,7 @@ from .floor import RawClient, fastmcp_rounds
 from .people import Person
 from .phases import guarded, phase
 from .plans import PLANS, Plan
-from .procfs import rss_kb
+from .procfs import cpu_seconds, rss_kb
 from .stack import PASSWORD, PERSON, TOOL, Stack, inprocess_worker_supported, stack
 from .stats import ratio, summary
 
@@ -148,17 +148,35 @@ async def _direct_flows(url: str, concurrency: int, flows: int) -> float:
         await client.close()
 
 
+def _cpu_seconds(run: Stack) -> dict[str, float]:
+    """CPU the web process, and the worker process if there is one, have used so far."""
+    spent = {"web": cpu_seconds(run.web_pid)}
+    if run.worker_pid is not None:
+        spent["worker"] = cpu_seconds(run.worker_pid)
+    return spent
+
+
 async def p2_throughput(run: Stack, plan: Plan, people: list[Person]) -> dict[str, Any]:
     app, direct = [], []
+    cpu: dict[str, list[float]] = {"web": [], "worker": []}
+    rounds = len(people) * plan.throughput_flows
     async with Completions(interval=0.01) as done:
         for _ in range(plan.throughput_repeats):
+            before = _cpu_seconds(run)
             app.append(await _app_flows(people, plan.throughput_flows, done))
+            for name, spent in _cpu_seconds(run).items():
+                cpu[name].append((spent - before[name]) * 1000 / rounds)
             direct.append(await _direct_flows(run.mcp_url, plan.concurrency, plan.throughput_flows))
     figures: dict[str, Any] = {
         "concurrency": plan.concurrency,
         "flows_per_person": plan.throughput_flows,
         "app": summary(app, "rounds/s"),
         "direct": summary(direct, "rounds/s"),
+        # The web process's CPU (its in-process worker's included) for each round over HTTP:
+        # one interpreter, so rounds/s can be no more than 1,000 over it; and the task
+        # worker's, when it is a process of its own.
+        "web_cpu_per_round": summary(cpu["web"], "ms"),
+        "worker_cpu_per_round": summary(cpu["worker"], "ms") if cpu["worker"] else None,
     }
     figures["ratio"] = ratio(figures["app"], figures["direct"])
     figures["target_ratio"] = 0.7

@@ -1,7 +1,7 @@
 """P6: many people watching: open websockets on one web process, one event for many of them.
 
-``people`` people are written straight into the bench database (users, sessions, one running
-call each: no HTTP sign-ins), and each opens two sockets from this process with the
+``people`` people are written straight into the bench database (users, sessions, one call
+each, waiting: no HTTP sign-ins), and each opens two sockets from this process with the
 ``websockets`` package, as their browser would: the inbox (``/ws/inbox/``, every page of a
 signed-in person holds one) and a call page (``/ws/calls/<id>/``, a call of their own).
 ``concerned`` of them are the members of a group that a connection routes its rounds to.
@@ -58,7 +58,7 @@ class Watcher:
 
 
 def seed(people: int, concerned: int, context: dict[str, Any]) -> list[Watcher]:
-    """``people`` users with a session and a running call each; the first ``concerned`` in
+    """``people`` users with a session and a call each (waiting); the first ``concerned`` in
     a group that the ``bench-watchers`` connection routes its rounds to."""
     from django.conf import settings
     from django.contrib.auth import (
@@ -119,7 +119,11 @@ def seed(people: int, concerned: int, context: dict[str, Any]) -> list[Watcher]:
                     arguments_json="{}",
                     tool=source.catalog["tools"][0],
                     started_by=user,
-                    status=Call.Status.RUNNING,
+                    # Waiting on a person, as most watched calls are. Not running and
+                    # unsent: the starts' safety net would send those, parking a round
+                    # for every watcher while P6 measures (engine.safety_nets).
+                    status=Call.Status.WAITING,
+                    sent_at=now,
                     created_at=now,
                 )
                 for user in users

@@ -42,12 +42,17 @@ def _backend(figures: dict) -> None:
     _figure(p2["app"])
     _figure(p2["direct"])
     assert p2["ratio"] > 0
+    # The web process did the rounds' work, so it spent CPU on each.
+    _figure(p2["web_cpu_per_round"])
+    assert p2["web_cpu_per_round"]["min"] > 0
 
     p2_floor = figures["p2_floor"]
     assert p2_floor["concurrency"] == p2["concurrency"]
     for name in ("django", "bare", "django_http_only", "direct"):
         _figure(p2_floor[name])
     assert p2_floor["best_ratio"] > 0 and p2_floor["best_ratio_bare"] > 0
+    _figure(p2_floor["web_cpu_per_flow"])
+    assert p2_floor["web_cpu_per_flow"]["min"] > 0
 
     p3 = figures["p3"]
     small, large = p3["counts"]
@@ -161,6 +166,8 @@ def test_smoke_run_prints_the_table_and_writes_every_figure(tmp_path: Path) -> N
         "P1 Django floor",
         "P1 best reachable",
         "P2 app / direct",
+        "P2 web process CPU a round",
+        "P2 web process CPU a floor flow",
         "P2 Django floor",
         "P2 best reachable",
         "P3 inbox",
