@@ -18,7 +18,7 @@ import pytest
 from django.db import connection, connections, transaction
 
 from mrtrweb.db.sqlite3 import base
-from mrtrweb.db.sqlite3.base import POOL_SIZE, _Pool
+from mrtrweb.db.sqlite3.base import POOL_SIZE, _identity, _Pool
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -83,7 +83,7 @@ def test_a_file_replaced_since_gets_new_connections(tmp_path: Path) -> None:
     name = str(tmp_path / "one.sqlite3")
     old = sqlite3.connect(name, check_same_thread=False)
     old.execute("CREATE TABLE t (x)")
-    assert pool.give(name, old)
+    assert pool.give(name, old, _identity(name))
     Path(name).unlink()
     sqlite3.connect(name).close()  # made again under the same name
     assert pool.take(name) is None
@@ -92,18 +92,75 @@ def test_a_file_replaced_since_gets_new_connections(tmp_path: Path) -> None:
     assert pool.idle(name) == 0
 
 
+def test_a_file_replaced_while_the_connection_was_in_use_gets_new_ones(tmp_path: Path) -> None:
+    """What a connection reads is the file it opened: given back after its file was replaced,
+    it is known by the identity it opened on, not the new file's, and nobody takes it."""
+    pool = _Pool()
+    name = str(tmp_path / "two.sqlite3")
+    opened_on = _made(name)
+    old = sqlite3.connect(name, check_same_thread=False)
+    Path(name).unlink()
+    sqlite3.connect(name).close()  # replaced while ``old`` was in use
+    assert pool.give(name, old, opened_on)
+    assert pool.take(name) is None
+    assert pool.idle(name) == 0
+
+
+def _made(name: str) -> tuple[int, int]:
+    sqlite3.connect(name).close()
+    identity = _identity(name)
+    assert identity is not None
+    return identity
+
+
+def test_a_connection_taken_from_the_pool_runs_no_statement() -> None:
+    """Taking a kept connection is a ``stat`` of the file, nothing more: no pragma set again
+    (one whose constraint checks were switched off is not kept: below)."""
+    raw = _in_a_thread(_raw)
+    statements: list[str] = []
+    raw.set_trace_callback(statements.append)
+    try:
+        assert _in_a_thread(_raw) is raw
+        assert statements == []
+    finally:
+        raw.set_trace_callback(None)
+
+
+def test_a_connection_whose_constraint_checks_are_off_is_not_kept() -> None:
+    def switch_off() -> Any:
+        raw = _raw()
+        connection.disable_constraint_checking()
+        return raw
+
+    off = _in_a_thread(switch_off)
+    with pytest.raises(sqlite3.ProgrammingError):
+        off.execute("SELECT 1")  # closed for real
+
+    # Switched on again before closing, a connection is kept as any other.
+    def off_and_on() -> Any:
+        raw = _raw()
+        with connection.constraint_checks_disabled():
+            pass
+        return raw
+
+    kept = _in_a_thread(off_and_on)
+    assert _in_a_thread(_raw) is kept
+
+
 def test_the_pool_keeps_so_many_and_no_more(tmp_path: Path) -> None:
     pool = _Pool()
     name = str(tmp_path / "many.sqlite3")
     sqlite3.connect(name).close()
+    identity = _identity(name)
     kept = [sqlite3.connect(name) for _ in range(POOL_SIZE)]
-    assert all(pool.give(name, raw) for raw in kept)
+    assert all(pool.give(name, raw, identity) for raw in kept)
     extra = sqlite3.connect(name)
-    assert not pool.give(name, extra)
+    assert not pool.give(name, extra, identity)
     assert pool.idle(name) == POOL_SIZE
-    taken = pool.take(name)
-    assert taken in kept
-    assert pool.give(str(tmp_path / "gone.sqlite3"), extra) is False  # no such file
+    taken, taken_on = pool.take(name) or (None, None)
+    assert taken in kept and taken_on == identity
+    gone = str(tmp_path / "gone.sqlite3")
+    assert pool.give(gone, extra, _identity(gone)) is False  # no such file
     pool.drain()
     assert pool.idle(name) == 0
     taken.execute("SELECT 1")  # the one taken out is its taker's

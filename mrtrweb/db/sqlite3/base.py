@@ -10,7 +10,10 @@ pool of the process, and the next thread to connect takes it, schema already rea
 What a pooled connection carries over is only what Django sets when it connects (its
 functions, pragmas, autocommit), and it is taken only if its database file is still the one it
 opened (a file deleted and made again under the same name gets new connections). One that
-was closed inside a transaction, or that finds the pool full, is closed for real.
+was closed inside a transaction, with its constraint checks switched off, or that finds the
+pool full, is closed for real. So taking one costs a ``stat`` of the file and nothing else:
+no statement, and no ``stat`` when it is given back (each is a system call, and under load a
+thread that makes one waits for the interpreter's lock again after it).
 
 Its cursors convert each statement's placeholders once (:mod:`.cursors`).
 """
@@ -38,8 +41,9 @@ class _Pool:
         # File name -> idle connections, each with the file's identity when it was opened.
         self._idle: dict[str, list[tuple[Any, tuple[int, int] | None]]] = {}
 
-    def take(self, name: str) -> Any | None:
-        """An idle connection to ``name``'s file as it is now, or None."""
+    def take(self, name: str) -> tuple[Any, tuple[int, int]] | None:
+        """An idle connection to ``name``'s file as it is now, with that file's identity, or
+        None."""
         identity = _identity(name)
         while True:
             with self._lock:
@@ -48,12 +52,12 @@ class _Pool:
                     return None
                 raw, opened_on = idle.pop()
             if opened_on == identity and identity is not None:
-                return raw
+                return raw, identity
             raw.close()  # the file was replaced (or is gone): this one reads the old one
 
-    def give(self, name: str, raw: Any) -> bool:
-        """Keep ``raw`` for the next thread; False when there is no room (close it then)."""
-        identity = _identity(name)
+    def give(self, name: str, raw: Any, identity: tuple[int, int] | None) -> bool:
+        """Keep ``raw``, opened on the file whose identity was ``identity``, for the next
+        thread; False when there is no room or no identity (close it then)."""
         if identity is None:
             return False
         with self._lock:
@@ -97,30 +101,47 @@ if hasattr(os, "register_at_fork"):
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
+    # The identity of the file this wrapper's connection opened (None: not to be pooled).
+    _opened_on: tuple[int, int] | None = None
+    # Constraint checks switched off (loading data, migrating) and not yet on again.
+    _constraints_off = False
+
     def create_cursor(self, name: str | None = None) -> Any:
         return self.connection.cursor(factory=SQLiteCursorWrapper)
 
     def get_new_connection(self, conn_params: dict[str, Any]) -> Any:
         name = self._pool_name()
-        raw = pool.take(name) if name is not None else None
-        if raw is None:
-            return super().get_new_connection(conn_params)
-        # Whatever was switched off for a moment (loading data, migrating) is on again.
-        raw.execute("PRAGMA foreign_keys = ON")
-        return raw
+        taken = pool.take(name) if name is not None else None
+        if taken is not None:
+            raw, self._opened_on = taken
+            return raw
+        # Read before connecting: should the file be replaced in between, the connection is
+        # taken for one to the older file, and never pooled, rather than the other way round.
+        self._opened_on = _identity(name) if name is not None else None
+        return super().get_new_connection(conn_params)
+
+    def disable_constraint_checking(self) -> bool:
+        self._constraints_off = True
+        return bool(super().disable_constraint_checking())
+
+    def enable_constraint_checking(self) -> None:
+        super().enable_constraint_checking()
+        self._constraints_off = False
 
     def _close(self) -> None:
         raw = self.connection
         name = self._pool_name()
-        if (
+        kept = (
             raw is not None
             and name is not None
+            and not self._constraints_off
             and not self.in_atomic_block
             and not raw.in_transaction
-            and pool.give(name, raw)
-        ):
-            return
-        super()._close()
+            and pool.give(name, raw, self._opened_on)
+        )
+        self._opened_on, self._constraints_off = None, False
+        if not kept:
+            super()._close()
 
     def _pool_name(self) -> str | None:
         """The file this wrapper's connections open, None when they are not pooled (an
