@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from functools import cached_property
 
 from django.utils import formats, timezone
 from django.utils.timesince import timesince, timeuntil
@@ -38,14 +39,42 @@ RELATIVE_UNITS = {
 
 @dataclass(frozen=True)
 class Moment:
-    """One moment, said three ways: relative, as a local date, and in full (a tooltip)."""
+    """One moment, said three ways: relative, as a local date, and in full (a tooltip).
+
+    Each way is worked out when first read, in the language active then: a page says one or
+    two of them (``{% when %}``), and each costs a formatting of its own."""
 
     at: dt.datetime
-    relative: str  # "in 8 minutes", "5 minutes ago", "just now"
-    date: str  # "2 Dec, 07:29" (the year when it is not this one)
-    full: str  # "2 Dec 2026, 07:29 (Europe/Oslo)"
-    zone: str  # the zone's name
-    future: bool
+    now: dt.datetime
+    tz: dt.tzinfo
+
+    @cached_property
+    def local(self) -> dt.datetime:
+        return timezone.localtime(self.at, self.tz)
+
+    @cached_property
+    def relative(self) -> str:
+        """ "in 8 minutes", "5 minutes ago", "just now"."""
+        return relative(self.at, self.now)
+
+    @cached_property
+    def date(self) -> str:
+        """ "2 Dec, 07:29" (the year when it is not this one)."""
+        same_year = self.local.year == timezone.localtime(self.now, self.tz).year
+        return local_date(self.local, with_year=not same_year)
+
+    @cached_property
+    def full(self) -> str:
+        """ "2 Dec 2026, 07:29 (Europe/Oslo)"."""
+        return f"{local_date(self.local, with_year=True)} ({self.zone})"
+
+    @cached_property
+    def zone(self) -> str:
+        return zone_name(self.tz, self.local)
+
+    @property
+    def future(self) -> bool:
+        return self.at > self.now
 
     @property
     def both(self) -> str:
@@ -73,19 +102,7 @@ def local_date(local: dt.datetime, *, with_year: bool) -> str:
 
 
 def moment(at: dt.datetime, now: dt.datetime | None = None, tz: dt.tzinfo | None = None) -> Moment:
-    now = now or timezone.now()
-    tz = tz or timezone.get_current_timezone()
-    local = timezone.localtime(at, tz)
-    same_year = local.year == timezone.localtime(now, tz).year
-    zone = zone_name(tz, local)
-    return Moment(
-        at=at,
-        relative=relative(at, now),
-        date=local_date(local, with_year=not same_year),
-        full=f"{local_date(local, with_year=True)} ({zone})",
-        zone=zone,
-        future=at > now,
-    )
+    return Moment(at=at, now=now or timezone.now(), tz=tz or timezone.get_current_timezone())
 
 
 def zone_name(tz: dt.tzinfo, local: dt.datetime) -> str:
