@@ -42,8 +42,8 @@ def answer(
     """Store a person's answers and queue their resubmission, once.
 
     With ``deliver_within`` (seconds), this process sends them at once on a delivery thread
-    (:mod:`..handoff`) and waits up to that long for the outcome; the queued task is then only
-    the safety net (:mod:`.safety_nets`), should this process die first. Without
+    (:mod:`..handoff`) and waits up to that long for the outcome; the safety net
+    (:mod:`.safety_nets`) sends them should this process die first. Without
     it (or with ``MRTRWEB_DELIVER_ON_ANSWER`` off, or a task backend that cannot defer), a
     task worker sends them.
 

@@ -50,8 +50,9 @@ def sweep(*, now: datetime | None = None, only_expire: bool = False) -> dict[str
         counts["requeued"] += 1
     counts["flagged"] = check_deliveries_due(now=now)
     running = Call.objects.filter(status=Call.Status.RUNNING)
-    # Started and never sent (their process died, and their send_call task is gone): sent
-    # now. A second task is harmless: only one sender can claim the call.
+    # Started and never sent (their process died, and its safety net did not run, or its
+    # send_call task is gone): sent now. A second task is harmless: only one sender can
+    # claim the call.
     for call_id in unsent_calls(now - grace).values_list("pk", flat=True):
         with transaction.atomic():
             queue.enqueue("send_call", call_id)
