@@ -42,8 +42,9 @@ def when(context: Any, at: dt.datetime | None, style: str = "both") -> SafeStrin
     if style not in STYLES:
         raise template.TemplateSyntaxError(f"when: style must be one of {STYLES}")
     shown = moment(at)
-    # Only the way the page says it is worked out (each is a formatting of its own).
-    text = shown.both if style == "both" else shown.relative if style == "relative" else shown.date
+    # Only the way the page says it is worked out (each is a formatting of its own): the
+    # styles are the names of a Moment's ways.
+    text = getattr(shown, style)
     request = context.get("request")
     if style != "relative" and getattr(request, "time_zone_source", "") == "default":
         text += f" {shown.zone}"
