@@ -17,6 +17,7 @@ The rows queued by an older version (``deliver_unclaimed_round``, ``send_call``)
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from django.db import transaction
 from django.db.models import QuerySet
@@ -31,6 +32,7 @@ __all__ = [
     "deliver_unclaimed_due",
     "net_answer",
     "net_start",
+    "queue_each",
     "send_unsent_due",
     "unclaimed_rounds",
     "unsent_calls",
@@ -80,21 +82,22 @@ def deliver_unclaimed_due(*, now: datetime | None = None) -> int:
     before sending it. How many. A second delivery task is harmless: only the one that claims
     the round sends it, and only while nobody has tried (``unclaimed_only``)."""
     before = (now or timezone.now()) - handoff.GRACE
-    count = 0
-    for round_id in unclaimed_rounds(before).values_list("pk", flat=True):
-        with transaction.atomic():
-            queue.enqueue("deliver_unclaimed_round", round_id)
-        count += 1
-    return count
+    return queue_each("deliver_unclaimed_round", unclaimed_rounds(before))
 
 
 def send_unsent_due(*, now: datetime | None = None) -> int:
     """Queue the sending of every call still unsent past its grace: its process died before
     sending it. How many. Only the sender that claims the call (``Call.sent_at``) sends it."""
     before = (now or timezone.now()) - handoff.GRACE
+    return queue_each("send_call", unsent_calls(before))
+
+
+def queue_each(task: str, found: QuerySet[Any]) -> int:
+    """Queue task ``task`` for each row ``found``, each in a transaction of its own (a task
+    row with the database queue); how many."""
     count = 0
-    for call_id in unsent_calls(before).values_list("pk", flat=True):
+    for pk in found.values_list("pk", flat=True):
         with transaction.atomic():
-            queue.enqueue("send_call", call_id)
+            queue.enqueue(task, pk)
         count += 1
     return count
