@@ -246,7 +246,7 @@ def test_within_its_grace_an_answer_is_left_to_its_own_process(flaky: Any, user:
     assert len(queued("deliver_unclaimed_round", round)) == 1
 
 
-def test_answers_of_the_same_seconds_share_one_safety_net(flaky: Any, user: Any) -> None:
+def test_answers_of_the_same_seconds_share_one_safety_net() -> None:
     """One row per step, not one per answer; and once this process has seen it waiting,
     the next answers of the step do not even look for it."""
     # Well inside a step, so that both answers fall in it.
