@@ -13,10 +13,11 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
+from django.db.models import QuerySet
 from django_tasks.base import Task
 from django_tasks_db import DatabaseBackend
 
-__all__ = ["can_defer", "enqueue", "register", "task"]
+__all__ = ["can_defer", "enqueue", "enqueue_each", "register", "task"]
 
 _tasks: dict[str, Task[Any, Any]] = {}
 
@@ -61,3 +62,14 @@ def enqueue(name: str, *args: Any, at: datetime | None = None, deferred_only: bo
         job.enqueue(*args)
     else:
         transaction.on_commit(lambda: job.enqueue(*args))
+
+
+def enqueue_each(name: str, found: QuerySet[Any]) -> int:
+    """Queue task ``name`` for each row of the queryset ``found``, each in a transaction of
+    its own (with the database queue, its task row); how many."""
+    count = 0
+    for pk in found.values_list("pk", flat=True):
+        with transaction.atomic():
+            enqueue(name, pk)
+        count += 1
+    return count

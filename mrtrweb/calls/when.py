@@ -73,10 +73,6 @@ class Moment:
         return zone_name(self.tz, self.local)
 
     @property
-    def future(self) -> bool:
-        return self.at > self.now
-
-    @property
     def both(self) -> str:
         return f"{self.relative} — {self.date}"
 

@@ -17,9 +17,7 @@ The rows queued by an older version (``deliver_unclaimed_round``, ``send_call``)
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
-from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -32,7 +30,6 @@ __all__ = [
     "deliver_unclaimed_due",
     "net_answer",
     "net_start",
-    "queue_each",
     "send_unsent_due",
     "unclaimed_rounds",
     "unsent_calls",
@@ -82,22 +79,11 @@ def deliver_unclaimed_due(*, now: datetime | None = None) -> int:
     before sending it. How many. A second delivery task is harmless: only the one that claims
     the round sends it, and only while nobody has tried (``unclaimed_only``)."""
     before = (now or timezone.now()) - handoff.GRACE
-    return queue_each("deliver_unclaimed_round", unclaimed_rounds(before))
+    return queue.enqueue_each("deliver_unclaimed_round", unclaimed_rounds(before))
 
 
 def send_unsent_due(*, now: datetime | None = None) -> int:
     """Queue the sending of every call still unsent past its grace: its process died before
     sending it. How many. Only the sender that claims the call (``Call.sent_at``) sends it."""
     before = (now or timezone.now()) - handoff.GRACE
-    return queue_each("send_call", unsent_calls(before))
-
-
-def queue_each(task: str, found: QuerySet[Any]) -> int:
-    """Queue task ``task`` for each row ``found``, each in a transaction of its own (a task
-    row with the database queue); how many."""
-    count = 0
-    for pk in found.values_list("pk", flat=True):
-        with transaction.atomic():
-            queue.enqueue(task, pk)
-        count += 1
-    return count
+    return queue.enqueue_each("send_call", unsent_calls(before))

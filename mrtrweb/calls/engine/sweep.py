@@ -8,10 +8,11 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
+from .. import queue
 from ..models import Call, Round
 from .escalation import remind_due
 from .expiry import expire_due
-from .safety_nets import queue_each, unsent_calls
+from .safety_nets import unsent_calls
 from .streams import lose_orphans
 from .watchdogs import check_call, check_deliveries_due
 
@@ -42,13 +43,13 @@ def sweep(*, now: datetime | None = None, only_expire: bool = False) -> dict[str
         | Q(next_attempt_at__isnull=True, answered_at__lte=now - grace)
     )
     # A second delivery task is harmless: only one of them can claim the round.
-    counts["requeued"] += queue_each("deliver_round", stranded)
+    counts["requeued"] += queue.enqueue_each("deliver_round", stranded)
     counts["flagged"] = check_deliveries_due(now=now)
     running = Call.objects.filter(status=Call.Status.RUNNING)
     # Started and never sent (their process died, and its safety net did not run, or its
     # send_call task is gone): sent now. A second task is harmless: only one sender can
     # claim the call.
-    counts["requeued"] += queue_each("send_call", unsent_calls(now - grace))
+    counts["requeued"] += queue.enqueue_each("send_call", unsent_calls(now - grace))
     counts["failed"] = 0
     for call_id in running.filter(sent_at__isnull=False).values_list("pk", flat=True):
         counts["failed"] += check_call(call_id, now=now)
