@@ -121,14 +121,19 @@ run: setup
 	fi; \
 	$(VENV)/bin/uvicorn mrtrweb.asgi:application --host $(HOST) --port $(PORT) --lifespan on
 
+# The suite's SQLite databases are thrown away after it: they need not survive a power cut,
+# and flushing every commit to disk (the app's default, MRTRWEB_SQLITE_SYNCHRONOUS=FULL) would
+# slow the whole suite; tests/core/test_env.py checks that default on a real connection.
+TEST_ENV = MRTRWEB_SQLITE_SYNCHRONOUS=NORMAL
+
 test: setup $(NODE_STAMP) $(MCP1_STAMP) $(NODE_SDK_STAMP) lint
-	PATH="$(TEST_PATH)" $(VENV)/bin/pytest $(PARALLEL) $(PYTEST_ARGS)
+	PATH="$(TEST_PATH)" $(TEST_ENV) $(VENV)/bin/pytest $(PARALLEL) $(PYTEST_ARGS)
 
 # The inner loop: the suites that start browsers, app servers in numbers, the conformance CLI
 # or fault injection, and the fuzzers and benchmarks (tests/conftest.py's LONG_SUITES, marked
 # long_suite), are left to `make test` (the whole suite).
 test-fast: setup $(NODE_STAMP) $(MCP1_STAMP) $(NODE_SDK_STAMP) lint
-	PATH="$(TEST_PATH)" $(VENV)/bin/pytest $(PARALLEL) -m "not long_suite" $(PYTEST_ARGS)
+	PATH="$(TEST_PATH)" $(TEST_ENV) $(VENV)/bin/pytest $(PARALLEL) -m "not long_suite" $(PYTEST_ARGS)
 
 # Benchmarks (bench/, docs/performance.md): SQLite, and PostgreSQL when 127.0.0.1:5432 answers.
 BENCH_ARGS ?=

@@ -76,11 +76,13 @@ def database_config(
     *,
     pool_size: int = 10,
     pool_timeout: int = 20,
+    sqlite_synchronous: str = "FULL",
 ) -> dict[str, Any]:
     """``DATABASES["default"]``: the URL's database, or the embedded SQLite file.
 
     PostgreSQL connections come from a pool of up to ``pool_size`` per process (0: none); a
-    request waits up to ``pool_timeout`` seconds for a free one.
+    request waits up to ``pool_timeout`` seconds for a free one. SQLite flushes its log to
+    disk as ``sqlite_synchronous`` says (:func:`sqlite_synchronous`).
     """
     if database_url:
         # Persistent connections are per thread, and under ASGI every sync_to_async call may
@@ -101,6 +103,8 @@ def database_config(
                 # /readyz bounds its own wait (core.readiness.CHECK_TIMEOUT).
                 options["pool"] = {"min_size": 1, "max_size": pool_size, "timeout": pool_timeout}
         return config
+    if sqlite_synchronous not in SQLITE_SYNCHRONOUS:
+        raise EnvError(f"synchronous={sqlite_synchronous!r} is not one of {SQLITE_SYNCHRONOUS}")
     return {
         # Django's SQLite backend with a pool (mrtrweb/db/sqlite3): each request runs in a
         # thread of its own, and a connection opened anew reads the whole schema again.
@@ -112,9 +116,33 @@ def database_config(
             # locked" halfway through; WAL lets readers go on while one process writes.
             "transaction_mode": "IMMEDIATE",
             "timeout": 20,
-            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            "init_command": f"PRAGMA journal_mode=WAL; PRAGMA synchronous={sqlite_synchronous};",
         },
     }
+
+
+# How the embedded SQLite database makes a commit durable (its ``PRAGMA synchronous``).
+SQLITE_SYNCHRONOUS = ("FULL", "NORMAL")
+
+
+def sqlite_synchronous(environ: Mapping[str, str]) -> str:
+    """``MRTRWEB_SQLITE_SYNCHRONOUS``: ``FULL`` (the default) or ``NORMAL``.
+
+    Why FULL: in WAL mode, NORMAL flushes the log to disk only at checkpoints, so a power cut
+    or a crash of the machine (not of the process) can take back transactions that were
+    already committed: an answer a person was told was sent, or the claim of a delivery
+    already sent, which the safety net would then send a second time. FULL flushes at every
+    commit, as PostgreSQL does by default, for a quarter of a millisecond a commit on the
+    bench machine's disk (docs/performance.md). NORMAL is for a database whose last seconds
+    may be lost: tests, demos. OFF is not offered: it risks a corrupt file."""
+    raw = environ.get("MRTRWEB_SQLITE_SYNCHRONOUS", "").strip().upper()
+    if not raw:
+        return "FULL"
+    if raw not in SQLITE_SYNCHRONOUS:
+        raise EnvError(
+            f"MRTRWEB_SQLITE_SYNCHRONOUS={raw!r} is not one of {', '.join(SQLITE_SYNCHRONOUS)}"
+        )
+    return raw
 
 
 def env_float(

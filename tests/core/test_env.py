@@ -1,5 +1,6 @@
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,6 +24,65 @@ def test_without_database_url_the_embedded_sqlite_file_is_used(tmp_path: Path, u
     assert config["ENGINE"] == "mrtrweb.db.sqlite3"
     assert config["NAME"] == tmp_path / "db.sqlite3"
     assert config["OPTIONS"]["transaction_mode"] == "IMMEDIATE"
+
+
+def _synchronous_of(config: dict, blocker: Any) -> int:
+    """``PRAGMA synchronous`` on a real connection made from ``config`` by Django (the app's
+    SQLite backend, its init command run as on every connection): 2 is FULL, 1 NORMAL."""
+    from django.db.utils import ConnectionHandler
+
+    handler = ConnectionHandler({"default": config})
+    connection = handler["default"]
+    try:
+        with blocker.unblock(), connection.cursor() as cursor:
+            cursor.execute("PRAGMA synchronous")
+            return cursor.fetchone()[0]
+    finally:
+        connection.close()
+
+
+def test_the_embedded_sqlite_file_flushes_every_commit_by_default(
+    tmp_path: Path, django_db_blocker: Any
+):
+    """A commit must survive a power cut, as PostgreSQL's does: an answer a person was told
+    was sent, a delivery's claim (lost, the round would be sent twice)."""
+    assert env.sqlite_synchronous({}) == "FULL"
+    config = env.database_config(None, tmp_path / "db.sqlite3")
+
+    assert _synchronous_of(config, django_db_blocker) == 2
+
+
+@pytest.mark.parametrize("raw", ["normal", " NORMAL "])
+def test_an_operator_may_choose_normal_for_a_database_whose_last_seconds_may_be_lost(
+    tmp_path: Path, raw: str, django_db_blocker: Any
+):
+    chosen = env.sqlite_synchronous({"MRTRWEB_SQLITE_SYNCHRONOUS": raw})
+    config = env.database_config(None, tmp_path / "db.sqlite3", sqlite_synchronous=chosen)
+
+    assert chosen == "NORMAL"
+    assert _synchronous_of(config, django_db_blocker) == 1
+
+
+@pytest.mark.parametrize("raw", ["OFF", "extra", "1"])
+def test_other_synchronous_settings_are_refused(raw: str):
+    with pytest.raises(env.EnvError, match="MRTRWEB_SQLITE_SYNCHRONOUS"):
+        env.sqlite_synchronous({"MRTRWEB_SQLITE_SYNCHRONOUS": raw})
+
+
+@pytest.mark.django_db
+def test_the_apps_own_connections_use_the_chosen_setting():
+    """Through the settings and the pooled connections the app uses (``make test`` chooses
+    NORMAL: its databases are thrown away)."""
+    import os
+
+    from django.db import connection
+
+    if connection.vendor != "sqlite":
+        pytest.skip("the embedded SQLite database only")
+    expected = {"FULL": 2, "NORMAL": 1}[env.sqlite_synchronous(os.environ)]
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA synchronous")
+        assert cursor.fetchone()[0] == expected
 
 
 def test_redis_url_selects_the_redis_channel_layer():
