@@ -1,3 +1,4 @@
+import os
 import stat
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,8 @@ def _synchronous_of(config: dict, blocker: Any) -> int:
     SQLite backend, its init command run as on every connection): 2 is FULL, 1 NORMAL."""
     from django.db.utils import ConnectionHandler
 
+    from mrtrweb.db.sqlite3.base import pool
+
     handler = ConnectionHandler({"default": config})
     connection = handler["default"]
     try:
@@ -39,6 +42,7 @@ def _synchronous_of(config: dict, blocker: Any) -> int:
             return cursor.fetchone()[0]
     finally:
         connection.close()
+        pool.drain()  # not kept for the next thread: its file goes with tmp_path
 
 
 def test_the_embedded_sqlite_file_flushes_every_commit_by_default(
@@ -73,8 +77,6 @@ def test_other_synchronous_settings_are_refused(raw: str):
 def test_the_apps_own_connections_use_the_chosen_setting():
     """Through the settings and the pooled connections the app uses (``make test`` chooses
     NORMAL: its databases are thrown away)."""
-    import os
-
     from django.db import connection
 
     if connection.vendor != "sqlite":
