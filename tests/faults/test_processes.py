@@ -101,7 +101,11 @@ def _no_fault(stack: Stack) -> None:
 def test_a_posted_answer_is_delivered_promptly_by_the_worker(
     stack: Stack, person: httpx.Client
 ) -> None:
-    """No fault: the baseline. The worker polls every 0.1 s, so delivery starts at once."""
+    """No fault: the baseline. The worker polls every 0.1 s, so delivery starts at once.
+
+    "At once" is under 4 s: well before the safety net's first look (5 s after the answer,
+    calls.handoff.GRACE), so an answer left to the net fails here, while the first
+    answer of a cold stack on a busy machine passes (it took 2.007 s in a clean clone)."""
     rounds = stack.start_calls("confirm_delete", 3)
     latencies = []
     for r in rounds:
@@ -109,7 +113,7 @@ def test_a_posted_answer_is_delivered_promptly_by_the_worker(
         answer_all(stack, person, [r])
         stack.wait_for([r["round"]], {"delivered"}, timeout=10)
         latencies.append(time.monotonic() - posted)
-    assert max(latencies) < 2.0, latencies
+    assert max(latencies) < 4.0, latencies
     figures = score(stack, "no fault (baseline)", rounds, faulted=False)
     assert figures["lost"] == 0 and figures["duplicates"] == 0
     REPORT_LINES.append(
