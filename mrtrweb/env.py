@@ -13,7 +13,7 @@ import os
 import secrets
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 import dj_database_url
 
@@ -29,6 +29,8 @@ LOG_FORMATS = ("json", "plain")
 POSTGRES_CONNECT_TIMEOUT = 5  # seconds
 # The embedded default's database backend: Django's SQLite one, its connections pooled.
 SQLITE_ENGINE = "mrtrweb.db.sqlite3"
+# A ``PRAGMA synchronous`` the embedded database may run with (:func:`sqlite_synchronous`).
+Synchronous = Literal["FULL", "NORMAL"]
 
 
 class EnvError(ValueError):
@@ -76,7 +78,7 @@ def database_config(
     *,
     pool_size: int = 10,
     pool_timeout: int = 20,
-    sqlite_synchronous: str = "FULL",
+    sqlite_synchronous: Synchronous = "FULL",
 ) -> dict[str, Any]:
     """``DATABASES["default"]``: the URL's database, or the embedded SQLite file.
 
@@ -103,8 +105,6 @@ def database_config(
                 # /readyz bounds its own wait (core.readiness.CHECK_TIMEOUT).
                 options["pool"] = {"min_size": 1, "max_size": pool_size, "timeout": pool_timeout}
         return config
-    if sqlite_synchronous not in SQLITE_SYNCHRONOUS:
-        raise EnvError(f"synchronous={sqlite_synchronous!r} is not one of {SQLITE_SYNCHRONOUS}")
     return {
         # Django's SQLite backend with a pool (mrtrweb/db/sqlite3): each request runs in a
         # thread of its own, and a connection opened anew reads the whole schema again.
@@ -122,10 +122,10 @@ def database_config(
 
 
 # How the embedded SQLite database makes a commit durable (its ``PRAGMA synchronous``).
-SQLITE_SYNCHRONOUS = ("FULL", "NORMAL")
+SQLITE_SYNCHRONOUS: tuple[Synchronous, ...] = ("FULL", "NORMAL")
 
 
-def sqlite_synchronous(environ: Mapping[str, str]) -> str:
+def sqlite_synchronous(environ: Mapping[str, str]) -> Synchronous:
     """``MRTRWEB_SQLITE_SYNCHRONOUS``: ``FULL`` (the default) or ``NORMAL``.
 
     Why FULL: in WAL mode, NORMAL flushes the log to disk only at checkpoints, so a power cut
@@ -142,7 +142,7 @@ def sqlite_synchronous(environ: Mapping[str, str]) -> str:
         raise EnvError(
             f"MRTRWEB_SQLITE_SYNCHRONOUS={raw!r} is not one of {', '.join(SQLITE_SYNCHRONOUS)}"
         )
-    return raw
+    return cast(Synchronous, raw)
 
 
 def env_float(
