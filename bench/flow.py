@@ -27,7 +27,7 @@ the flow's three requests (start POST, page GET, answer POST) made by the same c
 Django floor's trivial view (``bench/urls.py``), which only signs the person in; its queries
 and CPU are what any three pages of the app cost before they do anything. And the flow's
 queries are sorted by what makes them (:func:`kinds`): each request's sign-in (the session,
-the user, the permissions), the transactions' own ``BEGIN``/``COMMIT`` statements, and the
+the user with their permissions), the transactions' own ``BEGIN``/``COMMIT`` statements, and the
 app's reads and writes.
 
     python -m bench.flow --backend sqlite [--repeats 10] [--list]
@@ -92,7 +92,8 @@ class Meter:
 
 def kind_of(sql: str) -> str:
     """``sign_in``: the session, user and permission reads every signed-in request makes
-    (Django's ``SessionMiddleware``, ``AuthenticationMiddleware``, ``ModelBackend``);
+    (Django's ``SessionMiddleware``, ``AuthenticationMiddleware``, the app's sign-in backend,
+    which reads the person with their permissions, or ``ModelBackend``, which reads them apart);
     ``transaction``: a transaction's own bracket (``BEGIN``, ``COMMIT``, savepoints), which
     Django counts as queries; ``app``: everything else."""
     head = sql.lstrip("( ").upper()

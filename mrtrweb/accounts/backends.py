@@ -1,10 +1,12 @@
 """Signing in with a password: Django's ``ModelBackend``, the person read back on every
-signed-in request compiled once (``db.prepared``) instead of built and compiled by the ORM.
+signed-in request in one statement with their permissions (``people.roles``), written once
+instead of built and compiled by the ORM on every request.
 
 Why: every page, websocket and held reload reads its person by the key the session holds;
-through the ORM that read cost more CPU than the database took to answer it (issue 18,
-docs/performance.md). Everything else (passwords, active accounts only, permissions) is
-``ModelBackend``'s own.
+through the ORM that read cost more CPU than the database took to answer it, and the
+permissions the second-factor check then asks for were a second statement (issue 18,
+docs/performance.md). Everything else (passwords, active accounts only, what a permission
+grants) is ``ModelBackend``'s own.
 
 Sessions signed in before this backend name Django's: :data:`DJANGOS` is read as this one
 (:mod:`mrtrweb.accounts.sessions`), so nobody is signed out by the change.
@@ -18,6 +20,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 
 from mrtrweb.db.prepared import Prepared
+from mrtrweb.people import roles
 
 __all__ = ["DJANGOS", "OURS", "AccountBackend"]
 
@@ -33,5 +36,10 @@ class AccountBackend(ModelBackend):
         # An integer key (the default model's); any other kind is Django's own way.
         if type(user_id) is not int:
             return super().get_user(user_id)
-        user = _BY_KEY.first(user_id)
+        if roles.reads_together():
+            # The person and their permissions in one statement: the second-factor check
+            # asks every signed-in request whether they are an admin.
+            user = roles.person_with_permissions(user_id)
+        else:
+            user = _BY_KEY.first(user_id)
         return user if user is not None and self.user_can_authenticate(user) else None

@@ -72,10 +72,77 @@ def load_permissions(*users: Any) -> None:
         for user_id, app, codename, is_own in cursor.fetchall():
             (mine if is_own else theirs)[user_id].add(f"{app}.{codename}")
     for user in wanted:
-        # The attribute names ModelBackend._get_permissions and get_all_permissions use.
-        user._user_perm_cache = mine[user.pk]
-        user._group_perm_cache = theirs[user.pk]
-        user._perm_cache = mine[user.pk] | theirs[user.pk]
+        _keep(user, mine[user.pk], theirs[user.pk])
+
+
+def _keep(user: Any, mine: set[str], theirs: set[str]) -> None:
+    # The attribute names ModelBackend._get_permissions and get_all_permissions use.
+    user._user_perm_cache = mine
+    user._group_perm_cache = theirs
+    user._perm_cache = mine | theirs
+
+
+def person_with_permissions(pk: int) -> Any | None:
+    """The person whose key is ``pk`` (None: there is none), read together with their
+    permissions in one statement, which are kept as :func:`load_permissions` keeps them.
+
+    Why: every signed-in request reads its person (the sign-in backend's ``get_user``) and
+    then, when the second-factor check asks whether they are an admin, their permissions: two
+    statements on every page, held reload and socket, where one does (issue 18). The person's
+    row comes back once per permission (once, with no permission, when they have none).
+
+    Only where people and permissions live in the same database (:func:`reads_together`);
+    elsewhere the backend reads as Django does."""
+    User = get_user_model()
+    alias = router.db_for_read(User)
+    connection = connections[alias]
+    sql, columns = _person_sql(alias)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [pk, pk, pk])
+        rows = cursor.fetchall()
+    if not rows:
+        return None
+    count = len(columns)
+    values = list(rows[0][:count])
+    for position, column in enumerate(columns):
+        # What the ORM does to each column it reads (SQLCompiler.get_converters).
+        for convert in connection.ops.get_db_converters(column) + column.get_db_converters(
+            connection
+        ):
+            values[position] = convert(values[position], column, connection)
+    user = User.from_db(alias, [column.target.attname for column in columns], values)
+    if user.is_active and not user.is_superuser:
+        mine: set[str] = set()
+        theirs: set[str] = set()
+        for app, codename, is_own in (row[count:] for row in rows):
+            if codename is not None:  # the one row of a person with none
+                (mine if is_own else theirs).add(f"{app}.{codename}")
+        _keep(user, mine, theirs)
+    return user
+
+
+def reads_together() -> bool:
+    """Whether :func:`person_with_permissions` can read the person with their permissions:
+    both are in one database."""
+    return router.db_for_read(get_user_model()) == router.db_for_read(Permission)
+
+
+@cache
+def _person_sql(alias: str) -> tuple[str, tuple[Any, ...]]:
+    """The statement of :func:`person_with_permissions` (its parameters: the key three times)
+    and the person's columns it reads first (``Col`` expressions, which hold no connection)."""
+    User = get_user_model()
+    quote = connections[alias].ops.quote_name
+    table = User._meta.db_table
+    columns = tuple(field.get_col(table) for field in User._meta.concrete_fields)
+    selected = ", ".join(f"u.{quote(column.target.column)}" for column in columns)
+    mine, theirs = _permissions_sql_parts(alias)
+    sql = (
+        f"SELECT {selected}, x.app, x.codename, x.own FROM {quote(table)} u "
+        f"LEFT JOIN ({mine}(%s) UNION ALL {theirs}(%s)) x ON 1 = 1 "
+        f"WHERE u.{quote(User._meta.pk.column)} = %s"
+    )
+    return sql, columns
 
 
 @cache
@@ -103,7 +170,7 @@ def _permissions_sql_parts(alias: str) -> tuple[str, str]:
     app_label = quote(ContentType._meta.get_field("app_label").column)
     user_id = quote(own.m2m_column_name())
     mine = (
-        f"SELECT o.{user_id}, ct.{app_label}, p.{codename}, 1 "
+        f"SELECT o.{user_id} AS uid, ct.{app_label} AS app, p.{codename} AS codename, 1 AS own "
         f"FROM {quote(own.m2m_db_table())} o "
         f"INNER JOIN {permission} p ON p.{permission_pk} = o.{quote(own.m2m_reverse_name())} "
         f"{joins} WHERE o.{user_id} IN "

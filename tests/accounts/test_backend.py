@@ -1,6 +1,7 @@
 """The app's sign-in backend (mrtrweb/accounts/backends.py): Django's ModelBackend, the person
-read on every signed-in request compiled once. Same people, same refusals, the same statement
-each time; and nobody signed in through Django's own backend before it is signed out."""
+read on every signed-in request with their permissions, in one statement written once. Same
+people, same refusals, same permissions, the same statement each time; and nobody signed in
+through Django's own backend before it is signed out."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from typing import Any
 
 import pytest
 from django.conf import settings
-from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
 from django.contrib.auth.backends import ModelBackend
+from django.contrib.auth.models import Permission
 from django.contrib.sessions.backends.db import SessionStore as DatabaseSessionStore
 from django.db import connection
 from django.test import Client
@@ -19,6 +21,8 @@ from mrtrweb.accounts import backends
 from mrtrweb.accounts.backends import AccountBackend
 from mrtrweb.accounts.sessions import SessionStore
 from mrtrweb.live.checks import people_now
+from mrtrweb.people import roles
+from mrtrweb.people.roles import ADMINS, OPERATORS, is_admin, is_operator
 from tests.support.factories import make_user
 
 pytestmark = pytest.mark.django_db
@@ -52,6 +56,82 @@ def test_the_same_person_as_djangos_backend_or_none(monkeypatch: pytest.MonkeyPa
     assert compiled == []
     # A key of another kind is Django's own way.
     assert ours.get_user(str(ada.pk)) == ada
+
+
+def test_the_person_comes_with_their_permissions_as_model_backend_gives_them() -> None:
+    """One statement gives the person and their permissions, their own and their groups':
+    asking for them afterwards (the second-factor check, a page's menus) reads nothing."""
+    view_connection = Permission.objects.get(codename="view_connection")
+    admin = make_user("ada", ADMINS)
+    both = make_user("bo", ADMINS, OPERATORS)
+    both.user_permissions.add(view_connection)  # also one of Operators': counted once
+    granted = make_user("gus")
+    granted.user_permissions.add(view_connection)
+    nobody = make_user("nia")
+    for person in (admin, both, granted, nobody):
+        expected = ModelBackend()
+        fresh = get_user_model().objects.get(pk=person.pk)
+        wanted = (
+            expected.get_all_permissions(fresh),
+            expected.get_user_permissions(fresh),
+            expected.get_group_permissions(fresh),
+        )
+        with CaptureQueriesContext(connection) as read:
+            user = AccountBackend().get_user(person.pk)
+            assert user == person
+            got = (
+                user.get_all_permissions(),
+                AccountBackend().get_user_permissions(user),
+                AccountBackend().get_group_permissions(user),
+            )
+            roles_ = (is_admin(user), is_operator(user))
+        assert len(read.captured_queries) == 1, person
+        assert got == wanted, person
+        assert roles_ == (
+            "calls.manage_rounds" in wanted[0],
+            "servers.manage_connections" in wanted[0],
+        )
+    assert is_admin(AccountBackend().get_user(both.pk))
+    assert is_operator(AccountBackend().get_user(both.pk))
+    assert not is_admin(AccountBackend().get_user(granted.pk))
+
+
+def test_a_permission_taken_away_counts_on_the_next_read() -> None:
+    person = make_user("pat", ADMINS)
+    before = AccountBackend().get_user(person.pk)
+    person.groups.clear()
+    assert is_admin(before)  # this request's object keeps what it read
+    assert not is_admin(AccountBackend().get_user(person.pk))  # the next request's does not
+
+
+def test_a_superuser_is_read_whole_and_has_every_permission() -> None:
+    boss = get_user_model().objects.create_superuser("boss", password="pw-boss-123")
+    user = AccountBackend().get_user(boss.pk)
+    assert user == boss and user.is_superuser
+    assert is_admin(user) and is_operator(user)
+    # Not the superuser's own rows (none): every permission, as ModelBackend reads them.
+    assert user.get_all_permissions() == ModelBackend().get_all_permissions(boss)
+    assert len(user.get_all_permissions()) == Permission.objects.count()
+
+
+def test_people_and_permissions_in_two_databases_are_read_as_django_does(
+    settings: Any,
+) -> None:
+    class PermissionsElsewhere:
+        def db_for_read(self, model: Any, **hints: Any) -> str | None:
+            return "elsewhere" if model is Permission else None
+
+    ada = make_user("ada")
+    settings.DATABASE_ROUTERS = [PermissionsElsewhere()]
+    assert not roles.reads_together()
+    with CaptureQueriesContext(connection) as read:
+        user = AccountBackend().get_user(ada.pk)
+    assert user == ada and not hasattr(user, "_perm_cache")
+    assert (
+        len(read.captured_queries) == 1 and "auth_permission" not in read.captured_queries[0]["sql"]
+    )
+    settings.DATABASE_ROUTERS = []
+    assert roles.reads_together()
 
 
 def test_signing_in_stores_the_apps_backend() -> None:

@@ -24,7 +24,7 @@ from tests.calls.delivery_support import DATABASE_QUEUE
 pytestmark = pytest.mark.django_db(transaction=True)
 
 # At most this many queries per phase (bench/flow.py's phases). Lower them as they come down.
-MOST = {"start": 27, "page": 5, "answer": 9, "delivery": 13}
+MOST = {"start": 26, "page": 4, "answer": 8, "delivery": 13}
 
 
 @pytest.fixture(scope="module")
@@ -83,13 +83,13 @@ def test_the_flow_s_queries_are_told_apart_and_its_floor_is_the_sign_in(
     floor = one.floor()
     kinds = flow.kinds(measured)
     assert sum(kinds.values()) == sum(measured.count.values())
-    # Three signed-in requests, each reading its session, its user and their permissions.
-    assert kinds["sign_in"] == 9, kinds
+    # Three signed-in requests, each reading its session, and its user with their permissions.
+    assert kinds["sign_in"] == 6, kinds
     # The start, the answer and the delivery each write in transactions of their own.
     assert kinds["transaction"] >= 6 and kinds["transaction"] % 2 == 0, kinds
     assert kinds["app"] > 0
     assert list(floor.count) == list(flow.FLOOR_PHASES)
-    assert flow.kinds(floor) == {"sign_in": 9, "transaction": 0, "app": 0}
+    assert flow.kinds(floor) == {"sign_in": 6, "transaction": 0, "app": 0}
     assert sum(floor.cpu.values()) > 0
 
 
