@@ -42,6 +42,7 @@ from mozilla_django_oidc.views import (
     OIDCAuthenticationRequestView,
 )
 
+from .backends import AccountBackend
 from .models import OidcIdentity, SingleSignOnDevice
 
 log = logging.getLogger(__name__)
@@ -155,6 +156,12 @@ class OidcBackend(OIDCAuthenticationBackend):
             # Every refusal is the same "did not work" to the person; the reason is logged.
             log.warning("single sign-on refused: %s: %s", type(exc).__name__, exc)
             return None
+
+    def get_user(self, user_id: Any) -> Any:
+        # mozilla-django-oidc's reads the person whatever their state, so a person deactivated
+        # after signing in with the provider kept every page until their session ran out.
+        # Read as a password's sign-in is: active people only, with their permissions.
+        return AccountBackend().get_user(user_id)
 
     def get_payload_data(self, token: bytes | str, key: Any) -> dict[str, Any]:
         """The token's claims, once its signature, algorithm, issuer, audience and times hold

@@ -21,6 +21,7 @@ from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from mrtrweb import env
 from mrtrweb.accounts.models import OidcIdentity, SingleSignOnDevice
+from mrtrweb.accounts.oidc import OidcBackend
 from tests.peers.oidc_provider import CLIENT_ID, CLIENT_SECRET, OidcProvider
 
 pytestmark = pytest.mark.django_db
@@ -259,3 +260,24 @@ def test_without_account_creation_strangers_are_refused(settings: Any, sso: Oidc
     client = Client()
     assert sso_sign_in(client, sso)["Location"] == "/accounts/login/"
     assert not get_user_model().objects.filter(username="sam").exists()
+
+
+def test_a_person_deactivated_after_single_sign_on_is_signed_out(sso: OidcProvider) -> None:
+    """Their session names the single sign-on backend, whose reading of the person is the
+    app's: active people only, as for a password's sign-in (mozilla-django-oidc's own reads
+    anyone, so such a person kept every page until their session ran out)."""
+    sso.person = {"sub": "idp-0010", "preferred_username": "dee"}
+    client = Client()
+    assert sso_sign_in(client, sso, "/calls/")["Location"] == "/calls/"
+    assert client.session["_auth_user_backend"] == "mrtrweb.accounts.oidc.OidcBackend"
+    assert client.get("/inbox/").status_code == 200
+    dee = signed_in_as(client)
+    dee.is_active = False
+    dee.save()
+    page = client.get("/inbox/")
+    assert page.status_code == 302 and page["Location"].startswith("/accounts/login/")
+    # Read as the app reads a signed-in person: with their permissions, in one statement.
+    dee.is_active = True
+    dee.save()
+    person = OidcBackend().get_user(dee.pk)
+    assert person == dee and hasattr(person, "_perm_cache")
