@@ -71,8 +71,14 @@ async def measure(run: Stack, repeats: int, person: Person) -> dict[str, Any]:
                 return {"status": NOT_AVAILABLE, "why": f"{type(exc).__name__}: {exc}"[:300]}
             raise
         try:
-            await person.answer(round_id)
-            arrived, at = await _completed_frame(socket)
+            # Listening while the answer is posted, as the browser's page does: the frame's
+            # arrival is stamped when it comes, not once the POST's own response is read.
+            heard = asyncio.create_task(_completed_frame(socket))
+            try:
+                await person.answer(round_id)
+                arrived, at = await heard
+            finally:
+                heard.cancel()
         finally:
             await socket.close()
         stored.append((arrived - await finished_at(call_id)) * 1000)

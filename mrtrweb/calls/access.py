@@ -245,13 +245,17 @@ def sees_call(user: Any, call: Call) -> bool:
     and admins, else by the whole rule."""
     if not _active(user):
         return False
-    return _sees_call_at_once(user, call) or visible_calls(user).filter(pk=call.pk).exists()
+    return (
+        sees_call_at_once(user, call.started_by_id)
+        or visible_calls(user).filter(pk=call.pk).exists()
+    )
 
 
-def _sees_call_at_once(user: Any, call: Call) -> bool:
-    """Whether one of :func:`visible_calls`' own terms holds for ``call`` with no query beyond
-    the person's permissions: they started it, or are an admin."""
-    return call.started_by_id == user.pk or is_admin(user)
+def sees_call_at_once(user: Any, started_by_id: int) -> bool:
+    """Whether one of :func:`visible_calls`' own terms holds for the call that person
+    ``started_by_id`` started (a call's starter never changes), with no query beyond the
+    person's permissions: they started it, or are an admin. False says only "ask the rule"."""
+    return started_by_id == user.pk or is_admin(user)
 
 
 def restarts_of(user: Any, call: Call) -> list[Call]:
@@ -263,7 +267,7 @@ def restarts_of(user: Any, call: Call) -> list[Call]:
     if not _active(user):
         return []
     restarts = list(_calls().filter(restarted_from=call))
-    if all(_sees_call_at_once(user, c) for c in restarts):
+    if all(sees_call_at_once(user, c.started_by_id) for c in restarts):
         return restarts
     return list(visible_calls(user).filter(restarted_from=call))
 

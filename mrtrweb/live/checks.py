@@ -117,3 +117,27 @@ def sees_calls_now(items: list[tuple[Any, int]]) -> list[bool]:
     from mrtrweb.calls.access import visible_calls
 
     return [visible_calls(user).filter(pk=call_id).exists() for user, call_id in items]
+
+
+def watched_calls_now(items: list[tuple[Any, int]]) -> list[int | None]:
+    """Per ``(user, call id)``: who started the call (their id) if ``calls.access`` lets the
+    user see it, else None. A call's socket keeps it from its opening on, for
+    :func:`sees_call_at_once`."""
+    from mrtrweb.calls.access import visible_call
+
+    found = [visible_call(user, call_id) for user, call_id in items]
+    return [call.started_by_id if call is not None else None for call in found]
+
+
+def sees_call_at_once(person: Any, started_by_id: int) -> bool:
+    """Whether ``person`` (as :func:`people_now` gives them, their permissions read) may see
+    the call ``started_by_id`` started with no query at all, on the event loop: they started
+    it, or are an admin. False says only "ask the whole rule" (:func:`sees_calls_now`).
+
+    Why: a call's socket asked the whole access rule, built and compiled anew, before every
+    frame, on a hop of its own to the database thread; a person following their own call
+    heard of its completion some 5 ms later for it (issue 18, P4)."""
+    from mrtrweb.calls.access import sees_call_at_once as seen
+    from mrtrweb.people.roles import knows_roles
+
+    return started_by_id == person.pk or (knows_roles(person) and seen(person, started_by_id))

@@ -177,19 +177,18 @@ class CallConsumer(PersonSocket):
 
     call_id: int
     round_page: bool
+    # Who started the call (it never changes), read when the socket opens.
+    started_by_id: int | None = None
 
     async def connect(self) -> None:
         self.call_id = int(self.scope["url_route"]["kwargs"]["call_id"])
         query = _query(self.scope)
         self.round_page = query.get("view") == "round"
         user = self.scope.get("user")
-        refusal = (
-            NOT_SIGNED_IN
-            if not await self.listen_as(user)
-            else None
-            if await _sees_call(user, self.call_id)
-            else NOT_ALLOWED
-        )
+        refusal: int | None = NOT_SIGNED_IN
+        if await self.listen_as(user):
+            self.started_by_id = await checked(checks.watched_calls_now, (user, self.call_id))
+            refusal = None if self.started_by_id is not None else NOT_ALLOWED
         if refusal is None:
             # Subscribed before the socket is open: an event raised as soon as the browser
             # knows it is listening must reach it.
@@ -216,7 +215,14 @@ class CallConsumer(PersonSocket):
         if person is None:
             return
         # Rounds move between people: whoever no longer sees the call stops hearing of it.
-        if not await _sees_call(person, self.call_id):
+        # Its starter and admins see it whatever happens to its rounds: asked at once.
+        if not (
+            (
+                self.started_by_id is not None
+                and checks.sees_call_at_once(person, self.started_by_id)
+            )
+            or await _sees_call(person, self.call_id)
+        ):
             await self.close(code=NOT_ALLOWED)
             return
         await self._refresh(kind, float(message["at"]))

@@ -205,6 +205,17 @@ def is_operator(user: Any) -> bool:
     return _has_role(user, "servers.manage_connections")
 
 
+def knows_roles(user: Any) -> bool:
+    """Whether :func:`is_admin` and :func:`is_operator` answer for ``user`` without a query:
+    their permissions were read (:func:`load_permissions`, :func:`person_with_permissions`),
+    or there are none to read (a superuser, who has every one; an inactive person, none)."""
+    return (
+        hasattr(user, "_perm_cache")
+        or not getattr(user, "is_active", False)
+        or bool(getattr(user, "is_superuser", False))
+    )
+
+
 def _has_role(user: Any, permission: str) -> bool:
     """``user.has_perm(permission)`` for an active person, answered once per user object.
 

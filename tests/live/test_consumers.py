@@ -274,6 +274,47 @@ async def test_someone_who_loses_sight_of_the_call_stops_hearing_it(
     assert await socket.receive_output(timeout=5) == {"type": "websocket.close", "code": 4403}
 
 
+async def test_the_caller_and_admins_hear_without_the_whole_rule_asked_but_others_do_not(
+    connect: Any,
+    people: dict[str, Any],
+    fastmcp_peer: Any,
+    inline_tasks: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A call's starter and admins see it whatever happens to its rounds: their sockets learn
+    who started the call when they open, and ask nothing more than the session before each
+    frame. A member of the group a round is routed to is asked the whole rule every time.
+    (The admin's session passed its second factor: the tests' sign-ins do.)"""
+    from django.contrib.auth.models import Group
+
+    from mrtrweb.live import checks
+    from mrtrweb.people.roles import ADMINS
+
+    caller, member = people["caller"], people["member"]
+    admin = await database_sync_to_async(
+        lambda: Group.objects.get(name=ADMINS).user_set.create(username="ada", password="x")
+    )()
+    asked: list[Any] = []
+    whole_rule = checks.sees_calls_now
+
+    def counted(items: list[tuple[Any, int]]) -> list[bool]:
+        asked.extend(user.username for user, _ in items)
+        return whole_rule(items)
+
+    monkeypatch.setattr(checks, "sees_calls_now", counted)
+    call = await start_deploy(fastmcp_peer, caller, group=people["group"])
+    sockets = {
+        person.username: await connect(person, f"/ws/calls/{call.pk}/?view=call")
+        for person in (caller, admin, member)
+    }
+    await answer(call, member)
+    for name, socket in sockets.items():
+        heard = kinds_of(await frames_until(socket, "completed"))
+        assert heard == ["answered", "delivered", "completed"], name
+    assert sorted(set(asked)) == [member.username]
+    assert len(asked) == 3  # the member's socket, before each of its three frames
+
+
 async def test_quiet_events_send_nothing(
     connect: Any, people: dict[str, Any], fastmcp_peer: Any
 ) -> None:
