@@ -28,6 +28,7 @@ from django.utils import timezone
 from django.utils.crypto import constant_time_compare
 
 from mrtrweb.accounts.backends import AccountBackend
+from mrtrweb.accounts.oidc import OidcBackend
 from mrtrweb.accounts.second_factor import session_passed
 from mrtrweb.people.roles import load_permissions
 
@@ -47,8 +48,9 @@ def _sessions(keys: set[str]) -> dict[str, dict[str, Any]]:
     return {key: decoder.decode(data) for key, data in pairs}
 
 
-# ModelBackend's way of reading a person, and the app's (the same, compiled once).
-_MODEL_BACKENDS_GET_USER = (ModelBackend.get_user, AccountBackend.get_user)
+# ModelBackend's way of reading a person, and the app's (the same, in one statement with their
+# permissions), which single sign-on's backend uses too.
+_MODEL_BACKENDS_GET_USER = (ModelBackend.get_user, AccountBackend.get_user, OidcBackend.get_user)
 
 
 def _users(wanted: dict[str, set[Any]]) -> dict[tuple[str, Any], Any]:

@@ -74,9 +74,9 @@ async def test_checks_asked_while_a_batch_runs_go_in_the_next() -> None:
 # -- checks.py -----------------------------------------------------------------------------
 
 
-def _session_key(user: Any, *, verified: bool = True) -> str:
+def _session_key(user: Any, *, verified: bool = True, backend: str | None = None) -> str:
     client = Client()
-    client.force_login(user, verified=verified)
+    client.force_login(user, verified=verified, backend=backend)
     return str(client.cookies[settings.SESSION_COOKIE_NAME].value)
 
 
@@ -133,6 +133,25 @@ def test_a_batch_costs_the_same_queries_for_two_sockets_or_forty() -> None:
         assert all(people_now(items))
 
     assert len(forty) == len(two) <= 3
+
+
+@pytest.mark.django_db
+def test_single_sign_on_sessions_are_checked_together_and_refuse_the_deactivated() -> None:
+    """Their sessions name single sign-on's backend, whose reading of a person is the app's:
+    read for the whole batch at once, and active people only (as a page reads them)."""
+    User = get_user_model()
+    users = [User.objects.create_user(f"sso{i}", password="x") for i in range(40)]
+    sso = "mrtrweb.accounts.oidc.OidcBackend"
+    items = [(_session_key(user, backend=sso), user.pk) for user in users]
+
+    with CaptureQueriesContext(connection) as two:
+        assert all(people_now(items[:2]))
+    with CaptureQueriesContext(connection) as forty:
+        assert all(people_now(items))
+    assert len(forty) == len(two) <= 3
+
+    User.objects.filter(pk=users[1].pk).update(is_active=False)
+    assert [user is not None for user in people_now(items[:3])] == [True, False, True]
 
 
 # -- layers.py -----------------------------------------------------------------------------
