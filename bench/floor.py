@@ -15,6 +15,8 @@ from typing import Any
 
 import httpx
 
+from .stack import ARGUMENTS
+
 PROTOCOL = "2026-07-28"
 _META = {
     "io.modelcontextprotocol/protocolVersion": PROTOCOL,
@@ -38,7 +40,7 @@ class RawClient:
     async def call(
         self, tool: str, *, responses: dict[str, Any] | None = None, state: str | None = None
     ) -> dict[str, Any]:
-        params: dict[str, Any] = {"name": tool, "arguments": {}, "_meta": _META}
+        params: dict[str, Any] = {"name": tool, "arguments": ARGUMENTS, "_meta": _META}
         if responses is not None:
             params["inputResponses"] = responses
         if state is not None:
@@ -101,7 +103,7 @@ async def fastmcp_rounds(url: str, tool: str, repeats: int) -> list[float]:
     async with Client(url, elicitation_handler=handler) as client:
         for _ in range(repeats):
             answered.clear()
-            result = await client.call_tool(tool, {})
+            result = await client.call_tool(tool, ARGUMENTS)
             done = time.perf_counter()
             if not answered or result.is_error:
                 raise RuntimeError("fastmcp's client did not go through the round")

@@ -32,6 +32,9 @@ ADMIN = "bench-admin"
 PASSWORD = "bench-password-not-secret"
 CONNECTION = "bench"
 TOOL = "confirm"
+# What the app's start form sends for TOOL (its one argument, filled with its default): the
+# baselines send the same, so the server does the same work for them as for the app.
+ARGUMENTS = {"action": "deploy"}
 # The web server's idle keep-alive, seconds (see where uvicorn is started).
 KEEP_ALIVE_SECONDS = 120
 

@@ -68,6 +68,22 @@ def test_each_phase_of_the_flow_makes_at_most_its_queries(bench_server: str) -> 
     assert all(counts.values()), counts
 
 
+def test_the_baselines_send_the_arguments_the_app_sends(bench_server: str) -> None:
+    """The raw retry and fastmcp's client (bench/floor.py) call the bench tool with
+    ``stack.ARGUMENTS``: what the app's start form sends, so the server does the same work for
+    the baselines as for the app (an argument costs the bench server about 0.45 ms a call)."""
+    import json
+
+    from bench.stack import ARGUMENTS
+    from mrtrweb.calls.models import Call
+
+    seed.prepare(bench_server)
+    one = flow.Flow()
+    with flow.inline_handoff(lambda: one.meter):
+        one.once(counted=False)
+    assert json.loads(Call.objects.latest("pk").arguments_json) == ARGUMENTS
+
+
 def test_the_flow_s_queries_are_told_apart_and_its_floor_is_the_sign_in(
     bench_server: str, settings: Any
 ) -> None:
