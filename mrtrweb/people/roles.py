@@ -88,8 +88,9 @@ def person_with_permissions(pk: int) -> Any | None:
 
     Why: every signed-in request reads its person (the sign-in backend's ``get_user``) and
     then, when the second-factor check asks whether they are an admin, their permissions: two
-    statements on every page, held reload and socket opened, where one does (issue 18). The person's
-    row comes back once per permission (once, with no permission, when they have none).
+    statements on every page, held reload and socket opened, where one does (issue 18). The
+    person's row comes back once per permission (once, with no permission, when they have
+    none).
 
     Only where people and permissions live in the same database (:func:`reads_together`);
     elsewhere the backend reads as Django does."""
