@@ -1,6 +1,6 @@
 """Signing in with a password: Django's ``ModelBackend``, the person read back on every
-signed-in request in one statement with their permissions (``people.roles``), written once
-instead of built and compiled by the ORM on every request.
+signed-in request in one statement with their permissions (``people.roles.person_sql``),
+written once instead of built and compiled by the ORM on every request.
 
 Why: every page, websocket and held reload reads its person by the key the session holds;
 through the ORM that read cost more CPU than the database took to answer it, and the
@@ -18,8 +18,9 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
+from django.db import connections, router
 
-from mrtrweb.db.prepared import Prepared
+from mrtrweb.db.prepared import Prepared, RowConversions
 from mrtrweb.people import roles
 
 __all__ = ["DJANGOS", "OURS", "AccountBackend"]
@@ -36,10 +37,32 @@ class AccountBackend(ModelBackend):
         # An integer key (the default model's); any other kind is Django's own way.
         if type(user_id) is not int:
             return super().get_user(user_id)
-        if roles.reads_together():
-            # The person and their permissions in one statement: the second-factor check
-            # asks every signed-in request whether they are an admin.
-            user = roles.person_with_permissions(user_id)
-        else:
-            user = _BY_KEY.first(user_id)
+        # The person and their permissions in one statement where both live in one database:
+        # the second-factor check asks every signed-in request whether they are an admin.
+        user = _with_permissions(user_id) if roles.reads_together() else _BY_KEY.first(user_id)
         return user if user is not None and self.user_can_authenticate(user) else None
+
+
+# Per database: the person's columns' conversions (db.prepared), made on its first read.
+_CONVERSIONS: dict[str, RowConversions] = {}
+
+
+def _with_permissions(pk: int) -> Any | None:
+    """The person whose key is ``pk`` (None: there is none) with their permissions, read in
+    one statement (``people.roles.person_sql``) and kept where ModelBackend keeps them."""
+    User = get_user_model()
+    alias = router.db_for_read(User)
+    connection = connections[alias]
+    sql, columns = roles.person_sql(alias)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [pk, pk, pk])
+        rows = cursor.fetchall()
+    if not rows:
+        return None
+    conversions = _CONVERSIONS.get(alias) or _CONVERSIONS.setdefault(alias, RowConversions(columns))
+    count = len(columns)
+    values = list(rows[0][:count])
+    conversions.convert(values, connection)
+    user = User.from_db(alias, [column.target.attname for column in columns], values)
+    roles.keep_read_permissions(user, (row[count:] for row in rows))
+    return user

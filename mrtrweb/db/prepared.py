@@ -23,14 +23,14 @@ skipped. Annotations, extra columns and a related manager's rows are refused.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from types import MethodType
 from typing import Any, Generic, TypeVar
 
 from django.db import connections, models, router
 
-__all__ = ["Prepared"]
+__all__ = ["Prepared", "RowConversions"]
 
 M = TypeVar("M", bound=models.Model)
 
@@ -200,6 +200,44 @@ class Prepared(Generic[M]):
                     raise ValueError(f"{self!r}: value {i} is not a parameter of {sql}")
             self._compiled[key] = compiled = (sql, tuple(params), places)
             return compiled
+
+
+class RowConversions:
+    """What the ORM does to each of ``columns`` (``Col`` expressions) as it reads them
+    (``SQLCompiler.get_converters``), for a statement written out by hand: worked out on a
+    database's first run and kept as :class:`Prepared` keeps its own, with nothing of that
+    run's connection. Worked out on every run, they took 28 µs of each sign-in's read of a
+    person by themselves."""
+
+    def __init__(self, columns: Sequence[Any]) -> None:
+        self.columns = tuple(columns)
+        self._kept: dict[tuple[str, str], _Conversions] = {}
+
+    def convert(self, values: list[Any], connection: Any) -> None:
+        """Convert one row's ``values`` (in the columns' order) in place."""
+        key = (connection.alias, connection.vendor)
+        conversions = self._kept.get(key)
+        if conversions is None:
+            found = self._found(connection)
+            conversions = _Conversions.unbound(found, len(self.columns), connection)
+            self._kept[key] = conversions
+        if conversions.kept is None:  # a converter holds its connection: Django's way
+            each = self._found(connection)
+        else:
+            each = conversions.bound_to(connection)
+        for position, (converters, expression) in each.items():
+            for converter in converters:
+                values[position] = converter(values[position], expression, connection)
+
+    def _found(self, connection: Any) -> dict[int, tuple[list[Any], Any]]:
+        found = {}
+        for position, column in enumerate(self.columns):
+            converters = connection.ops.get_db_converters(column) + column.get_db_converters(
+                connection
+            )
+            if converters:
+                found[position] = (converters, column)
+        return found
 
 
 class _Conversions:

@@ -9,6 +9,7 @@ Superusers count as admins and operators.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
@@ -82,56 +83,38 @@ def _keep(user: Any, mine: set[str], theirs: set[str]) -> None:
     user._perm_cache = mine | theirs
 
 
-def person_with_permissions(pk: int) -> Any | None:
-    """The person whose key is ``pk`` (None: there is none), read together with their
-    permissions in one statement, which are kept as :func:`load_permissions` keeps them.
+def keep_read_permissions(user: Any, rows: Iterable[tuple[Any, Any, Any]]) -> None:
+    """Keep on ``user`` the permissions read with them (:func:`person_sql`'s last columns,
+    ``(app label, codename, own)``; one row of None for a person with none), as
+    :func:`load_permissions` keeps them. A superuser's and an inactive person's are not kept:
+    ModelBackend answers for them without their rows."""
+    if not user.is_active or user.is_superuser:
+        return
+    mine: set[str] = set()
+    theirs: set[str] = set()
+    for app, codename, is_own in rows:
+        if codename is not None:
+            (mine if is_own else theirs).add(f"{app}.{codename}")
+    _keep(user, mine, theirs)
+
+
+def reads_together() -> bool:
+    """Whether :func:`person_sql` can read the person with their permissions: both are in one
+    database."""
+    return router.db_for_read(get_user_model()) == router.db_for_read(Permission)
+
+
+@cache
+def person_sql(alias: str) -> tuple[str, tuple[Any, ...]]:
+    """One statement for a person and their permissions, own and their groups' (its
+    parameters: the key three times), and the person's columns it reads first (``Col``
+    expressions, which hold no connection); :func:`keep_read_permissions` takes the rest.
 
     Why: every signed-in request reads its person (the sign-in backend's ``get_user``) and
     then, when the second-factor check asks whether they are an admin, their permissions: two
     statements on every page, held reload and socket opened, where one does (issue 18). The
     person's row comes back once per permission (once, with no permission, when they have
-    none).
-
-    Only where people and permissions live in the same database (:func:`reads_together`);
-    elsewhere the backend reads as Django does."""
-    User = get_user_model()
-    alias = router.db_for_read(User)
-    connection = connections[alias]
-    sql, columns = _person_sql(alias)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [pk, pk, pk])
-        rows = cursor.fetchall()
-    if not rows:
-        return None
-    count = len(columns)
-    values = list(rows[0][:count])
-    for position, column in enumerate(columns):
-        # What the ORM does to each column it reads (SQLCompiler.get_converters).
-        for convert in connection.ops.get_db_converters(column) + column.get_db_converters(
-            connection
-        ):
-            values[position] = convert(values[position], column, connection)
-    user = User.from_db(alias, [column.target.attname for column in columns], values)
-    if user.is_active and not user.is_superuser:
-        mine: set[str] = set()
-        theirs: set[str] = set()
-        for app, codename, is_own in (row[count:] for row in rows):
-            if codename is not None:  # the one row of a person with none
-                (mine if is_own else theirs).add(f"{app}.{codename}")
-        _keep(user, mine, theirs)
-    return user
-
-
-def reads_together() -> bool:
-    """Whether :func:`person_with_permissions` can read the person with their permissions:
-    both are in one database."""
-    return router.db_for_read(get_user_model()) == router.db_for_read(Permission)
-
-
-@cache
-def _person_sql(alias: str) -> tuple[str, tuple[Any, ...]]:
-    """The statement of :func:`person_with_permissions` (its parameters: the key three times)
-    and the person's columns it reads first (``Col`` expressions, which hold no connection)."""
+    none)."""
     User = get_user_model()
     quote = connections[alias].ops.quote_name
     table = User._meta.db_table
@@ -171,7 +154,7 @@ def _permissions_sql_parts(alias: str) -> tuple[str, str]:
     app_label = quote(ContentType._meta.get_field("app_label").column)
     user_id = quote(own.m2m_column_name())
     mine = (
-        f"SELECT o.{user_id} AS uid, ct.{app_label} AS app, p.{codename} AS codename, 1 AS own "
+        f"SELECT o.{user_id}, ct.{app_label} AS app, p.{codename} AS codename, 1 AS own "
         f"FROM {quote(own.m2m_db_table())} o "
         f"INNER JOIN {permission} p ON p.{permission_pk} = o.{quote(own.m2m_reverse_name())} "
         f"{joins} WHERE o.{user_id} IN "
@@ -208,7 +191,7 @@ def is_operator(user: Any) -> bool:
 
 def knows_roles(user: Any) -> bool:
     """Whether :func:`is_admin` and :func:`is_operator` answer for ``user`` without a query:
-    their permissions were read (:func:`load_permissions`, :func:`person_with_permissions`),
+    their permissions were read (:func:`load_permissions`, :func:`keep_read_permissions`),
     or there are none to read (a superuser, who has every one; an inactive person, none)."""
     return (
         hasattr(user, "_perm_cache")

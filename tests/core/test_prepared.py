@@ -452,3 +452,29 @@ def test_a_converter_that_holds_its_connection_is_not_kept() -> None:
     assert kept.kept is not None
     assert kept.bound_to(wrapper) == {0: ([ops_method, plain], column)}
     assert _Conversions.unbound({0: ([holding], column)}, 3, wrapper).kept is None
+
+
+def test_row_conversions_are_the_orms_kept_once_a_database() -> None:
+    """A statement written out by hand converts its columns as the ORM would (here a person's
+    times and flags), worked out on the first row and bound to each connection's own ``ops``."""
+    from django.contrib.auth import get_user_model
+    from django.db import connections
+
+    from mrtrweb.db.prepared import RowConversions
+
+    User = get_user_model()
+    ada = make_user("ada", is_staff=True)
+    ada.last_login = datetime(2026, 12, 7, 13, 0, tzinfo=UTC)
+    ada.save()
+    table = User._meta.db_table
+    columns = [User._meta.get_field(name).get_col(table) for name in ("last_login", "is_staff")]
+    conversions = RowConversions(columns)
+    wrapper = connections["default"]
+    sql = f'SELECT "last_login", "is_staff" FROM "{table}" WHERE "id" = %s'
+    for _ in range(2):
+        with wrapper.cursor() as cursor:
+            cursor.execute(sql, [ada.pk])
+            values = list(cursor.fetchone())
+        conversions.convert(values, wrapper)
+        assert values == [ada.last_login, True]
+    assert list(conversions._kept) == [("default", wrapper.vendor)]
