@@ -1,5 +1,6 @@
 """A program gives a call its own approval policy (operators' and admins' tokens only): it
-is checked like the console's form, stored on the call and shown back."""
+is checked like the console's form, stored on the call and shown back, and applies to that
+call only (a restart takes the configured policy)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,13 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group
+from django.urls import reverse
 
+from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call
 from mrtrweb.policies.models import Policy
 from tests.api.support import Api, person, pointers, problem, start
+from tests.inbox.support import admin, browser
 
 pytestmark = pytest.mark.django_db
 
@@ -82,3 +86,27 @@ def test_a_policy_that_cannot_work_is_refused_where_it_is_wrong(
         assert refused.status_code == 422, (policy, refused.content)
         assert pointer in pointers(refused), (policy, refused.content)
     assert not Call.objects.exists()
+
+
+def test_a_restart_takes_todays_policy_never_the_operators_own(
+    peer_conn: Any, op_api: Api, finance: Group
+) -> None:
+    configured = Policy.objects.create(connection=peer_conn, reminders=[0.5])
+    started = start(op_api, policy={"approvalsRequired": 2, "approversGroup": "Finance"})
+    assert started.status_code == 201, started.content
+    call = Call.objects.get(pk=started.json()["id"])
+    engine.expire(call.rounds.get(), None)
+    # The configured policy changes while the call lies expired.
+    configured.reminders = [0.9]
+    configured.save()
+    # Whoever starts it again (an admin, or the operator who gave the policy) gets what a
+    # fresh start of the tool gets now.
+    otto = call.started_by
+    for who in (admin("root"), otto):
+        again = browser(who).post(reverse("calls:restart", kwargs={"pk": call.pk}))
+        assert again.status_code == 303, again.content
+    restarts = Call.objects.filter(restarted_from=call).order_by("pk")
+    assert [c.started_by.get_username() for c in restarts] == ["root", "otto"]
+    assert [c.policy for c in restarts] == [{"reminders": [0.9]}, {"reminders": [0.9]}]
+    shown = op_api.get(f"/calls/{restarts[1].pk}")
+    assert shown.json()["policy"] == {"reminders": [0.9]}

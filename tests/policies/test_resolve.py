@@ -1,5 +1,5 @@
 """The policy a call starts with: the tool's row over the connection's, stored on the call,
-and kept by a restart even when the policy changed since."""
+and kept while the call runs even when the policy changed since."""
 
 from __future__ import annotations
 

@@ -212,7 +212,12 @@ def start_call(*, deliver_within: float | None = None, **start: Unpack[StartRequ
 
 
 def restart(call: Call, user: Any, *, deliver_within: float | None = None) -> Call:
-    """Start the same call again (same arguments, exactly), e.g. after its state expired."""
+    """Start the same call again (same arguments, exactly), e.g. after its state expired.
+
+    Its policy is today's, as a fresh start of the same tool by ``user`` would get it
+    (``policy_for``), never the one stored on ``call``: a policy an operator gave one call
+    through the API applies to that call only, and a policy edited since is what holds now.
+    """
     return start_call(
         deliver_within=deliver_within,
         connection=call.connection,
@@ -223,6 +228,4 @@ def restart(call: Call, user: Any, *, deliver_within: float | None = None) -> Ca
         restarted_from=call,
         route_user=call.route_user,
         route_group=call.route_group,
-        # The policy it started with, not today's.
-        policy=PolicySnapshot.from_json(call.policy),
     )
