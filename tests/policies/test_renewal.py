@@ -386,3 +386,54 @@ def test_a_late_answer_to_changed_questions_is_kept_and_not_sent(
     text = person.get(asked.get_absolute_url()).content.decode()
     assert "What was answered before (not sent):" in text
     assert "&quot;ok&quot;: true" in text or '"ok": true' in text
+
+
+def test_a_round_without_state_is_kept_until_the_deadline_it_shows(
+    fastmcp_renewal: Any, user: Any, time_machine: Any
+) -> None:
+    connection = connect(fastmcp_renewal, "renew-stateless", renew_expired=True, renew_unsafe=True)
+
+    def ask() -> Round:
+        call = engine.start_call(
+            connection=connection,
+            method=Call.Method.TOOL,
+            target="stateless_confirm",
+            arguments={"action": "deploy"},
+            user=user,
+        )
+        assert call.status == Call.Status.WAITING, call.error
+        return call.rounds.get()
+
+    round = ask()
+    assert not round.has_request_state
+    # Shown: the policy's week. Real: the same, since no server state can end sooner.
+    assert round.answer_by == round.renew_until == round.created_at + timedelta(days=7)
+    assert round.expires_at == round.answer_by
+    assert DBTaskResult.objects.filter(
+        task_path__endswith=".expire_rounds_due",
+        status="READY",
+        run_after=expiry_bucket(round.answer_by),
+    ).exists()
+    # Three days on, the expiry task and the sweep leave it waiting, and its page says it is
+    # due then, not that it was.
+    time_machine.move_to(round.created_at + timedelta(days=3))
+    assert expiry_runs(round) is False
+    assert engine.sweep()["expired"] == 0
+    round.refresh_from_db()
+    assert round.status == Round.Status.PENDING
+    person = Client()
+    person.force_login(user)
+    text = person.get(round.get_absolute_url()).content.decode()
+    assert "Due " in text and "Was due" not in text
+    # Answered then, it is sent and the call completes.
+    accept(round, user, ok=True)
+    round = run_until(round, Round.Status.DELIVERED)
+    assert round.status == Round.Status.DELIVERED, round.delivery_error
+    call = Call.objects.get(pk=round.call_id)
+    assert call.status == Call.Status.COMPLETED, call.error
+    assert call.result["structuredContent"]["confirmed"] is True
+    # Past the deadline it showed, an unanswered one expires as any round does.
+    late = ask()
+    assert expiry_runs(late, now=late.answer_by - timedelta(seconds=1)) is False
+    assert expiry_runs(late, now=late.answer_by) is True
+    assert late.status == Round.Status.EXPIRED

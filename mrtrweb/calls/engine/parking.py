@@ -59,6 +59,10 @@ def park(
         user, delegated_from = stand_in(call, user)  # a delegate answers for who is away
         requests = dict(requests)
         now = timezone.now()
+        # A question on a stream has no state to renew: its deadline is the stream's.
+        renew_until = (
+            None if carrier == Round.Carrier.STREAM else renewal.deadline(call, now, requests)
+        )
         parked = Round(
             call=call,
             index=index,
@@ -66,11 +70,11 @@ def park(
             summary=Round.summary_of(requests),
             unsupported_reason=unsupported,
             created_at=now,
-            expires_at=now + (lifetime or call.connection.state_lifetime),
-            # A question on a stream has no state to renew: its deadline is the stream's.
-            renew_until=(
-                None if carrier == Round.Carrier.STREAM else renewal.deadline(call, now, requests)
+            # What the person is shown (Round.answer_by) is when it really expires.
+            expires_at=renewal.expires_at(
+                now + (lifetime or call.connection.state_lifetime), renew_until, state is not None
             ),
+            renew_until=renew_until,
             assigned_user=user,
             assigned_group=group,
             delegated_from=delegated_from,

@@ -10,8 +10,8 @@ the waiting round is moved onto the fresh state (:mod:`.renewing` does that part
 sees the policy's deadline (:attr:`Round.renew_until`), never the server's.
 
 This module is the policy side only (no network, nothing of the exchange), so parking and
-expiry can ask it: :func:`renewable`, :func:`deadline`, :func:`claim`, and the comparison of
-two rounds' questions (:func:`same_questions`, :func:`what_changed`).
+expiry can ask it: :func:`renewable`, :func:`deadline`, :func:`expires_at`, :func:`claim`,
+and the comparison of two rounds' questions (:func:`same_questions`, :func:`what_changed`).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ __all__ = [
     "asks_consent",
     "claim",
     "deadline",
+    "expires_at",
     "renewable",
     "same_questions",
     "what_changed",
@@ -64,6 +65,22 @@ def deadline(
         return None
     seconds = PolicySnapshot.from_json(call.policy).renew_for_seconds
     return parked_at + timedelta(seconds=seconds)
+
+
+def expires_at(state_ends: datetime, renew_until: datetime | None, has_state: bool) -> datetime:
+    """When a round really expires (``Round.expires_at``, the expiry task's deadline), given
+    when the server's state of it ends and the person's deadline (``renew_until``, None when
+    the round is not renewed).
+
+    Under renewal the round never outlives the deadline the person sees, and a round the
+    server gave no ``requestState`` is kept until that deadline: there is no state on the
+    server to die, so nothing to renew (:func:`claim` leaves it alone) and nothing that ends
+    sooner. Without renewal it ends with its state, which is also what the person sees."""
+    if renew_until is None:
+        return state_ends
+    if not has_state:
+        return renew_until
+    return min(state_ends, renew_until)
 
 
 def claim(round: Round, now: datetime, schedule: Callable[[datetime], None]) -> bool:

@@ -42,6 +42,7 @@ from .expiry import expire, schedule_expiry
 from .outcomes import complete
 from .parking import park
 from .renewal import asks_consent, renewable, same_questions, what_changed
+from .renewal import expires_at as renewal_expires_at
 from .trail import dump, record
 from .transitions import AlreadyAnswered, this_attempt, transition
 
@@ -146,9 +147,9 @@ def _move(
     """Put ``round`` onto the fresh state (still ``status``), count it and say so."""
     with transaction.atomic():
         now = timezone.now()
-        expires_at = now + call.connection.state_lifetime
-        if round.renew_until is not None:
-            expires_at = min(expires_at, round.renew_until)
+        expires_at = renewal_expires_at(
+            now + call.connection.state_lifetime, round.renew_until, renewal.state is not None
+        )
         if not transition(
             round,
             status,
