@@ -92,11 +92,13 @@ def _reminder_text(round: Any, user: Any, fraction: float) -> Message:
     if round.assigned_user is not None and round.assigned_user.pk != user.pk:
         stands_for = {"person": person_name(round.assigned_user)}
         lines += ["", _("You stand in for %(person)s.") % stands_for]
-    if round.expires_at:
+    # The deadline the round page shows (``answer_by``): under renewal the server's state
+    # (``expires_at``) ends and is renewed long before it.
+    if round.answer_by:
         lines += [
             "",
             _("Answer before %(when)s; after that it cannot be answered.")
-            % {"when": moment_in_zone(round.expires_at)},
+            % {"when": moment_in_zone(round.answer_by)},
         ]
     return subject, "\n".join(lines) + "\n", None, [user.email]
 

@@ -18,9 +18,17 @@ from mrtrweb.calls import engine
 from mrtrweb.calls.access import can_answer
 from mrtrweb.calls.engine import expiry_bucket
 from mrtrweb.calls.models import Call, Round
+from mrtrweb.calls.when import moment_in_zone
+from mrtrweb.people.speaking import writing_to
 from mrtrweb.policies.models import Policy
 from tests.calls.delivery_support import DATABASE_QUEUE, run_tasks
-from tests.policies.reminders_support import answer_on_the_page, kinds, moment, start
+from tests.policies.reminders_support import (
+    answer_on_the_page,
+    kinds,
+    moment,
+    signed_in,
+    start,
+)
 from tests.support.factories import make_connection, make_user
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("inline_tasks")]
@@ -230,3 +238,38 @@ def test_an_escalation_due_after_an_answer_does_nothing(
     round.refresh_from_db()
     assert (round.assigned_user, round.escalated_at) == (people["ada"], None)
     assert mailoutbox == []
+
+
+def test_a_reminder_names_the_deadline_the_round_page_shows(
+    connection: Any, people: dict[str, Any], mailoutbox: Any
+) -> None:
+    # Under renewal the server's state (an hour here) is renewed behind the person's deadline
+    # (a week): the emails name the week, as the round page's Due does.
+    Policy.objects.create(
+        connection=connection, renew_expired=True, renew_unsafe=True, reminders=[0.5]
+    )
+    call = engine.start_call(
+        connection=connection,
+        method=Call.Method.TOOL,
+        target="approve_deploy",
+        arguments={"service": "api"},
+        user=people["carl"],
+        route_user=people["ada"],
+    )
+    assert call.status == Call.Status.WAITING, call.error
+    round = call.rounds.get()
+    assert round.has_request_state
+    assert round.answer_by == round.created_at + timedelta(days=7)
+    assert round.expires_at == round.created_at + timedelta(hours=1)
+    with writing_to(people["ada"]):
+        due, state_ends = moment_in_zone(round.answer_by), moment_in_zone(round.expires_at)
+    page = signed_in(people["ada"]).get(round.get_absolute_url()).content.decode()
+    assert f'Due <time datetime="{round.answer_by.isoformat()}"' in page
+    # Half of the person's week, not of the state's hour.
+    assert round.remind_at == round.created_at + timedelta(days=3.5)
+    assert engine.remind_due(round.remind_at) == 1
+    asked, reminder = mailoutbox[0].body, mailoutbox[-1].body
+    assert "Reminder" in mailoutbox[-1].subject
+    assert f"Answer before {due} (" in asked
+    assert f"Answer before {due};" in reminder
+    assert state_ends not in asked + reminder
