@@ -437,3 +437,23 @@ def test_a_round_without_state_is_kept_until_the_deadline_it_shows(
     assert expiry_runs(late, now=late.answer_by - timedelta(seconds=1)) is False
     assert expiry_runs(late, now=late.answer_by) is True
     assert late.status == Round.Status.EXPIRED
+
+
+def test_a_deadline_shorter_than_the_state_is_when_the_round_expires(
+    fastmcp_renewal: Any, user: Any
+) -> None:
+    # The server would keep the state for an hour; the policy gives the person half of it.
+    connection = make_connection(
+        fastmcp_renewal, name="renew-short", state_lifetime=timedelta(hours=1), auth="header"
+    )
+    refresh_catalog(connection)
+    Policy.objects.create(
+        connection=connection, renew_expired=True, renew_for=timedelta(minutes=30)
+    )
+    round = start(connection, user, "review_order", "G-7").rounds.get()
+    assert round.answer_by == round.renew_until == round.created_at + timedelta(minutes=30)
+    assert round.expires_at == round.answer_by
+    assert expiry_runs(round, now=round.answer_by - timedelta(seconds=1)) is False
+    assert round.status == Round.Status.PENDING
+    assert expiry_runs(round, now=round.answer_by) is True
+    assert round.status == Round.Status.EXPIRED
