@@ -61,7 +61,9 @@ def round_view(round: Round) -> dict[str, Any]:
         "url": _absolute(round.get_absolute_url()),
         "responsesUrl": _absolute(f"/api/v1/rounds/{round.pk}/responses"),
         "inputRequests": round.input_requests,
-        "expiresAt": _iso(round.expires_at),
+        # The person's deadline, as the API and the round page give it: under renewal the
+        # server's state ends and is renewed long before it.
+        "expiresAt": _iso(round.answer_by),
     }
     if round.unsupported_reason:
         view["unsupportedReason"] = round.unsupported_reason

@@ -7,7 +7,7 @@ import json
 import os
 import subprocess
 import sys
-from datetime import timedelta
+from datetime import datetime, timedelta
 from email.utils import format_datetime
 from typing import Any
 
@@ -20,9 +20,11 @@ from django_tasks_db.models import DBTaskResult
 from mrtrweb.api.models import ApiToken
 from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Event
+from mrtrweb.policies.models import Policy
 from mrtrweb.servers.models import Connection
 from mrtrweb.webhooks import InvalidWebhookURL, subscribe
 from mrtrweb.webhooks.models import Delivery, Subscription
+from tests.api.support import api_for
 
 from .receiver import STALL, running_receiver
 
@@ -67,6 +69,23 @@ def run_queued() -> list[DBTaskResult]:
         DBTaskResult.objects.filter(pk=row.pk).update(status="SUCCESSFUL")
         row.task.call(*row.args_kwargs["args"], **row.args_kwargs["kwargs"])
     return rows
+
+
+def test_a_pending_rounds_deadline_is_the_one_its_page_and_the_api_give(
+    conn: Connection, user: Any, token: ApiToken, inline_tasks: None
+) -> None:
+    # Under renewal the server's state (ten minutes) is renewed behind the person's week.
+    Policy.objects.create(connection=conn, renew_expired=True, renew_unsafe=True)
+    call = start(conn, user, "purchase", {"item": "tea", "quantity": 2})
+    round = call.rounds.get()
+    assert round.renew_until is not None and round.expires_at < round.renew_until
+    with running_receiver(token.webhook_secret) as rx:
+        subscribe(call, rx.url(), token)
+    (pending,) = (r.json for r in rx.received)
+    (shown,) = api_for(user).get(f"/calls/{call.pk}").json()["rounds"]
+    told = pending["round"]["expiresAt"]
+    assert datetime.fromisoformat(told) == datetime.fromisoformat(shown["expiresAt"])
+    assert datetime.fromisoformat(told) == round.answer_by == round.renew_until
 
 
 def test_a_program_hears_each_pending_round_then_the_result(
