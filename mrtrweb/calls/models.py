@@ -234,7 +234,9 @@ class Round(assignment("rounds")):
     )
     claimed_at = models.DateTimeField(null=True, blank=True)
     # When the server's state for this round dies (the connection's state_lifetime): the
-    # expiry task's deadline. Without a renewal policy it is also the person's deadline.
+    # expiry task's deadline. Without a renewal policy it is also the person's deadline; with
+    # one it never passes the person's, and a round without state is kept until the person's
+    # (engine.renewal.expires_at).
     expires_at = models.DateTimeField(null=True, blank=True)
     # Renewal policy (engine.renewal): the person's deadline (parked + the policy's renew_for),
     # set only when the call's rounds are renewed; until then an expired state is renewed
