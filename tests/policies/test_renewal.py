@@ -4,7 +4,7 @@ Real peers, no mocks: the fastmcp peer (in this process) and the official SDK's 
 subprocess), both with ``--extra-tools renewal`` (tests/peers/_renewal_tools.py) and a state
 lifetime of one second, which the connection knows too. The server's state really dies: each
 test waits for it (a second or two), then runs what the expiry task runs. Deadlines of days
-(the person's) are reached with the engine's clock (``now=``), not by waiting.
+(the person's) are reached with the engine's clock (``now=``) or time-machine, not by waiting.
 """
 
 from __future__ import annotations
