@@ -82,6 +82,10 @@ def test_metadata_on_another_loopback_port_is_not_fetched(
     details = signed_in(olga).get(panel(connection)).content.decode()
     assert f"127.0.0.1:{internal.port}" in details
     assert "127.0.0.1 is not a public address" in details
+    # An operator who opens the connect page itself reads the same details there.
+    own_view = signed_in(olga).get(connect_page(connection)).content.decode()
+    assert f"127.0.0.1:{internal.port}" in own_view
+    assert internal.log == []
     assert not Discovery.objects.exists()
 
 
