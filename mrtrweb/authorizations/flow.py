@@ -11,7 +11,10 @@ Beside it: :mod:`.addresses` (mrtrweb's own URLs, where a person may be sent bac
 :mod:`.client_credentials` (the connection's own token) and :mod:`.revoking` (disconnecting).
 
 Every error a person may read is a :class:`FlowError` in words: never a token, a verifier or a
-secret (server text may appear; templates escape it).
+secret (server text may appear; templates escape it). A :class:`SetupFailed` is the server's
+sign-in that could not be set up (discovery, mrtrweb's client, an unreachable endpoint): its
+details (addresses, statuses, what came back) are for operators; everyone else reads
+:data:`SETUP_FAILED` only, so the pages tell nobody what lies at an address a server named.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from mrtrweb.db.prepared import Prepared
 from mrtrweb.mcp import io_loop
 from mrtrweb.servers.models import Connection
 
-from . import store
+from . import failures, store
 from .addresses import CLIENT_NAME, callback_url, metadata_document_url, safe_return_to
 from .models import Authorization, ClientRegistration, Discovery, PendingAuthorization
 from .pending import HELD, PENDING_LIFETIME, digest, forget_expired, session_digest, take_draft
@@ -42,8 +45,10 @@ from .refresh import with_http
 from .signals import connected
 
 __all__ = [
+    "SETUP_FAILED",
     "Completed",
     "FlowError",
+    "SetupFailed",
     "begin",
     "client_for",
     "complete",
@@ -67,6 +72,18 @@ DISCOVERY_FRESH = timedelta(minutes=10)
 
 class FlowError(Exception):
     """A refusal or failure, in words fit for the person who caused it."""
+
+
+class SetupFailed(FlowError):
+    """The server's sign-in could not be set up; the message is the details, for operators."""
+
+
+SETUP_FAILED = "This server's sign-in could not be set up; ask your operator."
+
+
+def _setup_failed(connection: Connection, detail: str) -> SetupFailed:
+    failures.remember(connection, detail)
+    return SetupFailed(detail)
 
 
 # -- running the protocol from a plain (sync) view ----------------------------------------
@@ -99,6 +116,8 @@ def discovery_for(
     """The connection's discovery: the stored one while fresh, else discovered (and stored).
 
     A challenge (a 401's ``WWW-Authenticate``) always discovers again, from where it points.
+    A failure less than ``failures.FAILURE_KEPT`` old is raised again without fetching,
+    unless ``refresh`` (an operator's "Discover now").
     """
     row, stored = stored_discovery(connection)
     fresh = (
@@ -109,6 +128,9 @@ def discovery_for(
     )
     if fresh and not refresh and challenge is None and stored is not None:
         return stored
+    failed = None if refresh else failures.recent(connection)
+    if failed is not None:
+        raise SetupFailed(failed)
     # Where the metadata was found last time, should the server not say it again.
     known_place = (
         stored.resource_metadata_url
@@ -127,17 +149,18 @@ def discovery_for(
     try:
         found = run_protocol(connection, job)
     except oauth.ResourceMismatch as exc:
-        raise FlowError(
-            f"{connection} cannot be connected: its metadata names another server. {exc}"
-        ) from exc
+        detail = f"{connection} cannot be connected: its metadata names another server. {exc}"
+        raise _setup_failed(connection, detail) from exc
     except oauth.IssuerMismatch as exc:
-        raise FlowError(
+        detail = (
             f"{connection} cannot be connected: its authorization server's identity does not "
             f"match. {exc}"
-        ) from exc
+        )
+        raise _setup_failed(connection, detail) from exc
     except oauth.OAuthError as exc:
-        raise FlowError(f"{connection}: OAuth discovery failed. {exc}") from exc
+        raise _setup_failed(connection, f"{connection}: OAuth discovery failed. {exc}") from exc
     store.save_discovery(connection, found)
+    failures.forget(connection)
     return found
 
 
@@ -224,7 +247,8 @@ def client_for(
     try:
         identity = run_protocol(connection, job)
     except oauth.OAuthError as exc:
-        raise FlowError(f"{connection}: mrtrweb could not identify itself. {exc}") from exc
+        detail = f"{connection}: mrtrweb could not identify itself. {exc}"
+        raise _setup_failed(connection, detail) from exc
     return _save_identity(connection, identity), identity
 
 
@@ -290,7 +314,7 @@ def begin(
             discovery, identity, redirect_uri=callback_url(), scopes=scopes
         )
     except oauth.OAuthError as exc:
-        raise FlowError(f"{connection} cannot be connected. {exc}") from exc
+        raise _setup_failed(connection, f"{connection} cannot be connected. {exc}") from exc
     if held:
         draft = take_draft(request, connection, held)
     forget_expired()
@@ -383,6 +407,9 @@ def complete(request: HttpRequest, params: Mapping[str, str]) -> Completed:
                 "Nothing was saved."
             ) from exc
         raise FlowError(f"{connection} was not connected. {exc}") from exc
+    except oauth.Unreachable as exc:
+        # The token endpoint is an address the authorization server chose.
+        raise SetupFailed(f"{connection} was not connected. {exc}") from exc
     except oauth.OAuthError as exc:
         raise FlowError(f"{connection} was not connected. {exc}") from exc
     owner = request.user if pending.kind == Authorization.Kind.PERSON else None

@@ -33,11 +33,11 @@ from asgiref.sync import async_to_sync
 from django.db import connection as db_connection
 from django.db import transaction
 
-from mrtrweb import oauth
+from mrtrweb import netguard, oauth
 from mrtrweb.mcp import io_loop
 from mrtrweb.servers.models import Connection
 
-from . import store
+from . import failures, store
 from .models import Authorization
 from .store import Held
 
@@ -73,13 +73,26 @@ def _tls() -> ssl.SSLContext:
 
 
 def with_http(connection: Connection, job: Callable[[httpx.AsyncClient], Awaitable[T]]) -> T:
-    """Run ``job`` with an HTTP client made the way MCP's are (tests mount peers there)."""
+    """Run ``job`` with an HTTP client made the way MCP's are (tests mount peers there),
+    held to the address rules: OAuth requests go where a server points (its metadata, its
+    authorization server's endpoints), so only to public addresses, the connection's own
+    origin and what its operator allowed (``Connection.oauth_allowed_hosts``); never
+    redirected (``new_http`` follows none)."""
+    allowance = netguard.Allowance.of(connection.url, connection.oauth_allowed_hosts)
+    backend = netguard.AsyncGuardedBackend(
+        allowance.rules(), trusts=allowance.trusts, label="OAuth request refused"
+    )
+
+    async def vet(request: httpx.Request) -> None:
+        netguard.vet_url(request.url, allowance, request=request)
 
     async def run() -> T:
         async with io_loop.new_http(
             connect_timeout=connection.connect_timeout,
             read_timeout=connection.read_timeout,
             verify=_tls(),
+            transport=netguard.async_transport(backend, verify=_tls()),
+            on_request=vet,
         ) as http:
             return await job(http)
 
@@ -96,8 +109,16 @@ def discovery_for_connection(
     found = store.saved_discovery(connection)
     if found is not None:
         return found
-    found = with_http(connection, lambda http: oauth.discover(http, connection.url, challenge))
+    failed = failures.recent(connection)
+    if failed is not None:
+        raise oauth.DiscoveryError(failed)  # as the connect page does: not fetched again
+    try:
+        found = with_http(connection, lambda http: oauth.discover(http, connection.url, challenge))
+    except oauth.OAuthError as exc:
+        failures.remember(connection, f"{connection}: OAuth discovery failed. {exc}")
+        raise
     store.save_discovery(connection, found)
+    failures.forget(connection)
     return found
 
 

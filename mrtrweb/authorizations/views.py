@@ -23,7 +23,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 
 from mrtrweb import oauth
 from mrtrweb.http import SeeOther
-from mrtrweb.people.roles import is_operator
+from mrtrweb.people.roles import is_admin, is_operator
 from mrtrweb.servers.exposure import startable_connections
 from mrtrweb.servers.models import Connection
 
@@ -64,6 +64,17 @@ def _connectable(request: HttpRequest, name: str) -> tuple[Connection, str]:
     return connection, kind
 
 
+def _shown(request: HttpRequest, exc: flow.FlowError) -> str:
+    """What ``request.user`` reads of a failure: the details of a sign-in that could not be
+    set up only for operators and admins (they name addresses a server chose and what came
+    back from them); everyone else the one plain sentence, whatever went wrong."""
+    if isinstance(exc, flow.SetupFailed) and not (
+        is_operator(request.user) or is_admin(request.user)
+    ):
+        return flow.SETUP_FAILED
+    return str(exc)
+
+
 def _default_after(kind: str, connection: Connection) -> str:
     if kind == Authorization.Kind.SHARED:
         return reverse("authorizations:connection", kwargs={"name": connection.name})
@@ -85,7 +96,8 @@ def connect(request: HttpRequest, connection: str) -> HttpResponse:
             url = flow.begin(request, conn, kind, after, held=held or None)
         except flow.FlowError as exc:
             logger.info("connect %s by %s failed: %s", conn.name, request.user.get_username(), exc)
-            return _connect_page(request, conn, kind, after, held, error=str(exc), status=502)
+            error = _shown(request, exc)
+            return _connect_page(request, conn, kind, after, held, error=error, status=502)
         logger.info("connect %s by %s: sent to the authorization server", conn.name, request.user)
         return _AuthorizationServerRedirect(url)
     return _connect_page(request, conn, kind, after, held)
@@ -108,7 +120,7 @@ def _connect_page(
         try:
             discovery = flow.discovery_for(conn)
         except flow.FlowError as exc:
-            error, status = str(exc), 502
+            error, status = _shown(request, exc), 502
     context = {
         "connection": conn,
         "kind": kind,
@@ -163,7 +175,7 @@ def callback(request: HttpRequest) -> HttpResponse:
         logger.info("oauth callback refused for %s: %s", request.user.get_username(), exc)
         # Shown at an address of its own: the callback's query (a code, a state) must stay
         # out of the page, the browser's history and what the page links to.
-        request.session[FAILURE_KEY] = str(exc)
+        request.session[FAILURE_KEY] = _shown(request, exc)
         return SeeOther(reverse("authorizations:failed"))
     authorization = done.authorization
     connection = authorization.connection

@@ -20,7 +20,7 @@ import contextvars
 import os
 import ssl
 import threading
-from collections.abc import Coroutine, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from http.cookiejar import Cookie, CookieJar
 from typing import Any, TypeVar
 
@@ -144,6 +144,8 @@ def new_http(
     read_timeout: float,
     verify: ssl.SSLContext,
     keep_cookies: bool = False,
+    transport: httpx.AsyncBaseTransport | None = None,
+    on_request: Callable[[httpx.Request], Awaitable[None]] | None = None,
 ) -> httpx.AsyncClient:
     """The HTTP client MCP requests go through, pooled or not: the one place they are made.
 
@@ -153,6 +155,11 @@ def new_http(
     back with the next person's. A sessionless request stands alone and needs none. Only a
     handshake-era session's own client keeps them, for that session's life: a load balancer's
     affinity cookie may be what holds the session to the server that has it.
+
+    ``transport`` replaces the network for every origin no test peer answers (OAuth's
+    guarded one, for URLs a server chose), and proxies from the environment are then not
+    used: they would be the only address it saw. ``on_request`` sees every request before it
+    is sent, a test peer's too, and refuses one by raising an ``httpx.RequestError``.
     """
     return httpx.AsyncClient(
         timeout=httpx.Timeout(read_timeout, connect=connect_timeout, pool=connect_timeout),
@@ -160,6 +167,9 @@ def new_http(
         verify=verify,
         mounts=dict(_in_process) or None,
         cookies=None if keep_cookies else _NoCookies(),
+        transport=transport,
+        trust_env=transport is None,
+        event_hooks={"request": [on_request]} if on_request is not None else None,
     )
 
 

@@ -20,6 +20,8 @@ from django.core.validators import MinValueValidator, URLValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from mrtrweb.netguard import InvalidAllowance, parse_allowance
+
 from .headers import HEADER_VALUE, HeaderError, parse_headers
 from .models import DEFAULT_QUESTION_DEADLINE, Connection
 from .routing_fields import RouteUserField, apply_routing
@@ -140,8 +142,12 @@ class ConnectionForm(forms.ModelForm):
             "auth",
             "oauth_client_id",
             "oauth_scopes",
+            "oauth_allowed_hosts",
         ]
-        widgets = {"auth": forms.RadioSelect}
+        widgets = {
+            "auth": forms.RadioSelect,
+            "oauth_allowed_hosts": forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
+        }
         labels = {
             "name": "Name",
             "url": "URL",
@@ -157,6 +163,7 @@ class ConnectionForm(forms.ModelForm):
             "auth": "How mrtrweb authenticates",
             "oauth_client_id": "Client ID",
             "oauth_scopes": "Scopes",
+            "oauth_allowed_hosts": _("Addresses OAuth may reach"),
         }
         help_texts = {
             "name": "Letters, digits, - and _; part of page addresses, so it cannot change later.",
@@ -178,6 +185,12 @@ class ConnectionForm(forms.ModelForm):
             "neither client ID metadata documents nor dynamic registration.",
             "oauth_scopes": "Space-separated, for client credentials when the server names "
             "none. People are asked for the scopes the server names.",
+            "oauth_allowed_hosts": _(
+                "The server and its authorization server name the addresses mrtrweb fetches "
+                "to set up sign-in. Besides this server's own origin, only public addresses "
+                "are fetched. Host names or IP networks allowed too (such as "
+                "auth.internal.example or 10.20.0.0/16), one a line."
+            ),
         }
 
     field_order = [
@@ -195,6 +208,7 @@ class ConnectionForm(forms.ModelForm):
         "oauth_private_key",
         "clear_private_key",
         "oauth_scopes",
+        "oauth_allowed_hosts",
         "connect_timeout",
         "read_timeout",
         "max_response_bytes",
@@ -316,6 +330,13 @@ class ConnectionForm(forms.ModelForm):
     def clean_oauth_scopes(self) -> str:
         return " ".join(self.cleaned_data["oauth_scopes"].split())
 
+    def clean_oauth_allowed_hosts(self) -> str:
+        try:
+            names, networks = parse_allowance(self.cleaned_data["oauth_allowed_hosts"])
+        except InvalidAllowance as exc:
+            raise forms.ValidationError(str(exc), code="allowed_hosts") from None
+        return "\n".join((*names, *networks))
+
     def clean_question_deadline(self) -> float:
         value = self.cleaned_data.get("question_deadline")
         if value is None:
@@ -343,6 +364,9 @@ class ConnectionForm(forms.ModelForm):
         apply_routing(self, cleaned)
         if "state_lifetime" in cleaned:
             self.instance.state_lifetime = cleaned["state_lifetime"]
+        if {"url", "oauth_allowed_hosts"} & set(self.changed_data):
+            # A sign-in that could not be set up is tried again under the new settings.
+            self.instance.oauth_failed_at = None
         return cleaned
 
     def _kept(self, cleaned: dict[str, Any], field: str, clear: str) -> bool:

@@ -91,6 +91,15 @@ class Connection(RoutingTarget):
     oauth_private_key = EncryptedTextField(blank=True, default="")
     # Space-separated scopes to ask for when the server names none (client credentials).
     oauth_scopes = models.CharField(max_length=2000, blank=True, default="")
+    # OAuth requests go where the server and its authorization server point, held to the
+    # address rules (public addresses only) but for the connection's own origin and what an
+    # operator allows here: host names and IP networks, one a line (mrtrweb.netguard).
+    oauth_allowed_hosts = models.TextField(blank=True, default="")
+    # The last time this connection's sign-in could not be set up (discovery failed), and why
+    # in full: operators read it, end users are told to ask them; kept a few minutes so a
+    # page view does not fetch again (authorizations.flow.discovery_for).
+    oauth_failed_at = models.DateTimeField(null=True, blank=True)
+    oauth_failure = models.TextField(blank=True, default="")
     connect_timeout = models.FloatField(default=10.0, validators=[MinValueValidator(0.1)])
     read_timeout = models.FloatField(default=60.0, validators=[MinValueValidator(0.1)])
     max_response_bytes = models.PositiveIntegerField(default=10_000_000)

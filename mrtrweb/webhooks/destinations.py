@@ -10,30 +10,33 @@ the deployment's network, so destinations are checked twice:
   dotted form (``0177.0.0.1``, ``0x7f.1``, ``2130706433`` and ``127.1`` all mean 127.0.0.1 to
   a resolver); and, for an IP literal or ``localhost``, the address rules below; names are
   not resolved here (no DNS in a request);
-- when connecting (:class:`mrtrweb.webhooks.transport.GuardedBackend`): every address the
-  name resolves to must pass, and the connection goes to that vetted address, so a name that
-  re-resolves to an internal address between check and use (DNS rebinding) is refused.
+- when connecting (:class:`mrtrweb.netguard.GuardedBackend`, in :mod:`.transport`): every
+  address the name resolves to must pass, and the connection goes to that vetted address, so
+  a name that re-resolves to an internal address between check and use (DNS rebinding) is
+  refused.
 
-Address rules: an address inside ``MRTRWEB_WEBHOOK_ALLOWED_NETWORKS`` is allowed. Otherwise
-link-local (169.254.0.0/16, fe80::/10: cloud metadata endpoints live there), multicast,
-unspecified and reserved addresses are refused; loopback, private (RFC 1918, fc00::/7), shared
-(100.64.0.0/10) and every other non-global address only when ``MRTRWEB_WEBHOOK_ALLOW_PRIVATE``
-is on (default: only with ``DEBUG``); public addresses are allowed. An IPv6 address that
-carries an IPv4 one (IPv4-mapped, 6to4, Teredo) is judged by that IPv4 address too.
+Address rules (:mod:`mrtrweb.netguard.addresses`, shared with OAuth's requests): an address
+inside ``MRTRWEB_WEBHOOK_ALLOWED_NETWORKS`` is allowed. Otherwise link-local (169.254.0.0/16,
+fe80::/10: cloud metadata endpoints live there), multicast, unspecified and reserved addresses
+are refused; loopback, private (RFC 1918, fc00::/7), shared (100.64.0.0/10) and every other
+non-global address only when ``MRTRWEB_WEBHOOK_ALLOW_PRIVATE`` is on (default: only with
+``DEBUG``); public addresses are allowed. An IPv6 address that carries an IPv4 one
+(IPv4-mapped, 6to4, Teredo) is judged by that IPv4 address too.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
-import socket
 from urllib.parse import urlsplit
 
 import httpx
 
+from mrtrweb import netguard
+from mrtrweb.netguard import IPAddress
+
 from . import conf
 
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 MAX_URL_LENGTH = 2000
 MAX_HOST_LENGTH = 253
 MAX_LABEL_LENGTH = 63
@@ -54,70 +57,24 @@ class DestinationRefused(InvalidWebhookURL):
     """A destination address that the deployment's rules refuse."""
 
 
-def _allowed(address: IPAddress) -> bool:
-    for network in conf.allowed_networks():
-        try:
-            if address in ipaddress.ip_network(network, strict=False):
-                return True
-        except ValueError:
-            continue  # a malformed entry allows nothing
-    return False
-
-
-def _embedded_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
-    """IPv4 addresses an IPv6 address leads to through 6to4 or Teredo (NAT64's
-    ``64:ff9b::/96`` needs no look: Python counts all of ``::/8`` reserved)."""
-    found: list[ipaddress.IPv4Address] = []
-    if address.sixtofour is not None:
-        found.append(address.sixtofour)
-    if address.teredo is not None:
-        found.extend(address.teredo)
-    return found
-
-
-def _own_refusal(address: IPAddress) -> str | None:
-    if _allowed(address):
-        return None
-    if address.is_link_local or address.is_multicast or address.is_unspecified:
-        return f"{address} is a link-local, multicast or unspecified address"
-    if address.is_reserved:
-        return f"{address} is a reserved address"
-    if not address.is_global and not conf.allow_private():
-        return (
-            f"{address} is not a public address "
-            "(MRTRWEB_WEBHOOK_ALLOW_PRIVATE is off on this deployment)"
-        )
-    return None
+def rules() -> netguard.Rules:
+    """The deployment's address rules for webhooks (read on every use: tests change them)."""
+    return netguard.Rules(
+        networks=tuple(conf.allowed_networks()),
+        allow_private=conf.allow_private(),
+        private_hint="MRTRWEB_WEBHOOK_ALLOW_PRIVATE is off on this deployment",
+    )
 
 
 def refusal(address: IPAddress) -> str | None:
     """Why ``address`` may not receive webhooks, or ``None`` if it may."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    reason = _own_refusal(address)
-    if reason is not None or not isinstance(address, ipaddress.IPv6Address):
-        return reason
-    if _allowed(address):
-        return None
-    # Python calls 6to4 addresses global whatever IPv4 address they carry.
-    for inner in _embedded_ipv4(address):
-        inner_reason = _own_refusal(inner)
-        if inner_reason is not None:
-            return f"{address} leads to {inner}: {inner_reason}"
-    return None
+    return netguard.refusal(address, rules())
 
 
 def check_address(address: IPAddress) -> None:
     reason = refusal(address)
     if reason is not None:
         raise DestinationRefused(f"webhook destination refused: {reason}")
-
-
-def _literal(host: str) -> IPAddress | None:
-    try:
-        return ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        return None
 
 
 def _unusual_ipv4(host: str) -> bool:
@@ -206,7 +163,7 @@ def check_url(url: str) -> str:
         raise InvalidWebhookURL("the webhook URL's host must not end with a dot")
     if _unusual_ipv4(host):
         raise _dotted_form(host)
-    address = _literal(host)
+    address = netguard.literal(host)
     if address is None:
         _check_host_name(host)
         if host == "localhost" or host.endswith(".localhost"):
@@ -214,16 +171,3 @@ def check_url(url: str) -> str:
     if address is not None:
         check_address(address)
     return url
-
-
-def resolve(host: str, port: int) -> list[IPAddress]:
-    """Every address ``host`` resolves to (an IP literal is its own answer)."""
-    literal = _literal(host)
-    if literal is not None:
-        return [literal]
-    found: list[IPAddress] = []
-    for *_, sockaddr in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM):
-        address = ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0])
-        if address not in found:
-            found.append(address)
-    return found

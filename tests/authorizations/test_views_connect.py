@@ -81,12 +81,17 @@ def test_connect_page_explains_and_posts(ada: Any, connection: Connection, peer:
 
 
 def test_connect_page_says_when_the_server_cannot_be_connected(
-    ada: Any, connection: Connection, peer: OAuthPeer
+    ada: Any, olga: Any, connection: Connection, peer: OAuthPeer
 ) -> None:
     peer.resource = "https://elsewhere.example/mcp"
     page = signed_in(ada).get(connect_url(connection))
     assert page.status_code == 502
-    assert "metadata names another server" in page.content.decode()
+    body = page.content.decode()
+    # The person is told whom to ask; what the server's metadata said is for operators.
+    assert "sign-in could not be set up; ask your operator" in body
+    assert "elsewhere.example" not in body
+    panel = signed_in(olga).get(reverse("authorizations:connection", args=[connection.name]))
+    assert "metadata names another server" in panel.content.decode()
 
 
 def test_connect_and_callback_save_the_tokens_encrypted(
@@ -330,7 +335,8 @@ def test_mismatched_resource_is_refused_with_a_clear_message(
     body = response.content.decode()
     assert response.status_code == 502
     assert "Could not connect" in body
-    assert "metadata names another server" in body
+    assert "sign-in could not be set up; ask your operator" in body
+    assert "elsewhere.example" not in body
     assert not PendingAuthorization.objects.exists()
     assert not Discovery.objects.exists()
 

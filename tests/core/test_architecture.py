@@ -90,6 +90,8 @@ RULES = [
         allow=("mrtrweb.mcp",),
         third_party=only("httpx", "authlib", "joserfc", "cryptography"),
     ),
+    # Where mrtrweb may connect when someone else chose the address: webhooks and OAuth.
+    Rule("mrtrweb.netguard", ("mrtrweb",), third_party=only("httpx", "httpcore")),
     Rule(
         "mrtrweb.elicitation",
         ("mrtrweb", "django.db", "django.contrib", "django.views", "django.http", "django.urls"),
@@ -275,7 +277,7 @@ def test_every_package_has_a_row() -> None:
     assert not missing, f"add a row to RULES and to docs/architecture.md for: {missing}"
 
 
-@pytest.mark.parametrize("package", ["mrtrweb.mcp", "mrtrweb.oauth"])
+@pytest.mark.parametrize("package", ["mrtrweb.mcp", "mrtrweb.oauth", "mrtrweb.netguard"])
 def test_importing_every_protocol_module_loads_no_django(package: str) -> None:
     # The AST check sees our own statements; this catches a dependency that drags Django in.
     script = f"""

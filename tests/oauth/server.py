@@ -72,6 +72,10 @@ class Behaviour:
     # Every tools/call answers 403 asking for a new scope, forever (a step-up that never ends).
     endless_step_up: bool = False
     approve: bool = True  # False: the authorization endpoint shows a page (a person is needed)
+    # A hostile server: where its 401 says the metadata is (default: its own), and where
+    # ``/moved`` redirects to.
+    challenge_metadata: str | None = None
+    moved_to: str | None = None
     client_public_key: Any = None  # for private_key_jwt
 
 
@@ -153,6 +157,8 @@ class OAuthPeer:
                 return self.register(entry)
         if path == "/mcp" and request.method == "POST":
             return self.mcp(entry)
+        if path == "/moved" and b.moved_to:
+            return RedirectResponse(b.moved_to, status_code=302)
         return JSONResponse({"error": "not_found"}, status_code=404)
 
     def metadata_path(self, issuer_path: str) -> str:
@@ -334,6 +340,8 @@ class OAuthPeer:
             params["resource_metadata"] = f"{self.base}/.well-known/oauth-protected-resource/mcp"
             if not b.prm_path_based:
                 params["resource_metadata"] = f"{self.base}/.well-known/oauth-protected-resource"
+            if b.challenge_metadata:
+                params["resource_metadata"] = b.challenge_metadata
         return "Bearer " + ", ".join(f'{k}="{v}"' for k, v in params.items())
 
     def mcp(self, entry: dict[str, Any]) -> Response:
