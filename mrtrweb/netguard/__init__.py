@@ -5,8 +5,8 @@ rules in.
 
 - :mod:`.addresses`: which IP addresses a set of :class:`Rules` allows;
 - :mod:`.backends`: httpcore network backends that resolve a name themselves, vet every
-  address and connect to a vetted one (no window for DNS rebinding), and the httpx
-  transports built on them;
+  address and connect to a vetted one (no window for DNS rebinding);
+- :mod:`.transports`: the httpx transports whose connections go through such a backend;
 - :mod:`.allowance`: what one destination trusts beyond the rules (an origin, host names,
   networks), and the check of a URL before anything is sent.
 """
@@ -20,15 +20,16 @@ from .backends import (
     GuardedBackend,
     Refused,
     RefusedURL,
-    async_transport,
-    sync_transport,
     was_refused,
 )
+from .transports import AsyncGuardedTransport, GuardedTransport, async_transport, sync_transport
 
 __all__ = [
     "Allowance",
     "AsyncGuardedBackend",
+    "AsyncGuardedTransport",
     "GuardedBackend",
+    "GuardedTransport",
     "IPAddress",
     "InvalidAllowance",
     "Refused",

@@ -1,5 +1,5 @@
-"""Network backends that only connect to addresses the rules allow, and the httpx
-transports built on them.
+"""Network backends that only connect to addresses the rules allow (:mod:`.transports` puts
+them under httpx).
 
 A backend resolves the host itself, checks every address it resolves to, and connects to a
 vetted one, so the address checked is the address used (no window for DNS rebinding). A host
@@ -10,7 +10,6 @@ allowed) is connected to as given.
 from __future__ import annotations
 
 import asyncio
-import ssl
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -154,31 +153,3 @@ def was_refused(exc: BaseException) -> bool:
             return True
         seen = seen.__cause__ or seen.__context__
     return False
-
-
-# httpx has no public hook for the network backend: each transport's pool is replaced by one
-# built on ours, in this one place (tests/webhooks and tests/authorizations prove the guard is
-# in the path).
-
-
-def sync_transport(backend: GuardedBackend, *, max_connections: int = 1) -> httpx.HTTPTransport:
-    """An httpx transport that connects through ``backend`` only, no proxies from the
-    environment (a proxy would be the only address vetted)."""
-    transport = httpx.HTTPTransport(trust_env=False)
-    transport._pool.close()
-    transport._pool = httpcore.ConnectionPool(
-        ssl_context=httpx.create_ssl_context(trust_env=False),
-        max_connections=max_connections,
-        network_backend=backend,
-    )
-    return transport
-
-
-def async_transport(
-    backend: AsyncGuardedBackend, *, verify: ssl.SSLContext
-) -> httpx.AsyncHTTPTransport:
-    """The asynchronous transport through ``backend``, as :func:`sync_transport`; its pool
-    is new and holds no connection, so the one it replaces needs no closing."""
-    transport = httpx.AsyncHTTPTransport(trust_env=False, verify=verify)
-    transport._pool = httpcore.AsyncConnectionPool(ssl_context=verify, network_backend=backend)
-    return transport
