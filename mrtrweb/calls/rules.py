@@ -161,6 +161,17 @@ def routed_to(world: World, person: int, round: Round) -> bool:
     )
 
 
+def waits_for(world: World, person: int, round: Round) -> bool:
+    """Whether the inbox lists ``round`` (pending) as waiting for ``person``: routed to them,
+    and a split round only while a part asked of them (or their groups) waits."""
+    if round.split:
+        return any(
+            p.answered_by is None and (p.user == person or world.in_group(person, p.group))
+            for p in round.parts
+        )
+    return routed_to(world, person, round)
+
+
 def sees_round(world: World, person: int, round: Round) -> bool:
     if person not in world.active:
         return False
@@ -214,12 +225,19 @@ def vote_for(world: World, person: int, round: Round) -> int:
     return stood_in if stood_in is not None else person
 
 
-def may_vote(world: World, person: int, round: Round, cast: frozenset[int] = frozenset()) -> bool:
+def may_vote(
+    world: World,
+    person: int,
+    round: Round,
+    cast: frozenset[int] = frozenset(),
+    voters: frozenset[int] = frozenset(),
+) -> bool:
     """Whether ``person`` may propose or vote on quorum ``round`` whose votes so far were cast
-    for the people ``cast`` (:func:`vote_for`).
+    by ``voters`` for the people ``cast`` (:func:`vote_for`).
 
     Only whom the round is routed to, with an admin no exception; under an approvers group,
-    only for one of its members; one vote each, whether they cast it or their stand-in did.
+    only for one of its members; one vote each, whether they cast it or their stand-in did,
+    and nobody casts two.
     """
     if not round.quorum or round.status != PENDING or person not in world.active:
         return False
@@ -228,4 +246,4 @@ def may_vote(world: World, person: int, round: Round, cast: frozenset[int] = fro
     voter = vote_for(world, person, round)
     if round.approvers is not None and not world.in_group(voter, round.approvers):
         return False
-    return voter not in cast
+    return voter not in cast and person not in voters

@@ -101,11 +101,14 @@ def eligible(round: Round, user: Any, policy: PolicySnapshot | None = None) -> b
 
 
 def _already_cast(round: Round, user: Any) -> bool:
-    """Whether the vote ``user`` would cast (:func:`cast_for`) was cast, by them or for them."""
+    """Whether ``user`` voted (for anyone), or the vote they would cast (:func:`cast_for`)
+    was cast, by them or for them."""
     whose = cast_for(round, user).pk
     return (
         Vote.objects.filter(round=round)
-        .filter(Q(for_user_id=whose) | Q(for_user__isnull=True, voter_id=whose))
+        .filter(
+            Q(voter_id=user.pk) | Q(for_user_id=whose) | Q(for_user__isnull=True, voter_id=whose)
+        )
         .exists()
     )
 
