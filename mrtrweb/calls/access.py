@@ -1,6 +1,7 @@
 """Who may see a call and answer its rounds: the one place the pages ask.
 
-- Admins (``calls.manage_rounds``, superusers included) see and manage everything.
+- Admins (``calls.manage_rounds``, superusers included) see and manage everything; under a
+  quorum they vote only as approvers, as anyone (``engine.quorum.eligible``).
 - Anyone else sees the calls they started, and the rounds routed to them: assigned to them,
   or to one of their groups and not claimed by someone else. Through such a round they also
   see its call.
@@ -11,12 +12,12 @@
   a reassignment ends the standing in. Nothing else of the absent person's is shown.
 - A round is answered by its assignee (or their stand-in, or the person it was delegated
   from), or by a member of its group who has not been beaten to it by another member's claim.
-
-``calls.rules`` states the same rules over plain values; ``tests/calls/test_rules.py`` holds
-these queries to it.
 - A split round (issue 17) is routed by its parts instead: each person sees and answers only
   the part (the questions) routed to them, or to one of their groups (:func:`part_for`,
   :func:`shown_to`); its own assignee answers only the part no route named.
+
+``calls.rules`` states the same rules over plain values; ``tests/calls/test_rules.py`` holds
+these queries to it.
 """
 
 from __future__ import annotations
