@@ -361,6 +361,8 @@ def test_who_sees_and_answers_each_round_is_the_references(drawn: Drawn) -> None
                 parts = list(row.parts.order_by("id").values_list("pk", flat=True))
                 index = parts.index(part.pk) if part is not None else None
                 assert index == rules.part_for(s.world, n, ref), where
+                ATTEMPTS["round checks"] += 1
+                ATTEMPTS["rounds seen"] += expected
             if user.is_active:  # the header's count of the rounds that wait for them
                 waiting = sum(
                     rules.waits_for(s.world, n, ref)
@@ -451,6 +453,8 @@ def test_who_may_vote_on_a_quorum_round_is_the_references(drawn: Drawn) -> None:
                 except engine.EngineError:
                     voted = False
                 assert voted == may, (n, ref, cast, drawn)
+                ATTEMPTS["vote checks"] += 1
+                ATTEMPTS["votes allowed"] += may
         ATTEMPTS["votes"] += 1
 
     check(drawn)
@@ -506,3 +510,4 @@ def test_every_property_ran_its_examples() -> None:
         pytest.skip("run with the rest of the module")
     for name in ("rounds", "calls", "api", "votes"):
         assert ATTEMPTS[name] >= EXAMPLES // 2, (name, ATTEMPTS)
+    print("property attempts that held:", dict(sorted(ATTEMPTS.items())))  # shown with -s
