@@ -62,6 +62,11 @@ KINDS = {
         409,
         "The round asks for something mrtrweb cannot answer; cancel the call instead.",
     ),
+    "not-eligible": (
+        403,
+        "A quorum round: the policy does not count this person's answers (the approvers are "
+        "others, and admins outside them do not vote).",
+    ),
     "finished": (409, "The call has already finished."),
     "authorization-required": (
         409,

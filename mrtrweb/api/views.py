@@ -314,7 +314,7 @@ def rounds(
         "One answer per key of the round's inputRequests, validated exactly as the round's "
         "page validates a person's. Delivery to the server follows."
     ),
-    response={202: RoundOut, **problems(400, 404, 409, 413, 415, 422)},
+    response={202: RoundOut, **problems(400, 403, 404, 409, 413, 415, 422)},
     openapi_extra=says(202, "Accepted; the answers are being delivered."),
 )
 def round_responses(request: HttpRequest, id: Id, body: SubmitResponses) -> Status:
@@ -335,6 +335,8 @@ def round_responses(request: HttpRequest, id: Id, body: SubmitResponses) -> Stat
         raise _already_answered(round) from None
     except engine.NotAnswerable as exc:
         raise ApiError(409, str(exc), kind="unanswerable") from None
+    except engine.NotEligible as exc:
+        raise ApiError(403, str(exc), kind="not-eligible") from None
     round = visible_rounds(user).get(pk=round_id)
     return Status(202, round_out(request, round))
 

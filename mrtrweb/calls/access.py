@@ -1,17 +1,23 @@
 """Who may see a call and answer its rounds: the one place the pages ask.
 
-- Admins (``calls.manage_rounds``, superusers included) see and manage everything.
+- Admins (``calls.manage_rounds``, superusers included) see and manage everything; under a
+  quorum they vote only as approvers, as anyone (``engine.quorum.eligible``).
 - Anyone else sees the calls they started, and the rounds routed to them: assigned to them,
   or to one of their groups and not claimed by someone else. Through such a round they also
   see its call.
-- Delegations: while a person is away, whoever stands in for them sees and answers their
-  rounds (those routed to them before, and the new ones routed to the delegate); they still
-  see and may answer the rounds routed to their delegate for them.
-- A round is answered by its assignee (or their delegate, or the person it was delegated
+- Delegations: while a person is away, whoever stands in for them sees and answers the
+  pending rounds routed to them (not a group's, not split) of calls they did not start, and
+  the new ones routed to the delegate for them; they still see and may answer the rounds
+  routed to their delegate for them. A round held as a stand-in is not passed on again, and
+  a reassignment ends the standing in. Nothing else of the absent person's is shown.
+- A round is answered by its assignee (or their stand-in, or the person it was delegated
   from), or by a member of its group who has not been beaten to it by another member's claim.
 - A split round (issue 17) is routed by its parts instead: each person sees and answers only
   the part (the questions) routed to them, or to one of their groups (:func:`part_for`,
   :func:`shown_to`); its own assignee answers only the part no route named.
+
+``calls.rules`` states the same rules over plain values; ``tests/calls/test_rules.py`` holds
+these queries to it.
 """
 
 from __future__ import annotations
@@ -19,15 +25,16 @@ from __future__ import annotations
 import copy
 from typing import Any, TypeVar
 
-from django.db.models import Model, Q, QuerySet
+from django.db.models import F, Model, Q, QuerySet
 from django.urls import reverse
 
 from mrtrweb.db.prepared import Prepared
 from mrtrweb.people.roles import is_admin
-from mrtrweb.policies.resolve import delegate_of, delegating_to
+from mrtrweb.policies.resolve import delegating_to
 from mrtrweb.servers.exposure import may_start, sees_whole_catalog
 
 from .models import Call, Round, RoundPart
+from .routing import answers_as_routed
 
 M = TypeVar("M", bound=Model)
 
@@ -49,17 +56,27 @@ def _active(user: Any) -> bool:
 
 def _own(user: Any) -> Q:
     """Rounds (not split) routed to ``user``: theirs, or their groups' that nobody else
-    claimed; and with delegations (``policies.Delegation``), those of the people ``user``
-    stands in for now, and those routed to someone standing in for ``user``."""
+    claimed; and with delegations (``policies.Delegation``), those ``user`` stands in for now
+    (:func:`standing_in`), and those routed to someone standing in for ``user``."""
     return (
         Q(assigned_user=user)
-        | Q(assigned_user__in=delegating_to(user))
+        | standing_in(user)
         | Q(delegated_from=user)
         | (
             Q(assigned_group__in=user.groups.all())
             & (Q(claimed_by__isnull=True) | Q(claimed_by=user))
         )
     )
+
+
+def standing_in(user: Any) -> Q:
+    """Rounds ``user`` answers for someone away now: pending, routed to that person (and not
+    held by them as someone's stand-in: no chains), of a call that person did not start."""
+    return Q(
+        status=Round.Status.PENDING,
+        delegated_from__isnull=True,
+        assigned_user__in=delegating_to(user),
+    ) & ~Q(call__started_by=F("assigned_user"))
 
 
 def parts_of(user: Any) -> QuerySet[RoundPart]:
@@ -309,17 +326,7 @@ def can_answer(user: Any, round: Round) -> bool:
         return part_for(user, round) is not None
     if is_admin(user):
         return True
-    if round.assigned_user_id is not None:
-        return (
-            user.pk in (round.assigned_user_id, round.delegated_from_id)
-            or delegate_of(round.assigned_user).pk == user.pk
-        )
-    if round.assigned_group_id is not None:
-        return (round.claimed_by_id in (None, user.pk)) and user.groups.filter(
-            pk=round.assigned_group_id
-        ).exists()
-    # Rounds parked before routing existed belong to the caller.
-    return round.call.started_by_id == user.pk
+    return answers_as_routed(user, round)
 
 
 def can_act_on_call(user: Any, call: Call) -> bool:

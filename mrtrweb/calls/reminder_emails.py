@@ -14,10 +14,10 @@ from django.utils.translation import gettext as _
 
 from mrtrweb.mcp.oneline import one_line
 from mrtrweb.people.speaking import writing_to
-from mrtrweb.policies.resolve import delegate_of
 
 from .notify import SUBJECT_LENGTH
 from .presenting import person_name, present
+from .routing import answering_for, standing_in_now
 from .when import moment_in_zone
 
 __all__ = ["notify_escalated_away", "notify_reminder", "waiting_for"]
@@ -27,13 +27,15 @@ logger = logging.getLogger(__name__)
 Message = tuple[str, str, None, list[str]]
 
 
-def _people(user: Any = None, group: Any = None, claimed_by: Any = None) -> list[Any]:
-    """Whom a round so routed waits for: its claimer, else its person (and whoever stands in
-    for them now), else its group's active members; one per address."""
+def _people(
+    user: Any = None, group: Any = None, claimed_by: Any = None, stand_in: Any = None
+) -> list[Any]:
+    """Whom a round so routed waits for: its claimer, else its person (and ``stand_in``, who
+    stands in for them on it now), else its group's active members; one per address."""
     if claimed_by is not None:
         users = [claimed_by]
     elif user is not None:
-        users = [user, delegate_of(user)]
+        users = [user] if stand_in is None else [user, stand_in]
     elif group is not None:
         users = list(group.user_set.filter(is_active=True))
     else:
@@ -44,7 +46,9 @@ def _people(user: Any = None, group: Any = None, claimed_by: Any = None) -> list
 
 def waiting_for(round: Any) -> list[Any]:
     """The people a reminder of ``round`` goes to."""
-    return _people(round.assigned_user, round.assigned_group, round.claimed_by)
+    return _people(
+        round.assigned_user, round.assigned_group, round.claimed_by, standing_in_now(round)
+    )
 
 
 def _send(what: str, round: Any, messages: list[Message]) -> None:
@@ -89,9 +93,9 @@ def _reminder_text(round: Any, user: Any, fraction: float) -> Message:
         "",
         _("Answer it here: %(link)s") % facts,
     ]
-    if round.assigned_user is not None and round.assigned_user.pk != user.pk:
-        stands_for = {"person": person_name(round.assigned_user)}
-        lines += ["", _("You stand in for %(person)s.") % stands_for]
+    absent = answering_for(round, user)
+    if absent is not None:
+        lines += ["", _("You stand in for %(person)s.") % {"person": person_name(absent)}]
     # The deadline the round page shows (``answer_by``): under renewal the server's state
     # (``expires_at``) ends and is renewed long before it.
     if round.answer_by:
@@ -145,10 +149,16 @@ def _escalated_text(round: Any, user: Any, fallback: str) -> Message:
 
 
 def notify_escalated_away(
-    round: Any, *, user: Any = None, group: Any = None, claimed_by: Any = None
+    round: Any,
+    *,
+    user: Any = None,
+    group: Any = None,
+    claimed_by: Any = None,
+    stand_in: Any = None,
 ) -> None:
-    """Tell whoever ``round`` waited for before its escalation (``user``, ``group`` or its
-    ``claimed_by``) that it went to the fallback (the round's assignee now)."""
+    """Tell whoever ``round`` waited for before its escalation (``user`` and their
+    ``stand_in``, ``group`` or its ``claimed_by``) that it went to the fallback (the round's
+    assignee now)."""
     round.refresh_from_db()
     if round.assigned_user is not None:
         fallback = person_name(round.assigned_user)
@@ -156,5 +166,5 @@ def notify_escalated_away(
         fallback = _("the group %(group)s") % {"group": round.assigned_group.name}
     # Nobody hears it twice: the fallback itself got the new round's email.
     now_asked = {u.pk for u in _people(round.assigned_user, round.assigned_group)}
-    people = [p for p in _people(user, group, claimed_by) if p.pk not in now_asked]
+    people = [p for p in _people(user, group, claimed_by, stand_in) if p.pk not in now_asked]
     _send("escalation", round, [_escalated(round, p, fallback) for p in people])

@@ -13,7 +13,7 @@ from mrtrweb.policies.resolve import delegate_of
 from mrtrweb.policies.snapshot import PolicySnapshot
 from mrtrweb.servers.models import Routing, ToolExposure
 
-from .models import Call
+from .models import Call, Round
 
 # Asked for every round parked (mrtrweb.db.prepared: compiled once).
 _TOOL_ROUTING = Prepared(
@@ -71,13 +71,49 @@ def stand_in(call: Call, user: Any) -> tuple[Any, Any]:
     return delegate, user
 
 
-def answering_for(round: Any, user: Any) -> Any:
-    """The person ``user`` answers ``round`` for as their delegate, or None (their own round,
-    a group's, or an admin's answer)."""
-    if round.assigned_user_id is None:
+def standing_in_now(round: Any) -> Any:
+    """Who stands in now for the person ``round`` is routed to, or None.
+
+    Only for a pending round routed to one person (not a group's, not split), of a call that
+    person did not start (their own Away never applies to their own calls), and not held by
+    them as someone else's stand-in (a delegate's own Away does not pass it on again)."""
+    if (
+        round.assigned_user_id is None
+        or round.split
+        or round.delegated_from_id is not None
+        or round.status != Round.Status.PENDING
+        or round.assigned_user_id == round.call.started_by_id
+    ):
         return None
-    if round.delegated_from_id is not None and round.assigned_user_id == user.pk:
-        return round.delegated_from
-    if round.assigned_user_id != user.pk and delegate_of(round.assigned_user).pk == user.pk:
-        return round.assigned_user
-    return None
+    delegate = delegate_of(round.assigned_user)
+    return None if delegate.pk == round.assigned_user_id else delegate
+
+
+def answering_for(round: Any, user: Any) -> Any:
+    """The person ``user`` answers ``round`` for as their stand-in, or None (their own round,
+    a group's, or an admin's answer): the round went to ``user`` for someone away when it was
+    parked (``delegated_from``), or ``user`` stands in now for the person it is routed to
+    (:func:`standing_in_now`)."""
+    if round.assigned_user_id is None or round.split:
+        return None
+    if round.delegated_from_id is not None:
+        return round.delegated_from if round.assigned_user_id == user.pk else None
+    if round.assigned_user_id == user.pk:
+        return None
+    stand_in = standing_in_now(round)
+    return round.assigned_user if stand_in is not None and stand_in.pk == user.pk else None
+
+
+def answers_as_routed(user: Any, round: Round) -> bool:
+    """Whether ``user`` may answer ``round`` (not split) by its routing alone, an admin's
+    power left aside: a quorum's votes are only theirs (``engine.quorum``)."""
+    if round.assigned_user_id is not None:
+        return user.pk in (round.assigned_user_id, round.delegated_from_id) or (
+            answering_for(round, user) is not None
+        )
+    if round.assigned_group_id is not None:
+        return (round.claimed_by_id in (None, user.pk)) and user.groups.filter(
+            pk=round.assigned_group_id
+        ).exists()
+    # Rounds parked before routing existed belong to the caller.
+    return round.call.started_by_id == user.pk

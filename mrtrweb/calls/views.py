@@ -135,6 +135,9 @@ def round_page(request: HttpRequest, pk: int) -> HttpResponse:
             )
         else:
             return _render_round(request, round, answers, status=400, problem="no_action")
+    except engine.NotEligible:
+        round.refresh_from_db()
+        return _render_round(request, round, answers, status=403, problem="not_eligible")
     except (engine.AlreadyVoted, engine.SelfApproval, engine.NoProposal) as refused:
         round.refresh_from_db()
         problem = {

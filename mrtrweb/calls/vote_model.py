@@ -21,6 +21,17 @@ class Vote(models.Model):
     voter = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", db_index=False
     )
+    # Whose vote it is when the voter cast it as their stand-in (routing.answering_for): one
+    # vote each, whether the person cast it or someone standing in for them did. Null: the
+    # voter's own.
+    for_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="+",
+        null=True,
+        blank=True,
+        db_index=False,
+    )
     verdict = models.CharField(max_length=8, choices=Verdict.choices)
     # A note for the requester; kept here and in the audit trail, never sent to the server.
     comment = models.TextField(blank=True, default="")
@@ -35,3 +46,8 @@ class Vote(models.Model):
 
     def __str__(self) -> str:
         return f"{self.verdict} by {self.voter_id} on round {self.round_id}"
+
+    @property
+    def cast_for_id(self) -> int:
+        """Whose vote this is: the person stood in for, else the voter."""
+        return self.for_user_id if self.for_user_id is not None else self.voter_id

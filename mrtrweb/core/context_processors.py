@@ -10,7 +10,7 @@ from django.db import connections, router
 from django.http import HttpRequest
 from django.utils import timezone
 
-from mrtrweb.calls.models import Round, RoundPart
+from mrtrweb.calls.models import Call, Round, RoundPart
 from mrtrweb.people.roles import is_admin, is_operator
 from mrtrweb.policies.models import Delegation
 
@@ -34,8 +34,8 @@ INBOX_COUNT_CAP = 99
 
 def _waiting(user: Any) -> int | str:
     """How many rounds wait for ``user``, up to the cap: what their inbox lists
-    (``calls.access.waiting_for``: theirs, their groups' that nobody else claimed, the rounds of
-    the people they stand in for now and those handed to someone standing in for them, split
+    (``calls.access.waiting_for``: theirs, their groups' that nobody else claimed, the rounds
+    they stand in for now and those handed to someone standing in for them, split
     rounds with a part waiting for them), less the rounds with a form this app cannot show.
 
     Counted as one capped ``UNION`` of short index ranges, one a way of being routed, because
@@ -118,6 +118,12 @@ def _waiting_sql(alias: str) -> str:
         f"AND {r('split')} = %s"
     )
     claimant = r("claimed_by")
+    calls = Call._meta
+    own_call = (
+        f"SELECT 1 FROM {quote(calls.db_table)} c "
+        f"WHERE c.{quote(calls.pk.column)} = {r('call')} "
+        f"AND {column(calls, 'started_by', 'c')} = {r('assigned_user')}"
+    )
 
     def p(name: str) -> str:
         return column(parts, name, "p")
@@ -136,7 +142,9 @@ def _waiting_sql(alias: str) -> str:
         f"{waiting} AND {r('assigned_user')} = %s",
         f"{waiting} AND {r('assigned_group')} IN ({groups}) "
         f"AND ({claimant} IS NULL OR {claimant} = %s)",
-        f"{waiting} AND {r('assigned_user')} IN ({stands_in_for})",
+        # Not a round they hold as someone's stand-in, nor one of a call they started.
+        f"{waiting} AND {r('assigned_user')} IN ({stands_in_for}) "
+        f"AND {r('delegated_from')} IS NULL AND NOT EXISTS ({own_call})",
         f"{waiting} AND {r('delegated_from')} = %s",
         by_part(f"{p('assigned_user')} = %s"),
         by_part(f"{p('assigned_group')} IN ({groups})"),

@@ -268,14 +268,15 @@ def concerned_users(
                 round_id=round_id, kind__in=("round_parked", "reassigned", "escalated")
             ).order_by("-id")
             for previous in routes[1:2]:
-                username = previous.detail.get("assigned_user")
+                # Whom it was handed on from too: a reassignment ends that.
+                names = [previous.detail.get(k) for k in ("assigned_user", "delegated_from")]
                 group_name = previous.detail.get("assigned_group")
                 User = get_user_model()
-                if username:
+                if any(names):
                     users |= set(
-                        User.objects.filter(**{User.USERNAME_FIELD: username}).values_list(
-                            "pk", flat=True
-                        )
+                        User.objects.filter(
+                            **{f"{User.USERNAME_FIELD}__in": [n for n in names if n]}
+                        ).values_list("pk", flat=True)
                     )
                 if group_name:
                     groups |= set(

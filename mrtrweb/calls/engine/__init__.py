@@ -68,7 +68,15 @@ from .exchange import renew
 from .expiry import expire, expire_if_due, expiry_bucket
 from .handshake_calls import wait_idle
 from .parking import park
-from .quorum import AlreadyVoted, NoProposal, SelfApproval, tally, vote, why_cannot_vote
+from .quorum import (
+    AlreadyVoted,
+    NoProposal,
+    NotEligible,
+    SelfApproval,
+    tally,
+    vote,
+    why_cannot_vote,
+)
 from .renewal import renewable
 from .resubmitting import resubmit
 from .resuming import resume_authorized
@@ -107,6 +115,7 @@ __all__ = [
     "EngineError",
     "NoProposal",
     "NotAnswerable",
+    "NotEligible",
     "NothingStarted",
     "SelfApproval",
     "StartRequest",

@@ -69,7 +69,10 @@ def reassign(
     **detail: Any,
 ) -> None:
     """Route a pending round to another user or group (exactly one). ``kind`` and ``detail``
-    are what the audit trail records (an escalation is recorded as ``escalated``)."""
+    are what the audit trail records (an escalation is recorded as ``escalated``).
+
+    It ends any claim and any standing in: a round handed to a stand-in for someone away
+    (``delegated_from``) is, once reassigned, no more that person's than anyone else's."""
     if (user is None) == (group is None):
         raise ValueError("reassign to a user or to a group")
     with transaction.atomic():
@@ -81,6 +84,7 @@ def reassign(
             assigned_group=group,
             claimed_by=None,
             claimed_at=None,
+            delegated_from=None,
         ):
             raise AlreadyAnswered("The round is no longer pending.")
         record(
@@ -105,7 +109,9 @@ def cancel_round(round: Round, actor: Any) -> None:
     if round.unsupported_reason:
         abandon(round, actor)
         return
-    answer(round, {key: {"action": "cancel"} for key in round.input_requests}, actor)
+    answer(
+        round, {key: {"action": "cancel"} for key in round.input_requests}, actor, cancelling=True
+    )
 
 
 def abandon(round: Round, user: Any) -> None:

@@ -38,6 +38,7 @@ def answer(
     *,
     deliver_within: float | None = None,
     comment: str = "",
+    cancelling: bool = False,
 ) -> Round:
     """Store a person's answers and queue their resubmission, once.
 
@@ -49,11 +50,14 @@ def answer(
 
     ``comment`` is the person's note for the requester: kept in the audit trail, never sent.
 
+    ``cancelling``: the caller's or an admin's cancel (``actions.cancel_round``), sent as it is
+    even under a quorum, whose proposals and votes are the approvers' alone.
+
     Returns the round with its call as they are now (as the delivery stored them, when it
     settled the call while this waited). Raises :class:`AlreadyAnswered` if another post got
     there first.
     """
-    if quorum.applies(round):
+    if not cancelling and quorum.applies(round):
         return quorum.propose(
             round, responses, user, comment=comment, deliver_within=deliver_within
         )

@@ -22,6 +22,7 @@ from mrtrweb.policies.snapshot import PolicySnapshot
 
 from ..models import Round
 from ..reminder_emails import notify_escalated_away
+from ..routing import standing_in_now
 from .actions import reassign
 from .reminders import escalation_due_at, plan, policy_of, send_reminder
 from .transitions import AlreadyAnswered, transition
@@ -74,6 +75,7 @@ def escalate(round: Round, policy: PolicySnapshot, now: datetime) -> bool:
             "user": round.assigned_user,
             "group": round.assigned_group,
             "claimed_by": round.claimed_by,
+            "stand_in": standing_in_now(round),
         }
         try:
             reassign(

@@ -26,13 +26,16 @@ from collections.abc import Mapping
 from concurrent.futures import Future
 from typing import Any
 
+from django.contrib.auth.models import Group
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from mrtrweb.policies.snapshot import PolicySnapshot
 
 from .. import handoff
 from ..models import Call, Round, Vote
+from ..routing import answering_for, answers_as_routed
 from .resubmitting import queue_resubmission, resubmit
 from .safety_nets import net_answer
 from .trail import record
@@ -41,9 +44,12 @@ from .transitions import AlreadyAnswered, EngineError, NotAnswerable, transition
 __all__ = [
     "AlreadyVoted",
     "NoProposal",
+    "NotEligible",
     "SelfApproval",
     "applies",
+    "cast_for",
     "clean_comment",
+    "eligible",
     "policy_of",
     "propose",
     "tally",
@@ -65,6 +71,46 @@ class SelfApproval(EngineError):
 
 class NoProposal(EngineError):
     """Nobody has proposed answers yet: there is nothing to approve or reject."""
+
+
+class NotEligible(EngineError):
+    """This person's vote is not one the policy counts: the round is not routed to them, or
+    the approvers group does not hold them (nor the person they stand in for). Admins are no
+    exception: they cancel or reassign a quorum round, they do not vote on it."""
+
+
+def cast_for(round: Round, user: Any) -> Any:
+    """Whose vote ``user`` casts on ``round``: the absent person's when standing in for them
+    (``routing.answering_for``), else their own."""
+    return answering_for(round, user) or user
+
+
+def eligible(round: Round, user: Any, policy: PolicySnapshot | None = None) -> bool:
+    """Whether the policy counts ``user``'s proposal or vote on ``round``: the round is routed
+    to them (their group's, theirs, or theirs to stand in for), and under an approvers group
+    they cast the vote of one of its members."""
+    if not (user.is_active and answers_as_routed(user, round)):
+        return False
+    policy = policy or policy_of(round.call)
+    if not policy.approvers_group:
+        return True
+    approvers = Group.objects.filter(name=policy.approvers_group).first()
+    if approvers is None:
+        return True  # deleted since: the round's own routing asks (calls.routing)
+    return approvers.user_set.filter(pk=cast_for(round, user).pk).exists()
+
+
+def _already_cast(round: Round, user: Any) -> bool:
+    """Whether ``user`` voted (for anyone), or the vote they would cast (:func:`cast_for`)
+    was cast, by them or for them."""
+    whose = cast_for(round, user).pk
+    return (
+        Vote.objects.filter(round=round)
+        .filter(
+            Q(voter_id=user.pk) | Q(for_user_id=whose) | Q(for_user__isnull=True, voter_id=whose)
+        )
+        .exists()
+    )
 
 
 def policy_of(call: Call) -> PolicySnapshot:
@@ -97,15 +143,18 @@ def tally(round: Round) -> tuple[int, int]:
 
 def why_cannot_vote(round: Round, user: Any) -> str:
     """ "" when ``user`` may approve or reject ``round``'s proposal now, else why not: one of
-    ``not_pending``, ``no_proposal``, ``proposer``, ``voted``, ``self`` (the page says it
-    in words). Access to the round itself is the caller's check (``calls.access``)."""
+    ``not_pending``, ``not_eligible``, ``no_proposal``, ``proposer``, ``voted``, ``self`` (the
+    page says it in words). Access to the round itself is the caller's check
+    (``calls.access``)."""
     if not round.is_pending:
         return "not_pending"
+    if not eligible(round, user):
+        return "not_eligible"
     if round.proposed_at is None:
         return "no_proposal"
     if round.proposed_by_id == user.pk:
         return "proposer"
-    if Vote.objects.filter(round=round, voter=user).exists():
+    if _already_cast(round, user):
         return "voted"
     if not _counts_as_approval(round, user, policy_of(round.call)):
         return "self"
@@ -125,6 +174,8 @@ def propose(
     if round.unsupported_reason:
         raise NotAnswerable(round.unsupported_reason)
     policy = policy_of(round.call)
+    if not eligible(round, user, policy):
+        raise NotEligible("Your answers would not count: this round's approvers are others.")
     answers = {key: dict(value) for key, value in responses.items()}
     comment = clean_comment(comment)
     sending: list[Future[None]] = []
@@ -145,7 +196,11 @@ def propose(
         counted = _counts_as_approval(round, user, policy)
         if counted:
             Vote.objects.create(
-                round=round, voter=user, verdict=Vote.Verdict.APPROVE, comment=comment
+                round=round,
+                voter=user,
+                for_user=_stood_in(round, user),
+                verdict=Vote.Verdict.APPROVE,
+                comment=comment,
             )
         record(
             round.call,
@@ -190,13 +245,27 @@ def vote(
             raise AlreadyAnswered(f"Round {round.index} no longer waits for approvals.")
         if locked.proposed_at is None:
             raise NoProposal("Nobody has proposed answers to this round yet.")
+        # Routed as it is now (a reassignment meanwhile is seen), under the lock.
+        locked.call = round.call
+        if not eligible(locked, user, policy):
+            raise NotEligible("Your vote would not count: this round's approvers are others.")
         if locked.proposed_by_id == user.pk:
             raise AlreadyVoted("The proposer's answers already count as their approval.")
         if verdict == Vote.Verdict.APPROVE and not _counts_as_approval(round, user, policy):
             raise SelfApproval("You started this call, so you cannot approve it.")
+        # One vote a person: cast by them or by whoever stands in for them, not both (the row
+        # lock above serialises this check with any other vote on the round).
+        if _already_cast(locked, user):
+            raise AlreadyVoted("This vote was already cast, by the person or their stand-in.")
         try:
             with transaction.atomic():
-                Vote.objects.create(round=round, voter=user, verdict=verdict, comment=comment)
+                Vote.objects.create(
+                    round=round,
+                    voter=user,
+                    for_user=_stood_in(locked, user),
+                    verdict=verdict,
+                    comment=comment,
+                )
         except IntegrityError:
             raise AlreadyVoted("You already voted on this round.") from None
         approvals, rejections = tally(round)
@@ -212,6 +281,11 @@ def vote(
         )
         _settle(locked, policy, sending, deliver_within, user)
     return _finish(round, sending, deliver_within)
+
+
+def _stood_in(round: Round, user: Any) -> Any:
+    whose = cast_for(round, user)
+    return None if whose.pk == user.pk else whose
 
 
 def _settle(
