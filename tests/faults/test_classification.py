@@ -84,3 +84,7 @@ def test_retry_after_reads_seconds_and_http_dates() -> None:
     assert retry_after_seconds("Thu, 01 Jan 2026 11:00:00 GMT", now=now) == 0.0
     assert retry_after_seconds("soon", now=now) is None
     assert retry_after_seconds(None) is None
+    assert retry_after_seconds("172800", now=now) == 24 * 3600.0  # capped at a day
+    # Junk is as if absent, never an error: not ASCII digits, negative, past 2**31 seconds.
+    for junk in ("\xb2", "\u0663", "-5", "1e3", "2147483649", "9" * 5000, "Mon, 32 Jan 2020"):
+        assert retry_after_seconds(junk, now=now) is None, junk
