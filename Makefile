@@ -113,13 +113,14 @@ run: setup
 	    --url http://127.0.0.1:$(DEMO_PORT)/mcp; \
 	fi
 	pids=; trap 'kill $$pids 2>/dev/null; wait $$pids 2>/dev/null || true' EXIT; \
+	proxies=$$($(PY) -c 'import os; from mrtrweb.env import uvicorn_proxy_flags; print(*uvicorn_proxy_flags(os.environ))') || exit 1; \
 	if [ "$(DEMO)" != 0 ]; then \
 	  $(PY) -m mrtrweb.demo.server --host 127.0.0.1 --port $(DEMO_PORT) & pids="$$pids $$!"; \
 	fi; \
 	if ! $(PY) -c 'import os, sys; from mrtrweb.env import inprocess_worker; sys.exit(0 if inprocess_worker(os.environ) else 1)'; then \
 	  $(PY) manage.py db_worker --no-reload --interval 0.2 & pids="$$pids $$!"; \
 	fi; \
-	$(VENV)/bin/uvicorn mrtrweb.asgi:application --host $(HOST) --port $(PORT) --lifespan on
+	$(VENV)/bin/uvicorn mrtrweb.asgi:application --host $(HOST) --port $(PORT) --lifespan on $$proxies
 
 # The suite's SQLite databases are thrown away after it: they need not survive a power cut,
 # and flushing every commit to disk (the app's default, MRTRWEB_SQLITE_SYNCHRONOUS=FULL) would

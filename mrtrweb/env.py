@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import ipaddress
 import os
 import secrets
 from collections.abc import Callable, Mapping
@@ -172,6 +173,31 @@ def inprocess_worker(environ: Mapping[str, str]) -> bool:
     return env_bool(
         environ, "MRTRWEB_INPROCESS_WORKER", default=not environ.get("REDIS_URL", "").strip()
     )
+
+
+def trusted_proxies(environ: Mapping[str, str]) -> list[str]:
+    """``MRTRWEB_TRUSTED_PROXIES``: the addresses or networks (``10.0.0.2``, ``10.0.0.0/24``)
+    of the reverse proxies whose ``X-Forwarded-For`` and ``X-Forwarded-Proto`` are believed.
+
+    None by default: a client's own headers never choose the address the sign-in limits count
+    (nor the scheme), not even a client on this host, which uvicorn trusts unless told."""
+    proxies = env_list(environ, "MRTRWEB_TRUSTED_PROXIES")
+    for proxy in proxies:
+        try:
+            ipaddress.ip_network(proxy, strict=False)
+        except ValueError:
+            raise EnvError(
+                f"MRTRWEB_TRUSTED_PROXIES: {proxy!r} is not an IP address or network"
+            ) from None
+    return proxies
+
+
+def uvicorn_proxy_flags(environ: Mapping[str, str]) -> list[str]:
+    """uvicorn's options for :func:`trusted_proxies` (``make run`` passes them)."""
+    proxies = trusted_proxies(environ)
+    if not proxies:
+        return ["--no-proxy-headers"]
+    return ["--proxy-headers", f"--forwarded-allow-ips={','.join(proxies)}"]
 
 
 DEFAULT_OIDC_SCOPES = "openid email profile"

@@ -214,7 +214,9 @@ SESSION_ENGINE = "mrtrweb.accounts.sessions"
 # Failed sign-ins are limited (django-axes): FAILURE_LIMIT failures against one entry of
 # SIGNIN_LOCKOUT (an account, an address), none older than LOCKOUT_MINUTES, pause signing in
 # there for LOCKOUT_MINUTES after the last of them. The address is the connection's, which uvicorn
-# takes from X-Forwarded-For only for the proxies in --forwarded-allow-ips (docs/deployment.md).
+# takes from X-Forwarded-For only for the proxies in --forwarded-allow-ips: those of
+# MRTRWEB_TRUSTED_PROXIES, none by default (env.uvicorn_proxy_flags, docs/deployment.md).
+MRTRWEB_TRUSTED_PROXIES = env.trusted_proxies(ENV)
 AUTHENTICATION_BACKENDS = [
     # First: a paused account or address is refused before any password is checked.
     "axes.backends.AxesStandaloneBackend",
@@ -325,8 +327,9 @@ STORAGES = {
 }
 
 if PRODUCTION:
-    # TLS ends at a proxy in front of uvicorn; run uvicorn with --proxy-headers so that
-    # request.is_secure() sees the original scheme (docs/deployment.md).
+    # TLS ends at a proxy in front of uvicorn; run uvicorn with --proxy-headers and the proxy
+    # in --forwarded-allow-ips (MRTRWEB_TRUSTED_PROXIES) so that request.is_secure() sees the
+    # original scheme (docs/deployment.md).
     SECURE_SSL_REDIRECT = env.env_bool(ENV, "DJANGO_SECURE_SSL_REDIRECT", default=True)
     # Load balancers probe over plain HTTP.
     SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]

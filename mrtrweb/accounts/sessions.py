@@ -1,5 +1,6 @@
 """The session store: Django's database one, its lookup on every signed-in request compiled
-once (``db.prepared``) instead of built and compiled by the ORM each time.
+once (``db.prepared``) instead of built and compiled by the ORM each time; and ending a
+person's other sessions when their password changes (:func:`end_other_sessions`).
 
 The same table, rows and cookie as ``django.contrib.sessions.backends.db``: switching to it (or
 back) signs nobody out. A session signed in through Django's ``ModelBackend`` is read as signed
@@ -11,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from django.contrib.auth import BACKEND_SESSION_KEY
+from django.contrib.auth import BACKEND_SESSION_KEY, SESSION_KEY
 from django.contrib.sessions.backends.db import SessionStore as DatabaseSessionStore
 from django.contrib.sessions.models import Session
 from django.utils import timezone
@@ -42,3 +43,22 @@ class SessionStore(DatabaseSessionStore):
         if found is None:
             self._session_key = None
         return found
+
+
+def end_other_sessions(user: Any, keep: str | None) -> int:
+    """Delete every session ``user`` is signed in with, but ``keep`` (the session of the
+    request that changed the password); how many ended.
+
+    Django would refuse those sessions at their next request (their password hash is stale),
+    but an open socket makes no request: deleting the rows closes their sockets at once
+    (``live.signouts``, on the session model's ``post_delete``). Sessions are not indexed by
+    person, so each is read; this runs only when a password changes."""
+    person = str(user.pk)
+    ended = [
+        session.session_key
+        for session in Session.objects.exclude(session_key=keep or "").iterator()
+        if str(session.get_decoded().get(SESSION_KEY)) == person
+    ]
+    # One row at a time through the ORM, so post_delete is sent for each.
+    Session.objects.filter(session_key__in=ended).delete()
+    return len(ended)

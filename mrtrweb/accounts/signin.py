@@ -6,7 +6,9 @@ Django's own views (``django.contrib.auth.views``) with our forms and templates
 - the sign-in form's errors say plainly what went wrong;
 - the reset link in the email is built on ``settings.MRTRWEB_BASE_URL`` (the site's public
   address), never on the ``Host`` header of the request that asked for it: a forged header
-  must not be able to send a person's reset link to someone else's site.
+  must not be able to send a person's reset link to someone else's site;
+- a new password, changed or set by email, ends the person's other sessions and closes their
+  sockets at once, not when they next make a request (the session that changed it stays).
 
 Django's reset form already reveals nothing about unknown addresses (the same "check your
 email" page follows, and no email is sent), sends nothing to inactive people or to those who
@@ -21,6 +23,7 @@ import hashlib
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import logout
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.forms import AuthenticationForm, PasswordResetForm
 from django.core.cache import cache
@@ -28,6 +31,8 @@ from django.http import HttpResponse, HttpResponseRedirect
 from django.utils.translation import gettext_lazy as _
 
 from mrtrweb.people.speaking import writing_to
+
+from .sessions import end_other_sessions
 
 RESET_EMAIL = "registration/password_reset_email.txt"
 RESET_SUBJECT = "registration/password_reset_subject.txt"
@@ -74,6 +79,23 @@ class PasswordReset(auth_views.PasswordResetView):
         # Read at each request, so a changed setting (and a test's) applies.
         self.extra_email_context = {"base_url": base_url()}
         return super().form_valid(form)
+
+
+class PasswordChange(auth_views.PasswordChangeView):
+    def form_valid(self, form: Any) -> HttpResponse:
+        response = super().form_valid(form)  # update_session_auth_hash: this session stays
+        end_other_sessions(form.user, keep=self.request.session.session_key)
+        return response
+
+
+class PasswordResetConfirm(auth_views.PasswordResetConfirmView):
+    def form_valid(self, form: Any) -> HttpResponse:
+        response = super().form_valid(form)
+        if self.request.user.pk == form.user.pk:
+            logout(self.request)  # the browser that used the link was signed in as them
+        # Every session of theirs ends; the link's own (anonymous) session is not theirs.
+        end_other_sessions(form.user, keep=self.request.session.session_key)
+        return response
 
 
 # Anyone may ask for a reset link for any address; without a limit the form would mail an

@@ -5,9 +5,11 @@ later steps) still apply."""
 
 from django.urls import path
 
-from .signin import PasswordReset, SignIn
+from .signin import PasswordChange, PasswordReset, PasswordResetConfirm, SignIn
 
 urlpatterns = [
     path("login/", SignIn.as_view(), name="login"),
     path("password_reset/", PasswordReset.as_view(), name="password_reset"),
+    path("password_change/", PasswordChange.as_view(), name="password_change"),
+    path("reset/<uidb64>/<token>/", PasswordResetConfirm.as_view(), name="password_reset_confirm"),
 ]

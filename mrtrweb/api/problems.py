@@ -10,6 +10,7 @@ unknown fields (:func:`validation_problem`).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -34,6 +35,7 @@ TITLES = {
     413: "Request body too large",
     415: "Unsupported media type",
     422: "Invalid request",
+    500: "Internal error",
     502: "The MCP server could not be reached",
     503: "Try again",
 }
@@ -91,6 +93,11 @@ KINDS = {
         "body: a new request needs a new key.",
     ),
     "invalid-answers": (422, "Some answers break the question's schema: errors points at each."),
+    "internal": (
+        500,
+        "A fault of mrtrweb's own, logged for its operators; nothing says the request was "
+        "done or not, so check (GET) before sending it again.",
+    ),
     "unreachable": (502, "The MCP server's catalog could not be listed."),
     "busy": (
         503,
@@ -187,18 +194,29 @@ def _unstorable(text: str) -> bool:
     return False
 
 
-def _unstorable_at(value: Any, *path: Any) -> str | None:
-    """The pointer to the first string (or key) that cannot be stored, if any."""
+UNSTORABLE = "Null characters (\\u0000) and lone surrogates (\\ud800) are not allowed."
+NOT_FINITE = "Numbers must be finite: this one is too large to hold."
+
+
+def _refused_at(value: Any, *path: Any) -> tuple[str, str] | None:
+    """The pointer to the first value (or key) that cannot be kept, and why, if any.
+
+    Legal JSON, but NUL is refused by PostgreSQL's text and jsonb, and a lone surrogate is not
+    UTF-8 at all, so neither can be stored (nor sent on to a server); a number such as 1e999
+    reads as infinity, which no JSON can carry back out."""
     stack: list[tuple[Any, tuple[Any, ...]]] = [(value, path)]
     while stack:
         item, where = stack.pop()
         if isinstance(item, str):
             if _unstorable(item):
-                return pointer(*where)
+                return pointer(*where), UNSTORABLE
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return pointer(*where), NOT_FINITE
         elif isinstance(item, dict):
             for key, child in item.items():
                 if _unstorable(key):
-                    return pointer(*where, key)
+                    return pointer(*where, key), UNSTORABLE
                 stack.append((child, (*where, key)))
         elif isinstance(item, list):
             stack.extend((child, (*where, i)) for i, child in enumerate(item))
@@ -231,15 +249,10 @@ def read_json(request: HttpRequest) -> Any:
         data = json.loads(raw, parse_constant=_refuse_constant)
     except (ValueError, RecursionError) as exc:
         raise ApiError(400, f"The body is not valid JSON: {exc}", kind="invalid-json") from None
-    where = _unstorable_at(data)
-    if where is not None:
-        # Legal JSON, but NUL is refused by PostgreSQL's text and jsonb, and a lone surrogate
-        # is not UTF-8 at all, so neither can be stored (nor sent on to a server).
-        detail = "Null characters (\\u0000) and lone surrogates (\\ud800) are not allowed."
+    refused = _refused_at(data)
+    if refused is not None:
+        where, detail = refused
         raise ApiError(
-            422,
-            detail,
-            kind="invalid-body",
-            errors=[ProblemField(detail=detail, pointer=where)],
+            422, detail, kind="invalid-body", errors=[ProblemField(detail=detail, pointer=where)]
         )
     return data

@@ -14,12 +14,13 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from pydantic.alias_generators import to_camel
 
+from mrtrweb.calls.models import Call, Round
+
 Method = Literal["tools/call", "prompts/get", "resources/read"]
 Action = Literal["accept", "decline", "cancel"]
-CallStatus = Literal["running", "waiting", "completed", "failed", "cancelled", "expired"]
-RoundStatus = Literal[
-    "pending", "submitted", "delivering", "delivered", "failed", "expired", "cancelled"
-]
+# Taken from the models, so a status they gain is one the API can send (and documents).
+CallStatus = Literal[tuple(Call.Status.values)]  # type: ignore[valid-type]
+RoundStatus = Literal[tuple(Round.Status.values)]  # type: ignore[valid-type]
 Name = Annotated[str, StringConstraints(min_length=1, max_length=2000)]
 # JSON objects coming from a server (arguments, schemas, results): any JSON object.
 JsonObject = dict[str, Any]

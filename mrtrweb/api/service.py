@@ -21,6 +21,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.http.response import HttpResponseBase
 from django.urls import URLPattern
+from django.utils.log import log_response
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
@@ -126,6 +127,22 @@ def _too_deep(request: HttpRequest, exc: RecursionError) -> HttpResponse:
 def _unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
     # Only reached when an auth callback returns nothing; ours raise their own 401s.
     return problem_response(ApiError(401, "Authentication required.", kind="unauthorized"))
+
+
+@api.exception_handler(Exception)
+def _failed(request: HttpRequest, exc: Exception) -> HttpResponse:
+    # A bug of ours is still the API's answer: a problem, never the site's HTML 500 page.
+    response = problem_response(
+        ApiError(
+            500,
+            "Something went wrong on our side; it was logged. Try again later.",
+            kind="internal",
+        )
+    )
+    log_response(
+        "Internal Server Error: %s", request.path, response=response, request=request, exception=exc
+    )
+    return response
 
 
 @api.exception_handler(ValidationError)

@@ -9,6 +9,7 @@ HTML should even that fail.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from typing import Any
@@ -104,8 +105,24 @@ def page_not_found(
     return HttpResponseNotFound(body)
 
 
+# A fault that escaped the API's own handler (mrtrweb/api/service.py), in a middleware say:
+# a program reading the API still gets a problem, in the API's shape.
+API_PATH = "/api/"
+API_500 = json.dumps(
+    {
+        "type": "/api/v1/docs/#problem-internal",
+        "title": "Internal error",
+        "status": 500,
+        "detail": "Something went wrong on our side; it was logged. Try again later.",
+        "errors": [],
+    }
+)
+
+
 @requires_csrf_token
 def server_error(request: HttpRequest) -> HttpResponseServerError:
+    if request.path.startswith(API_PATH):
+        return HttpResponseServerError(API_500, content_type="application/problem+json")
     # No request passed to the template: no context processor runs (they read the database,
     # which may be what failed), and no user is looked up.
     try:

@@ -13,7 +13,7 @@ groups a ``sockets.close`` message, which the consumers answer by closing with 4
 
 Messages go through the channel layer after the change commits, so they reach sockets held by
 any process when the layer is Redis. Whatever no signal announces (a session that just
-expires, a password changed elsewhere, a bulk ``update()``) the consumers find out by checking
+expires, a password set outside the pages, a bulk ``update()``) the consumers find out by checking
 the session again before each thing they send (``consumers.PersonSocket``).
 """
 

@@ -336,9 +336,34 @@ class JsonArgumentsForm(forms.Form):
     def clean_arguments(self) -> str:
         text: str = self.cleaned_data["arguments"]
         try:
-            value = json.loads(text)
+            value = json.loads(text, parse_constant=_refuse_constant)
         except ValueError as exc:
             raise forms.ValidationError(f"This is not valid JSON: {exc}") from None
         if not isinstance(value, dict):
             raise forms.ValidationError(_("The arguments must be a JSON object ({…})."))
+        where = _not_finite_at(value)
+        if where is not None:
+            # 1e999 reads as infinity: the text would go out as typed, but no server reads it
+            # back as that number. Worded as the parser's own errors above are.
+            raise forms.ValidationError(
+                f"The number at {where} is too large: numbers must be finite."
+            )
         return text
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _not_finite_at(value: Any) -> str | None:
+    """The JSON pointer to the first number in ``value`` that is not finite, if any."""
+    stack: list[tuple[Any, tuple[str, ...]]] = [(value, ())]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return "".join("/" + part.replace("~", "~0").replace("/", "~1") for part in where)
+        if isinstance(item, dict):
+            stack.extend((child, (*where, str(key))) for key, child in item.items())
+        elif isinstance(item, list):
+            stack.extend((child, (*where, str(i))) for i, child in enumerate(item))
+    return None

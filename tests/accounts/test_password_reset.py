@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.sessions.models import Session
 from django.core import mail
 from django.core.cache import cache
 from django.test import Client
@@ -166,3 +167,25 @@ def test_one_address_gets_a_few_links_an_hour_not_a_flood() -> None:
         assert response["Location"] == reverse("password_reset_done")
 
     assert len(mail.outbox) == 3
+
+
+def test_a_reset_link_used_while_signed_in_as_that_person_signs_that_browser_out_too(
+    client: Client,
+) -> None:
+    user = ada()
+    client.force_login(user)
+    elsewhere = Client()
+    elsewhere.force_login(user)
+    hers = [client.session.session_key, elsewhere.session.session_key]
+    client.post(reverse("password_reset"), {"email": "ada@example.org"})
+    [message] = mail.outbox
+    form_page = client.get(reset_link(message).removeprefix(BASE_URL), follow=True)
+    done = client.post(
+        form_page.redirect_chain[-1][0],
+        {"new_password1": "a-new-long-password-42", "new_password2": "a-new-long-password-42"},
+    )
+    assert done.status_code == 302 and done["Location"] == reverse("password_reset_complete")
+    # Every session of hers ends now (not at its next request), this browser's included.
+    assert not Session.objects.filter(session_key__in=hers).exists()
+    for browser in (client, elsewhere):
+        assert browser.get(reverse("password_change"))["Location"].startswith(reverse("login"))

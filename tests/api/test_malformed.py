@@ -68,3 +68,48 @@ def test_unknown_fields_are_refused_by_name(peer_conn: Any, ann_api: Api) -> Non
     assert problem(response)["errors"] == [
         {"detail": "Unknown field.", "pointer": "/route_user", "parameter": None}
     ]
+
+
+@pytest.mark.parametrize("number", ["1e999", "-1e999", "1E400"])
+def test_a_number_too_large_to_hold_is_refused_where_it_is(
+    peer_conn: Any, ann_api: Api, number: str
+) -> None:
+    raw = f'{{"server": "peer", "name": "echo", "arguments": {{"n": [1, {number}]}}}}'
+    response = ann_api.post("/calls", raw=raw)
+    assert response.status_code == 422
+    (error,) = problem(response)["errors"]
+    assert error["pointer"] == "/arguments/n/1" and "finite" in error["detail"]
+    assert not Call.objects.exists()
+
+
+@pytest.mark.parametrize("literal", ["Infinity", "-Infinity", "NaN"])
+def test_non_finite_literals_are_not_json(peer_conn: Any, ann_api: Api, literal: str) -> None:
+    raw = f'{{"server": "peer", "name": "echo", "arguments": {{"n": {literal}}}}}'
+    response = ann_api.post("/calls", raw=raw)
+    assert response.status_code == 400 and literal in problem(response)["detail"]
+    assert not Call.objects.exists()
+
+
+def test_every_body_refuses_a_number_too_large_to_hold(op_api: Api) -> None:
+    """Every operation the document says takes a body, as an operator (who may use them all)."""
+    from mrtrweb.api.openapi import document
+
+    taking = [
+        (method, path.replace("{id}", "1").replace("{name}", "peer"))
+        for path, operations in document()["paths"].items()
+        for method, operation in operations.items()
+        if "requestBody" in operation
+    ]
+    assert len(taking) >= 4
+    for method, path in taking:
+        send = op_api.client.generic
+        response = send(
+            method.upper(),
+            "/api/v1" + path,
+            '{"n": 1e999}',
+            content_type="application/json",
+            headers={"Authorization": f"Bearer {op_api.token}"},
+        )
+        assert response.status_code == 422, (method, path, response.content)
+        (error,) = problem(response)["errors"]
+        assert error["pointer"] == "/n" and "finite" in error["detail"], (method, path)

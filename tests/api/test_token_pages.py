@@ -22,6 +22,11 @@ def _csrf(client: Client, path: str = "/account/tokens/") -> str:
     return re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.content.decode())[1]
 
 
+def token_names(page: Any) -> list[str]:
+    """The names in the page's list of tokens (the page also holds random CSRF tokens)."""
+    return re.findall(r"<tr>\s*<td>(.*?)</td>", page.content.decode())
+
+
 def _signed_in(user: Any) -> Client:
     client = Client(enforce_csrf_checks=True)
     client.force_login(user)
@@ -40,6 +45,7 @@ def test_a_token_is_shown_once_then_listed_by_prefix_and_revoked() -> None:
     assert token.user == ann and token.name == "ci" and ApiToken.authenticate(plain) == token
     assert token.webhook_secret in made.content.decode()
     assert token.standard_webhook_secret in made.content.decode()
+    assert token_names(client.get("/account/tokens/")) == ["ci"]
     listed = client.get("/account/tokens/").content.decode()
     assert plain not in listed and f"mrtr_{token.prefix}_" in listed
     assert Api(plain).get("/rounds").status_code == 200
@@ -68,7 +74,7 @@ def test_the_pages_need_a_session_csrf_and_ones_own_token() -> None:
     assert anonymous.post(f"/account/tokens/{token.pk}/revoke/").status_code == 302
     client = _signed_in(bob)
     assert client.post("/account/tokens/", {"name": "x"}).status_code == 403  # no CSRF token
-    assert "ci" not in client.get("/account/tokens/").content.decode()
+    assert "ci" not in token_names(client.get("/account/tokens/"))
     stolen = client.post(
         f"/account/tokens/{token.pk}/revoke/", {"csrfmiddlewaretoken": _csrf(client)}
     )

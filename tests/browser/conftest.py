@@ -135,7 +135,10 @@ enrol(User.objects.create_superuser({admin!r}, email="", password={admin_pw!r}))
 @pytest.fixture(scope="package")
 def live_app() -> Iterator[LiveApp]:
     root = Path(tempfile.mkdtemp(prefix="mrtrweb-browser-"))
-    app = LiveApp(root=root, env=app_environment(root))
+    # The browser's requests come from 127.0.0.1, trusted as a proxy here so that a test may
+    # claim an address of its own (X-Forwarded-For) and lock only that one out.
+    env = app_environment(root, MRTRWEB_TRUSTED_PROXIES="127.0.0.1")
+    app = LiveApp(root=root, env=env)
     try:
         app.migrate()
         app.shell(

@@ -5,7 +5,8 @@ events and Chromium's console) and fails on any refusal; these tests walk the pa
 role on purpose, say after each page that it was clean, and prove that what needs script
 (live updates, the dashboard's filters and tick-all box, Django admin's widgets) still works
 under the policy. The lockout page is reached from an address of its own, which uvicorn takes
-from X-Forwarded-For because the browser connects from 127.0.0.1, a trusted proxy by default.
+from X-Forwarded-For because the browser connects from 127.0.0.1, a proxy the harness trusts
+(MRTRWEB_TRUSTED_PROXIES in conftest.live_app).
 """
 
 from __future__ import annotations

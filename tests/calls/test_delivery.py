@@ -103,6 +103,26 @@ def test_retry_after_is_honoured_and_the_retry_is_a_deferred_task(flaky: Any, us
     assert len(resubmissions(flaky)) == 1
 
 
+@pytest.mark.parametrize(
+    "junk", ["\xb2", "abc", "-5", "1.5", "99999999999999999999", "9" * 5000, "Mon, 32 Jan 2020"]
+)
+def test_a_junk_retry_after_is_as_if_absent_and_the_round_is_retried(
+    flaky: Any, user: Any, junk: str
+) -> None:
+    round = park(flaky, user)
+    set_fault(flaky, "503", retry_after=junk)
+    answer(round, user)
+    run_tasks()  # the first attempt: refused, nothing ran
+    round.refresh_from_db()
+    assert round.status == Round.Status.SUBMITTED, round.delivery_error
+    assert round.last_http_status == 503 and "ServerBusy" in round.delivery_error
+    (retry,) = round.events.filter(kind="delivery_retry_scheduled")
+    assert retry.detail["retry_after"] is None  # the backoff's own wait, not the header's
+    round = run_until(round, Round.Status.DELIVERED)
+    assert round.status == Round.Status.DELIVERED, round.delivery_error
+    assert len(resubmissions(flaky)) == 1
+
+
 def test_a_refusing_server_is_retried_and_delivered_once_it_is_back(
     peer_factory: Any, user: Any
 ) -> None:

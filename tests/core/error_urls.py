@@ -1,4 +1,4 @@
-"""The site's URLs plus one page that fails, for the 500 page's tests."""
+"""The site's URLs plus a page and an API address that fail, for the 500 page's tests."""
 
 from django.http import HttpRequest, HttpResponse
 from django.urls import path
@@ -12,4 +12,5 @@ def boom(request: HttpRequest) -> HttpResponse:
     raise RuntimeError("a bug in a view")
 
 
-urlpatterns = [path("boom/", boom), *urlpatterns]
+# Before the API's own catch-all: a fault outside its handlers, as a middleware's would be.
+urlpatterns = [path("boom/", boom), path("api/v1/boom/", boom), *urlpatterns]

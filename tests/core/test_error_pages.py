@@ -103,6 +103,17 @@ def test_a_500_is_the_sites_own_page_without_the_error() -> None:
     assert f'href="{reverse("core:home")}"' in body
 
 
+@pytest.mark.urls("tests.core.error_urls")
+def test_a_500_under_the_api_is_a_problem_not_a_page() -> None:
+    response = Client(raise_request_exception=False).get("/api/v1/boom/")
+
+    assert response.status_code == 500
+    assert response["Content-Type"] == "application/problem+json"
+    problem = response.json()
+    assert problem["status"] == 500 and problem["type"].endswith("#problem-internal")
+    assert "a bug in a view" not in _body(response)
+
+
 def test_the_500_page_renders_without_touching_the_database() -> None:
     def refuse(*args: Any) -> Any:
         raise AssertionError("the 500 page queried the database")

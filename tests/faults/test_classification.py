@@ -12,6 +12,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mrtrweb.mcp import (
     ConnectionSettings,
@@ -84,3 +86,23 @@ def test_retry_after_reads_seconds_and_http_dates() -> None:
     assert retry_after_seconds("Thu, 01 Jan 2026 11:00:00 GMT", now=now) == 0.0
     assert retry_after_seconds("soon", now=now) is None
     assert retry_after_seconds(None) is None
+    assert retry_after_seconds("172800", now=now) == 24 * 3600.0  # capped at a day
+    # Junk is as if absent, never an error: not ASCII digits, negative, past 2**31 seconds.
+    for junk in ("\xb2", "\u0663", "-5", "1e3", "2147483649", "9" * 5000, "Mon, 32 Jan 2020"):
+        assert retry_after_seconds(junk, now=now) is None, junk
+
+
+@given(
+    st.one_of(
+        st.text(),
+        st.text(alphabet=st.characters(max_codepoint=0xFF)),  # what a header decodes to
+        # Characters str.isdigit() takes for digits: ASCII, superscripts, Arabic-Indic.
+        st.text(alphabet=st.characters(categories=["Nd", "No"]), min_size=1),
+        st.text(alphabet="0123456789\xb2\xb3\xb9\u0663", min_size=1),
+        st.builds(lambda n: str(n), st.integers()),
+        st.from_regex(r"[A-Z][a-z]{2}, \d{1,2} [A-Z][a-z]{2} \d{1,6} \d\d:\d\d:\d\d [+-]?\w{1,4}"),
+    )
+)
+def test_retry_after_never_raises_and_stays_within_a_day(value: str) -> None:
+    seconds = retry_after_seconds(value)
+    assert seconds is None or 0.0 <= seconds <= 24 * 3600.0

@@ -11,8 +11,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import re
 from importlib import import_module
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from channels.db import database_sync_to_async
@@ -20,6 +22,7 @@ from channels.testing.websocket import WebsocketCommunicator
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.sessions.models import Session
+from django.core import mail
 from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
@@ -193,14 +196,15 @@ def deactivate_in_bulk(user: Any, key: str) -> None:
     get_user_model().objects.filter(pk=user.pk).update(is_active=False)
 
 
-def change_password_elsewhere(user: Any, key: str) -> None:
-    # As the password change page of another session does: this session's hash is stale.
+def set_password_in_a_script(user: Any, key: str) -> None:
+    # As a script or the shell may (the pages end the other sessions at once): this session's
+    # hash is stale.
     user = get_user_model().objects.get(pk=user.pk)
     user.set_password("a-new-password-1")
     user.save()
 
 
-@pytest.mark.parametrize("change", [expire, deactivate_in_bulk, change_password_elsewhere])
+@pytest.mark.parametrize("change", [expire, deactivate_in_bulk, set_password_in_a_script])
 async def test_a_change_no_signal_announces_closes_the_socket_at_the_next_event(
     browsers: Any, people: dict[str, Any], fastmcp_peer: Any, change: Any
 ) -> None:
@@ -217,6 +221,77 @@ async def test_a_change_no_signal_announces_closes_the_socket_at_the_next_event(
         # Closed, and the event's frame was never sent.
         assert await socket.receive_output(timeout=5) == CLOSED
         assert await socket.receive_nothing(timeout=0.2)
+
+
+# -- a new password ------------------------------------------------------------------------------
+
+NEW_PASSWORD = "a-new-long-password-42"
+
+
+async def test_changing_ones_password_ends_the_other_sessions_at_once(
+    browsers: Any, people: dict[str, Any], fastmcp_peer: Any
+) -> None:
+    caller = people["caller"]
+    call = await start_deploy(fastmcp_peer, caller)
+    laptop, phone, others = (
+        await browsers(caller),
+        await browsers(caller),
+        await browsers(people["outsider"]),
+    )
+    on_phone = await watching(phone, call)
+    outsider_inbox = await others.open("/ws/inbox/")
+    phone_key = phone.session_key
+
+    # The real page, as the person submits it on their laptop.
+    changed = await database_sync_to_async(laptop.client.post)(
+        reverse("password_change"),
+        {"old_password": "x", "new_password1": NEW_PASSWORD, "new_password2": NEW_PASSWORD},
+    )
+    assert changed.status_code == 302 and changed["Location"] == reverse("password_change_done")
+
+    # The phone's sockets close now, not at the next thing they would be sent.
+    for socket in on_phone:
+        assert await socket.receive_output(timeout=5) == CLOSED
+    assert await outsider_inbox.receive_nothing(timeout=0.2)  # another person's stays open
+    assert not await database_sync_to_async(Session.objects.filter(pk=phone_key).exists)()
+    signed_out = await database_sync_to_async(phone.client.get)(reverse("password_change_done"))
+    assert signed_out.status_code == 302 and reverse("login") in signed_out["Location"]
+    # The laptop stays signed in, and its sockets hear on.
+    still_in = await database_sync_to_async(laptop.client.get)(reverse("password_change_done"))
+    assert still_in.status_code == 200
+    laptop_inbox = await laptop.open("/ws/inbox/")
+    await move_round(call, people["outsider"])
+    await assert_hears([laptop_inbox])
+
+
+async def test_a_password_set_by_email_ends_every_session_at_once(
+    browsers: Any, people: dict[str, Any], fastmcp_peer: Any, settings: Any
+) -> None:
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    caller = people["caller"]
+    caller.email = "cal@example.org"
+    await database_sync_to_async(caller.save)()
+    call = await start_deploy(fastmcp_peer, caller)
+    laptop, phone = await browsers(caller), await browsers(caller)
+    sockets = [*await watching(laptop, call), *await watching(phone, call)]
+
+    def reset() -> None:
+        anyone = Client()
+        asked = anyone.post(reverse("password_reset"), {"email": "cal@example.org"})
+        assert asked.status_code == 302
+        [link] = re.findall(r"https?://\S+", mail.outbox[-1].body)
+        form = anyone.get(urlsplit(link).path, follow=True)
+        done = anyone.post(
+            form.redirect_chain[-1][0],
+            {"new_password1": NEW_PASSWORD, "new_password2": NEW_PASSWORD},
+        )
+        assert done.status_code == 302 and done["Location"] == reverse("password_reset_complete")
+
+    await database_sync_to_async(reset)()
+    for socket in sockets:
+        assert await socket.receive_output(timeout=5) == CLOSED
+    keys = [laptop.session_key, phone.session_key]
+    assert not await database_sync_to_async(Session.objects.filter(pk__in=keys).exists)()
 
 
 async def test_progress_stops_with_the_session(

@@ -503,7 +503,8 @@ class FlakyFront:
         text = b"busy, try again later"
         headers = [(b"content-type", b"text/plain"), (b"content-length", b"%d" % len(text))]
         if self.plan["retry_after"] is not None:
-            headers.append((b"retry-after", str(self.plan["retry_after"]).encode()))
+            # Latin-1: a value of "\u00b2" goes out as the one byte 0xB2, as a broken server's.
+            headers.append((b"retry-after", str(self.plan["retry_after"]).encode("latin-1")))
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": text})
 

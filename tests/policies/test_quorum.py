@@ -6,7 +6,6 @@ are kept in the audit trail and never reach the server."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -18,6 +17,7 @@ from mrtrweb.calls.presenting_policies import comments_of, policy_states, propos
 from mrtrweb.calls.trail import trail
 from mrtrweb.policies.models import Policy
 from tests.support.factories import make_connection, make_user
+from tests.support.sent import says
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -137,7 +137,7 @@ def test_a_rejection_delivers_a_decline(fastmcp_in_process: Any, finance: dict[s
     sent = retries(fastmcp_in_process, since)
     assert len(sent) == 1
     assert sent[0]["json"]["params"]["inputResponses"] == {"approval": {"action": "decline"}}
-    assert "freeze" not in sent[0]["body"]
+    assert not says(sent[0], "freeze")
     assert call.events.get(kind="answered").detail["quorum"] == "rejected"
 
 
@@ -260,7 +260,7 @@ def test_the_official_sdk_peer(sdk_peer: Any, finance: dict[str, Any]) -> None:
     assert call.result["content"][0]["text"] == "deleted /tmp/x"
     (sent,) = retries(sdk_peer, since)
     assert sent["json"]["params"]["inputResponses"] == proposal
-    assert "scratch" not in sent["body"] and "agreed" not in json.dumps(sent["json"])
+    assert not says(sent, "scratch") and not says(sent, "agreed")
 
     # And a rejection: a decline reaches the SDK's resolver.
     call = start(conn, finance["sam"], "confirm_delete", {"path": "/tmp/y"})

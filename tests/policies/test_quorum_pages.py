@@ -21,6 +21,7 @@ from mrtrweb.policies.models import Policy
 from tests.calls.pages import Pages, visible_text
 from tests.elicitation.support import post
 from tests.support.factories import make_connection, make_user
+from tests.support.sent import says
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -129,7 +130,7 @@ def test_proposal_then_approval_through_the_pages(setup: dict[str, Any]) -> None
             "content": {"approve": True, "replicas": 3, "window": "tonight", "notify": ["ops"]},
         }
     }
-    assert "agreed" not in sent["body"] and "Fine by me" not in sent["body"]
+    assert not says(sent, "agreed") and not says(sent, "Fine by me")
 
     # The requester reads the comments on the call page, escaped.
     page = sam.get(call.get_absolute_url())
@@ -159,7 +160,7 @@ def test_a_rejection_through_the_page(setup: dict[str, Any]) -> None:
     assert call.result["structuredContent"]["status"] == "declined"
     (sent,) = retries(peer, since)
     assert sent["json"]["params"]["inputResponses"] == {"approval": {"action": "decline"}}
-    assert "Freeze" not in sent["body"]
+    assert not says(sent, "Freeze")
     assert "cy rejected" in visible_text(client_for(setup["sam"]).get(call.get_absolute_url()))
 
 
@@ -208,4 +209,4 @@ def test_the_api_takes_a_comment_and_never_sends_it(setup: dict[str, Any]) -> No
     call.refresh_from_db()
     assert call.events.get(kind="answered").detail["comment"] == "From the release pipeline"
     (sent,) = retries(setup["peer"], since)
-    assert "pipeline" not in sent["body"]
+    assert not says(sent, "pipeline")

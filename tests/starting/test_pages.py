@@ -99,6 +99,27 @@ def test_the_json_editor_sends_the_arguments_exactly_and_refuses_non_objects(
     assert "hi there" in visible_text(pages.get(done["Location"]))
 
 
+@pytest.mark.parametrize(
+    ("typed", "says"),
+    [
+        ('{"n": [1, 1e999]}', "The number at /n/1 is too large"),
+        ('{"n": {"m": -1E400}}', "The number at /n/m is too large"),
+        ('{"n": Infinity}', "Infinity is not a JSON number"),
+        ('{"n": -Infinity}', "-Infinity is not a JSON number"),
+        ('{"n": NaN}', "NaN is not a JSON number"),
+    ],
+)
+def test_the_json_editor_refuses_numbers_that_are_not_finite_and_keeps_the_text(
+    pages: Pages, peer_conn: Connection, typed: str, says: str
+):
+    url = start_url(peer_conn, tool="echo", json="1")
+    refused = pages.post(url, {"arguments": typed, "start": "1"})
+    assert refused.status_code == 200
+    assert says in visible_text(refused)
+    assert typed in visible_text(refused)  # nothing typed is lost
+    assert not Call.objects.exists()
+
+
 def test_missing_required_arguments_are_reported_and_nothing_is_called(
     pages: Pages, peer_conn: Connection
 ):

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import httpx
 
+from mrtrweb.env import uvicorn_proxy_flags
 from tests.peers.fixtures import free_port
 from tests.support import set_up_once
 
@@ -196,8 +197,9 @@ class ServedApp:
 
 
 def start_uvicorn(app: ServedApp, *, name: str = "web", port: int, lifespan: bool) -> None:
-    """``uvicorn mrtrweb.asgi:application`` on 127.0.0.1:``port``, as ``make run`` serves it;
-    ``lifespan`` on runs the app's startup (the in-process task worker, when enabled)."""
+    """``uvicorn mrtrweb.asgi:application`` on 127.0.0.1:``port``, as ``make run`` serves it
+    (the proxies it trusts from the app's ``MRTRWEB_TRUSTED_PROXIES``); ``lifespan`` on runs
+    the app's startup (the in-process task worker, when enabled)."""
     app.spawn(
         name,
         UVICORN,
@@ -208,6 +210,7 @@ def start_uvicorn(app: ServedApp, *, name: str = "web", port: int, lifespan: boo
         str(port),
         "--lifespan",
         "on" if lifespan else "off",
+        *uvicorn_proxy_flags(app.env),
     )
 
 
