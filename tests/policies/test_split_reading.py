@@ -1,0 +1,135 @@
+"""Split rounds stay split wherever a call's rounds are listed for someone, against the real
+fastmcp peer: its ``plan_and_confirm`` asks ``budget`` and ``schedule`` in one round (split:
+ann has the budget, bob the schedule) and ``confirm`` alone in another (carl's, not split), in
+either order. Each of them reads whole only what is theirs; of any other round they see that
+it exists and its status, on the call page (its rounds and its comments), in the API's call
+resource (with and without ``?wait=``) and in the reminders. The call's starter and admins
+read everything."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from mrtrweb.calls import engine
+from mrtrweb.calls.models import Call, Round
+from mrtrweb.people.roles import ADMINS
+from mrtrweb.policies.snapshot import PolicySnapshot
+from tests.support.factories import make_connection, make_user
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("inline_tasks")]
+
+BUDGET_Q = "Budget for Atlas?"
+SCHEDULE_Q = "When does Atlas start?"
+CONFIRM_Q = "Go ahead with Atlas?"
+# What each person typed: their answers and their notes for the requester.
+AMOUNT = 7319
+NOTE = "vendor-late-by-a-week"
+SAID = {"ann": "ann-says-tight", "bob": "bob-says-january", "carl": "carl-says-go"}
+BUDGET = {"budget": {"action": "accept", "content": {"amount": AMOUNT}}}
+SCHEDULE = {"schedule": {"action": "accept", "content": {"start": "2027-03-15"}}}
+CONFIRM = {"confirm": {"action": "accept", "content": {"ok": True, "note": NOTE}}}
+# What belongs to each person's round, and must not reach the others.
+OWN = {
+    "ann": (BUDGET_Q, str(AMOUNT), SAID["ann"]),
+    "bob": (SCHEDULE_Q, SAID["bob"]),
+    "carl": (CONFIRM_Q, NOTE, SAID["carl"]),
+}
+
+
+@pytest.fixture
+def people(db: Any) -> dict[str, Any]:
+    return {
+        "sam": make_user("sam", email="sam@example.org"),  # starts the calls
+        "ann": make_user("ann", email="ann@example.org"),  # the budget part
+        "bob": make_user("bob", email="bob@example.org"),  # the schedule part
+        "carl": make_user("carl", email="carl@example.org"),  # the call's rounds go to him
+        "root": make_user("root", ADMINS),
+    }
+
+
+def start(peer: Any, people: dict[str, Any], *, confirm_first: bool, **policy: Any) -> Call:
+    """A ``plan_and_confirm`` call by sam whose rounds go to carl, the budget to ann and the
+    schedule to bob."""
+    call = engine.start_call(
+        connection=make_connection(peer, state_lifetime=timedelta(hours=1)),
+        method=Call.Method.TOOL,
+        target="plan_and_confirm",
+        arguments={"project": "Atlas", "confirm_first": confirm_first},
+        user=people["sam"],
+        route_user=people["carl"],
+        policy=PolicySnapshot(
+            split_routes={"budget": {"user": "ann"}, "schedule": {"user": "bob"}}, **policy
+        ),
+    )
+    assert call.status == Call.Status.WAITING, call.error
+    return call
+
+
+def answer_plan(call: Call, people: dict[str, Any]) -> None:
+    round = call.rounds.get(split=True)
+    engine.answer(round, BUDGET, people["ann"], comment=SAID["ann"])
+    engine.answer(round, SCHEDULE, people["bob"], comment=SAID["bob"])
+
+
+def answer_confirm(call: Call, people: dict[str, Any]) -> None:
+    round = call.rounds.get(split=False, status=Round.Status.PENDING)
+    engine.answer(round, CONFIRM, people["carl"], comment=SAID["carl"])
+
+
+def call_page(user: Any, call: Call) -> str:
+    client = Client()
+    client.force_login(user)
+    response = client.get(call.get_absolute_url())
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def assert_reads_only_their_own(page: str, name: str) -> None:
+    for owner, marks in OWN.items():
+        for mark in marks:
+            if owner == name:
+                assert mark in page, (name, mark)
+            else:
+                assert mark not in page, (name, "reads", owner, mark)
+
+
+@pytest.mark.parametrize("confirm_first", [False, True], ids=["split-first", "split-second"])
+def test_the_call_page_shows_each_person_only_their_rounds_and_comments(
+    fastmcp_in_process: Any, people: dict[str, Any], confirm_first: bool
+) -> None:
+    call = start(fastmcp_in_process, people, confirm_first=confirm_first)
+    steps = [answer_confirm, answer_plan] if confirm_first else [answer_plan, answer_confirm]
+    for step in steps:
+        step(call, people)
+    call.refresh_from_db()
+    assert call.status == Call.Status.COMPLETED, call.error
+
+    for name in ("ann", "bob", "carl"):
+        page = call_page(people[name], call)
+        assert_reads_only_their_own(page, name)
+        # The other rounds are there, with their status, and nothing else of them.
+        assert "Round 1" in page and "Round 2" in page
+        assert page.count("status-delivered") >= 2
+    for name in ("sam", "root"):
+        page = call_page(people[name], call)
+        for marks in OWN.values():
+            assert all(mark in page for mark in marks), name
+
+
+def test_a_waiting_round_of_someone_else_is_only_said_to_wait(
+    fastmcp_in_process: Any, people: dict[str, Any]
+) -> None:
+    call = start(fastmcp_in_process, people, confirm_first=False)
+    answer_plan(call, people)
+    waiting = call.rounds.get(index=2)
+    assert waiting.status == Round.Status.PENDING
+    page = call_page(people["ann"], call)
+    assert CONFIRM_Q not in page and SCHEDULE_Q not in page
+    # Not whom it waits for, nor a link to a page that is not hers.
+    assert waiting.get_absolute_url() not in page and "waits for carl" not in page
+    assert "Round 2 waits for an answer." in page
+    assert "Round 2 waits for carl." in call_page(people["sam"], call)
