@@ -18,6 +18,7 @@ from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.people.roles import ADMINS
 from mrtrweb.policies.snapshot import PolicySnapshot
+from tests.api.support import api_for
 from tests.support.factories import make_connection, make_user
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("inline_tasks")]
@@ -133,3 +134,33 @@ def test_a_waiting_round_of_someone_else_is_only_said_to_wait(
     assert waiting.get_absolute_url() not in page and "waits for carl" not in page
     assert "Round 2 waits for an answer." in page
     assert "Round 2 waits for carl." in call_page(people["sam"], call)
+
+
+@pytest.mark.parametrize("wait", ["", "?wait=0.2"], ids=["now", "wait"])
+def test_the_apis_call_resource_shows_each_token_only_its_rounds(
+    fastmcp_in_process: Any, people: dict[str, Any], wait: str
+) -> None:
+    call = start(fastmcp_in_process, people, confirm_first=True)
+    answer_confirm(call, people)  # round 1: carl's, round 2: split, still waiting
+
+    def rounds(name: str) -> list[dict[str, Any]]:
+        response = api_for(people[name]).get(f"/calls/{call.pk}{wait}")
+        assert response.status_code == 200, response.content
+        return response.json()["rounds"]
+
+    confirm, plan = rounds("ann")
+    assert list(plan["inputRequests"]) == ["budget"]
+    # Carl's round: that it is there and its status, no more.
+    assert confirm["status"] == "delivered" and confirm["index"] == 1
+    assert confirm["inputRequests"] == {}
+    assert confirm["answeredBy"] is None and confirm["assignedUser"] is None
+    assert confirm["answeredAt"] is None and confirm["expiresAt"] is None
+    assert NOTE not in str(rounds("ann")) and CONFIRM_Q not in str(rounds("bob"))
+    confirm, plan = rounds("carl")
+    assert list(confirm["inputRequests"]) == ["confirm"] and confirm["answeredBy"] == "carl"
+    assert plan["inputRequests"] == {} and plan["status"] == "pending"
+    assert BUDGET_Q not in str(rounds("carl"))
+    for name in ("sam", "root"):
+        confirm, plan = rounds(name)
+        assert list(confirm["inputRequests"]) == ["confirm"]
+        assert list(plan["inputRequests"]) == ["budget", "schedule"]
