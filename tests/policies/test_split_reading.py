@@ -19,6 +19,7 @@ from mrtrweb.calls.models import Call, Round
 from mrtrweb.people.roles import ADMINS
 from mrtrweb.policies.snapshot import PolicySnapshot
 from tests.api.support import api_for
+from tests.policies.reminders_support import moment
 from tests.support.factories import make_connection, make_user
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("inline_tasks")]
@@ -164,3 +165,23 @@ def test_the_apis_call_resource_shows_each_token_only_its_rounds(
         confirm, plan = rounds(name)
         assert list(confirm["inputRequests"]) == ["confirm"]
         assert list(plan["inputRequests"]) == ["budget", "schedule"]
+
+
+def test_a_split_rounds_reminders_go_to_each_part_with_its_own_question(
+    fastmcp_in_process: Any, people: dict[str, Any], mailoutbox: list[Any]
+) -> None:
+    """Carl is the split round's own assignee (the call routes its rounds to him) yet has no
+    part in it: he is not reminded of it, and ann and bob each of their own question."""
+    call = start(fastmcp_in_process, people, confirm_first=False, reminders=[0.5, 0.9])
+    round = call.rounds.get()
+    del mailoutbox[:]
+    assert engine.remind_due(moment(round, 0.5)) == 1
+    sent = {mail.to[0]: mail.subject + "\n" + mail.body for mail in mailoutbox}
+    assert set(sent) == {"ann@example.org", "bob@example.org"}
+    assert BUDGET_Q in sent["ann@example.org"] and SCHEDULE_Q not in sent["ann@example.org"]
+    assert SCHEDULE_Q in sent["bob@example.org"] and BUDGET_Q not in sent["bob@example.org"]
+    # A part answered is not reminded again.
+    engine.answer(round, BUDGET, people["ann"])
+    del mailoutbox[:]
+    assert engine.remind_due(moment(round, 0.9)) == 1
+    assert [mail.to for mail in mailoutbox] == [["bob@example.org"]]
