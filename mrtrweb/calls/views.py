@@ -65,7 +65,13 @@ def round_page(request: HttpRequest, pk: int) -> HttpResponse:
         return _taken_or_404(request, pk)
     round = shown_to(request.user, round)  # a split round: only this person's part
     consented = url_consent.consented(request, round)
-    saved = engine.saved_answers_for(round) if round.is_pending else {}
+    # Filled in from the call this one restarted: only answers this person could read there.
+    user = request.user
+    saved = (
+        engine.saved_answers_for(round, lambda rounds: readings(user, rounds))
+        if round.is_pending
+        else {}
+    )
     if request.method == "GET":
         answers = RoundAnswers(round, saved=saved, consented=consented, tz=_tz())
         return _render_round(request, round, answers)

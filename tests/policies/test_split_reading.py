@@ -185,3 +185,42 @@ def test_a_split_rounds_reminders_go_to_each_part_with_its_own_question(
     del mailoutbox[:]
     assert engine.remind_due(moment(round, 0.9)) == 1
     assert [mail.to for mail in mailoutbox] == [["bob@example.org"]]
+
+
+def test_a_restart_fills_in_only_answers_the_person_could_read(
+    fastmcp_in_process: Any, people: dict[str, Any]
+) -> None:
+    """A round of a call started again is filled in with the answers given to the same
+    questions before, but only those its reader could read: ann, who had the budget part,
+    starts sam's call again; its rounds now ask her (the new call is hers) and her forms hold
+    her own budget, never the schedule bob gave nor what sam answered to the confirmation."""
+    call = engine.start_call(
+        connection=make_connection(fastmcp_in_process),
+        method=Call.Method.TOOL,
+        target="plan_and_confirm",
+        arguments={"project": "Atlas"},
+        user=people["sam"],  # no routing: the rounds' own assignee is the starter
+        policy=PolicySnapshot(
+            split_routes={"budget": {"user": "ann"}, "schedule": {"user": "bob"}}
+        ),
+    )
+    answer_plan(call, people)
+    engine.answer(call.rounds.get(index=2), CONFIRM, people["sam"])
+    again = engine.restart(call, people["ann"])
+    plan = again.rounds.get()
+    ann = Client()
+    ann.force_login(people["ann"])
+    page = ann.get(plan.get_absolute_url()).content.decode()
+    assert f'value="{AMOUNT}"' in page and "2027-03-15" not in page
+    engine.answer(plan, BUDGET, people["ann"])
+    engine.answer(plan, SCHEDULE, people["bob"])
+    confirm = again.rounds.get(index=2)
+    assert confirm.assigned_user == people["ann"]
+    page = ann.get(confirm.get_absolute_url()).content.decode()
+    assert CONFIRM_Q in page and NOTE not in page
+    # Sam answered the confirmation himself: started again by him, it is his to fill in.
+    sams = engine.restart(call, people["sam"])
+    answer_plan(sams, people)
+    sam = Client()
+    sam.force_login(people["sam"])
+    assert NOTE in sam.get(sams.rounds.get(index=2).get_absolute_url()).content.decode()
