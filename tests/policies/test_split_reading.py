@@ -174,6 +174,10 @@ def test_a_split_rounds_reminders_go_to_each_part_with_its_own_question(
     part in it: he is not reminded of it, and ann and bob each of their own question."""
     call = start(fastmcp_in_process, people, confirm_first=False, reminders=[0.5, 0.9])
     round = call.rounds.get()
+    # Told of the round as of its reminders: each part's people, with their part only.
+    told = {mail.to[0]: mail.body for mail in mailoutbox}
+    assert set(told) == {"ann@example.org", "bob@example.org"}
+    assert SCHEDULE_Q not in told["ann@example.org"] and BUDGET_Q not in told["bob@example.org"]
     del mailoutbox[:]
     assert engine.remind_due(moment(round, 0.5)) == 1
     sent = {mail.to[0]: mail.subject + "\n" + mail.body for mail in mailoutbox}
