@@ -228,3 +228,24 @@ def test_a_restart_fills_in_only_answers_the_person_could_read(
     sam = Client()
     sam.force_login(people["sam"])
     assert NOTE in sam.get(sams.rounds.get(index=2).get_absolute_url()).content.decode()
+
+
+def test_a_parts_person_cancels_their_part_not_the_whole_split_round(
+    fastmcp_in_process: Any, people: dict[str, Any]
+) -> None:
+    """Cancelling the call refuses every part at once: that is its caller's (or an admin's)
+    to do, not one part's person's, who answers their own part with a cancel instead."""
+    call = start(fastmcp_in_process, people, confirm_first=False, split_decline="send-with-others")
+    round = call.rounds.get()
+    refused = api_for(people["ann"]).post(f"/calls/{call.pk}/cancel", {})
+    assert refused.status_code == 409, refused.content
+    assert "your part" in refused.json()["detail"]
+    assert round.parts.get(key="schedule").is_pending
+    assert round.parts.get(key="budget").is_pending
+    # Her own part she may cancel; bob's still waits, as the policy says.
+    mine = {"responses": {"budget": {"action": "cancel"}}}
+    assert api_for(people["ann"]).post(f"/rounds/{round.pk}/responses", mine).status_code == 202
+    assert round.parts.get(key="schedule").is_pending
+    # The caller cancels the whole call.
+    assert api_for(people["sam"]).post(f"/calls/{call.pk}/cancel", {}).status_code == 200
+    assert not round.parts.get(key="schedule").is_pending
