@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
 from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Round
@@ -249,3 +250,19 @@ def test_a_parts_person_cancels_their_part_not_the_whole_split_round(
     # The caller cancels the whole call.
     assert api_for(people["sam"]).post(f"/calls/{call.pk}/cancel", {}).status_code == 200
     assert not round.parts.get(key="schedule").is_pending
+
+
+def test_a_split_rounds_expiry_is_told_to_its_parts_people(
+    fastmcp_in_process: Any, people: dict[str, Any], mailoutbox: list[Any]
+) -> None:
+    """Carl, the round's own assignee with no part in it, does not see the call (its first
+    round expired, so no round of his was ever asked): he is not told of it."""
+    call = start(fastmcp_in_process, people, confirm_first=False)
+    round = call.rounds.get()
+    del mailoutbox[:]
+    Round.objects.filter(pk=round.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert engine.expire_if_due(round.pk) is True
+    call.refresh_from_db()
+    assert call.status == Call.Status.EXPIRED
+    assert sorted(mail.to[0] for mail in mailoutbox) == ["ann@example.org", "bob@example.org"]
+    assert all("Expired" in mail.subject for mail in mailoutbox)
