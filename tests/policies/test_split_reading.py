@@ -3,8 +3,10 @@ fastmcp peer: its ``plan_and_confirm`` asks ``budget`` and ``schedule`` in one r
 ann has the budget, bob the schedule) and ``confirm`` alone in another (carl's, not split), in
 either order. Each of them reads whole only what is theirs; of any other round they see that
 it exists and its status, on the call page (its rounds and its comments), in the API's call
-resource (with and without ``?wait=``) and in the reminders. The call's starter and admins
-read everything."""
+resource (with and without ``?wait=``), in the emails (new round, reminders, expiry) and in
+the forms of a call started again; a part's person cancels their part, never the whole round.
+The call's starter and admins read everything. The live frames are in
+tests/live/test_split_rounds.py."""
 
 from __future__ import annotations
 
