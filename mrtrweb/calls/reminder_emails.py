@@ -171,8 +171,13 @@ def notify_escalated_away(
     round: Any, *, user: Any = None, group: Any = None, claimed_by: Any = None
 ) -> None:
     """Tell whoever ``round`` waited for before its escalation (``user``, ``group`` or its
-    ``claimed_by``) that it went to the fallback (the round's assignee now)."""
+    ``claimed_by``) that it went to the fallback (the round's assignee now).
+
+    Not of a split round: its parts stay with their people, so nobody who was asked lost it,
+    and its own assignee may have no part in it (nor see its call)."""
     round.refresh_from_db()
+    if round.split:
+        return
     if round.assigned_user is not None:
         fallback = person_name(round.assigned_user)
     else:

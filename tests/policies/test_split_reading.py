@@ -268,3 +268,28 @@ def test_a_split_rounds_expiry_is_told_to_its_parts_people(
     assert call.status == Call.Status.EXPIRED
     assert sorted(mail.to[0] for mail in mailoutbox) == ["ann@example.org", "bob@example.org"]
     assert all("Expired" in mail.subject for mail in mailoutbox)
+
+
+def test_a_split_rounds_escalation_tells_nobody_of_parts_not_theirs(
+    fastmcp_in_process: Any, people: dict[str, Any], mailoutbox: list[Any]
+) -> None:
+    """Escalating a split round moves its own assignee (carl, who has no part in it) to the
+    fallback; the parts stay with their people. Carl, who may not see the call, is told
+    nothing of it, and the fallback is sent no part's question."""
+    make_user("fay", email="fay@example.org")
+    call = start(
+        fastmcp_in_process,
+        people,
+        confirm_first=False,
+        escalate_after_seconds=600,
+        escalate_user="fay",
+    )
+    round = call.rounds.get()
+    del mailoutbox[:]
+    assert engine.remind_due(round.created_at + timedelta(minutes=11)) == 1
+    round.refresh_from_db()
+    assert round.escalated_at is not None
+    told = {mail.to[0]: mail.subject + "\n" + mail.body for mail in mailoutbox}
+    assert "carl@example.org" not in told
+    assert set(told) <= {"ann@example.org", "bob@example.org"}
+    assert SCHEDULE_Q not in told.get("ann@example.org", "")
