@@ -134,7 +134,10 @@ class RoundOut(_Out):
     status: RoundStatus
     url: str = Field(description="The absolute URL of the round's page, for a person")
     input_requests: dict[str, Any] = Field(
-        description="The server's inputRequests exactly as sent (never its requestState)"
+        description=(
+            "The server's inputRequests exactly as sent (never its requestState): of a split "
+            "round, only the token user's part; empty for a round of the call they may not read"
+        )
     )
     unsupported_reason: str = ""
     assigned_user: str | None = None

@@ -13,7 +13,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from pydantic.alias_generators import to_camel
 
-from mrtrweb.calls.access import shown_to
+from mrtrweb.calls.access import readings, shown_to
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.servers.exposure import sees_whole_catalog, startable_tools
 from mrtrweb.servers.forms import lifetime_minutes
@@ -35,9 +35,11 @@ def _username(user: Any) -> str | None:
     return user.get_username() if user is not None else None
 
 
-def round_out(request: HttpRequest, round: Round) -> RoundOut:
+def round_out(request: HttpRequest, round: Round, *, shown: bool = False) -> RoundOut:
+    """``round`` as the token's user reads it: a split round only their part (``shown``:
+    it is already as they read it)."""
     user = getattr(getattr(request, "auth", None), "user", None)
-    if user is not None:
+    if user is not None and not shown:
         round = shown_to(user, round)  # a split round: only the token user's part
     return RoundOut(
         id=round.pk,
@@ -58,6 +60,21 @@ def round_out(request: HttpRequest, round: Round) -> RoundOut:
     )
 
 
+def status_out(request: HttpRequest, round: Round) -> RoundOut:
+    """A round of the call that the token's user may not read (another person's, or a split
+    round they have no part in): that it exists and its status, nothing of its questions,
+    answers or people."""
+    return RoundOut(
+        id=round.pk,
+        call_id=round.call_id,
+        index=round.index,
+        status=round.status,
+        url=request.build_absolute_uri(round.get_absolute_url()),
+        input_requests={},
+        created_at=round.created_at,
+    )
+
+
 def _arguments(call: Call) -> Any:
     try:
         return json.loads(call.arguments_json)
@@ -66,9 +83,14 @@ def _arguments(call: Call) -> Any:
 
 
 def call_out(request: HttpRequest, call: Call) -> CallOut:
-    rounds = call.rounds.select_related(
-        "assigned_user", "assigned_group", "claimed_by", "answered_by"
-    ).order_by("index")
+    rounds = list(
+        call.rounds.select_related(
+            "assigned_user", "assigned_group", "claimed_by", "answered_by"
+        ).order_by("index")
+    )
+    user = getattr(getattr(request, "auth", None), "user", None)
+    # Each round as the token's user may read it: whole, their part, or only its status.
+    read = readings(user, rounds) if user is not None else {r.pk: r for r in rounds}
     resource = call.method == Call.Method.RESOURCE
     return CallOut(
         id=call.pk,
@@ -83,7 +105,12 @@ def call_out(request: HttpRequest, call: Call) -> CallOut:
         started_by=call.started_by.get_username(),
         created_at=call.created_at,
         finished_at=call.finished_at,
-        rounds=[round_out(request, r) for r in rounds],
+        rounds=[
+            status_out(request, r)
+            if (shown := read[r.pk]) is None
+            else round_out(request, shown, shown=True)
+            for r in rounds
+        ],
         result=call.result if isinstance(call.result, dict) else None,
         error=call.error,
         policy={to_camel(key): value for key, value in (call.policy or {}).items()},

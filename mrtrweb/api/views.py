@@ -24,6 +24,7 @@ from mrtrweb.calls.access import (
     by_key,
     can_answer,
     routed_to,
+    sees_call_at_once,
     shown_to,
     visible_call,
     visible_rounds,
@@ -260,6 +261,16 @@ def call_cancel(request: HttpRequest, id: Id) -> CallOut:
         )
     if not (can_answer(user, open_round) or call.started_by_id == user.pk):
         raise not_found("No call")
+    if open_round.split and not sees_call_at_once(user, call.started_by_id):
+        # Cancelling refuses every part at once: the caller's or an admin's to do, never
+        # one part's person's (docs/approval-policies.md, "Split rounds").
+        raise ApiError(
+            409,
+            f"Round {open_round.index} is split between people: cancel your part "
+            f"(POST /rounds/{open_round.pk}/responses with the action cancel); only the "
+            "caller or an admin cancels the whole call.",
+            kind="not-cancellable",
+        )
     try:
         if open_round.status == Round.Status.FAILED:
             engine.abandon(open_round, user)

@@ -15,6 +15,9 @@
 - A split round (issue 17) is routed by its parts instead: each person sees and answers only
   the part (the questions) routed to them, or to one of their groups (:func:`part_for`,
   :func:`shown_to`); its own assignee answers only the part no route named.
+- Seeing a call is not reading every round of it: of a round that is not theirs to open (nor
+  a part of it), whoever sees the call reads only that it exists and its status
+  (:func:`readings`); its starter and admins read everything.
 
 ``calls.rules`` states the same rules over plain values; ``tests/calls/test_rules.py`` holds
 these queries to it.
@@ -23,6 +26,7 @@ these queries to it.
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from django.db.models import F, Model, Q, QuerySet
@@ -152,6 +156,32 @@ def narrowed(round: Round, part: RoundPart) -> Round:
         if round.status == Round.Status.PENDING:
             shown.status = Round.Status.SUBMITTED
     return shown
+
+
+def readings(user: Any, rounds: Sequence[Round]) -> dict[int, Round | None]:
+    """What ``user`` may read of each of ``rounds`` (a call's, as its page or the API list
+    them), by key: the round whole, a split round narrowed to their part (:func:`shown_to`),
+    or None, only that it exists and its status.
+
+    Its starter and admins read each round as :func:`shown_to` shows it. Anyone else (who
+    sees the call through one of its rounds) reads whole only a round they may open
+    (:func:`visible_rounds`), of a split round only their part, and nothing of the others:
+    seeing a call never shows its other rounds' questions, answers or comments.
+    """
+    if not rounds or not _active(user):
+        return {r.pk: None for r in rounds}
+    if sees_call_at_once(user, rounds[0].call.started_by_id):
+        return {r.pk: shown_to(user, r) for r in rounds}
+    whole = [r.pk for r in rounds if not r.split]
+    opened = set(visible_rounds(user).filter(pk__in=whole).values_list("pk", flat=True))
+    read: dict[int, Round | None] = {}
+    for r in rounds:
+        if r.split:
+            part = part_for(user, r)
+            read[r.pk] = None if part is None else narrowed(r, part)
+        else:
+            read[r.pk] = r if r.pk in opened else None
+    return read
 
 
 # What the pages show of a round besides itself (one join each, all many-to-one).

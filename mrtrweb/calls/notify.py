@@ -153,12 +153,32 @@ def _expired_message(round: Any, user: Any) -> tuple[str, str, None, list[str]]:
 
 
 def notify_expired(round: Any) -> None:
-    """Email the assignee(s) that a round expired unanswered (or undelivered). Never raises."""
+    """Email the assignee(s) that a round expired unanswered (or undelivered). Never raises.
+
+    A split round's are its parts' people, each told of their own part: not the round's own
+    assignee, who may have no part in it (nor see its call)."""
+    if getattr(round, "split", False):
+        messages, to = [], []
+        for part in RoundPart.objects.filter(round_id=round.pk).select_related(
+            "assigned_user", "assigned_group"
+        ):
+            shown = narrowed(round, part)
+            shown.assigned_user, shown.assigned_group = part.assigned_user, part.assigned_group
+            for user in recipients(shown):
+                if user.email not in {u.email for u in to}:  # one email an address
+                    to.append(user)
+                    messages.append(_expired_message(shown, user))
+        _send_expired(round, messages, to)
+        return
     to = recipients(round)
-    if not to:
+    _send_expired(round, [_expired_message(round, user) for user in to], to)
+
+
+def _send_expired(round: Any, messages: list[Any], to: list[Any]) -> None:
+    if not messages:
         return
     try:
-        _send([_expired_message(round, user) for user in to])
+        _send(messages)
     except Exception:  # an unreachable mail server must not stop the sweep
         logger.exception(
             "could not email the expiry of round %s to %s", round.pk, [u.email for u in to]

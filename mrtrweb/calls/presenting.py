@@ -6,7 +6,8 @@ Built on the round's typed questions (``Round.questions()``), never on its JSON:
   one page applied (``MAX_QUESTIONS``, and the fields and options a form may have), and what
   can be answered; the JSON API answers the same sections;
 - ``RoundAnswers``: those sections with their forms, for the round page;
-- ``round_view``: each question with the answer given, for the call page;
+- ``round_view``, ``round_views``: each question with the answer given, for the call page
+  (a round its reader may not read: its status only);
 - ``present(round).headline``: one line for lists (the inbox, the admins' pages) and emails;
 - ``typed_values``: what a person typed into a round's form, as they would read it back;
 - ``renewal_state``, ``changes_said``: what the renewal policy did to a round, in words;
@@ -20,7 +21,7 @@ a call (its outcome as one badge, why it expired) is ``call_outcomes``.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
@@ -114,6 +115,9 @@ class Asked:
 class RoundView:
     round: Any  # the Round (its request_state is never read here or in templates)
     questions: tuple[Asked, ...]
+    # Not the reader's to read (another person's round, or a split round they have no part
+    # in): the page says it exists and its status, nothing else of it.
+    status_only: bool = False
 
 
 class PresentedRound:
@@ -209,6 +213,20 @@ def present(round: Round) -> PresentedRound:
 def round_view(round: Round) -> RoundView:
     """The questions of a round with the answers given to them, for the call page."""
     return RoundView(round=round, questions=present(round).asked)
+
+
+def round_views(rounds: Sequence[Round], read: Mapping[int, Round | None]) -> list[RoundView]:
+    """``rounds`` for the call page as its reader may read them (``access.readings``: each
+    round whole, narrowed to their part, or None for its status only)."""
+    views = []
+    for r in rounds:
+        shown = read.get(r.pk)
+        views.append(
+            RoundView(round=r, questions=(), status_only=True)
+            if shown is None
+            else round_view(shown)
+        )
+    return views
 
 
 def asked_with(question: Question, answer: Any) -> Asked:

@@ -12,7 +12,7 @@ The rounds themselves are ``presenting``'s; this module builds on its ``Asked``.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,11 +54,13 @@ class Comment:
 COMMENTED = {"answered": "answered", "part_answered": "answered", "quorum_proposed": "proposed"}
 
 
-def comments_of(call: Call, reader: Any = None) -> list[Comment]:
+def comments_of(call: Call, reader: Any = None, *, readable: Collection[int] = ()) -> list[Comment]:
     """Every comment left on ``call``'s rounds that ``reader`` may read, oldest first (from
-    the audit trail, where they are kept; the server never gets them). A comment on a part of
-    a split round is for the requester: besides them, only admins and its author read it, as
-    the other parts' people never see that part (``reader`` None: every comment)."""
+    the audit trail, where they are kept; the server never gets them). The requester and
+    admins read them all (``reader`` None: every comment). Anyone else reads their own, and
+    those on the rounds they read whole (``readable``, by key: ``access.readings``); a
+    comment on a part of a split round is for the requester, so only its author reads it
+    besides them, as the other parts' people never see that part."""
     events = (
         Event.objects.filter(
             call=call,
@@ -74,7 +76,8 @@ def comments_of(call: Call, reader: Any = None) -> list[Comment]:
         text = detail.get("comment")
         if not isinstance(text, str) or not text:
             continue
-        if event.kind == "part_answered" and not (sees_parts or event.actor_id == reader.pk):
+        theirs = sees_parts or event.actor_id == reader.pk
+        if not theirs and (event.kind == "part_answered" or event.round_id not in readable):
             continue
         if event.kind == "quorum_vote":
             what = "approved" if detail.get("verdict") == "approve" else "rejected"

@@ -15,7 +15,9 @@ from django.utils.translation import gettext as _
 from mrtrweb.mcp.oneline import one_line
 from mrtrweb.people.speaking import writing_to
 
-from .notify import SUBJECT_LENGTH
+from .access import narrowed
+from .models import RoundPart
+from .notify import SUBJECT_LENGTH, recipients
 from .presenting import person_name, present
 from .routing import answering_for, standing_in_now
 from .when import moment_in_zone
@@ -112,8 +114,31 @@ def round_percent(fraction: float) -> str:
 
 
 def notify_reminder(round: Any, fraction: float) -> None:
-    """Remind whoever ``round`` waits for that it does (``fraction`` of its time has gone)."""
+    """Remind whoever ``round`` waits for that it does (``fraction`` of its time has gone).
+
+    A split round waits for its parts' people, not for its own assignee: each part still
+    waiting is reminded to its own people with its own questions only, as ``notify`` tells
+    them of the round."""
+    if getattr(round, "split", False):
+        messages = []
+        for shown in _waiting_parts(round):
+            # The part's own people, as its first email (who may open a part: access.part_for).
+            messages += [_reminder(shown, user, fraction) for user in recipients(shown)]
+        _send("reminder", round, messages)
+        return
     _send("reminder", round, [_reminder(round, user, fraction) for user in waiting_for(round)])
+
+
+def _waiting_parts(round: Any) -> list[Any]:
+    """``round``'s parts still waiting, each as the round narrowed to it and routed as it."""
+    shown = []
+    for part in RoundPart.objects.filter(
+        round_id=round.pk, status=RoundPart.Status.PENDING
+    ).select_related("assigned_user", "assigned_group"):
+        narrow = narrowed(round, part)
+        narrow.assigned_user, narrow.assigned_group = part.assigned_user, part.assigned_group
+        shown.append(narrow)
+    return shown
 
 
 def _escalated(round: Any, user: Any, fallback: str) -> Message:
@@ -158,8 +183,13 @@ def notify_escalated_away(
 ) -> None:
     """Tell whoever ``round`` waited for before its escalation (``user`` and their
     ``stand_in``, ``group`` or its ``claimed_by``) that it went to the fallback (the round's
-    assignee now)."""
+    assignee now).
+
+    Not of a split round: its parts stay with their people, so nobody who was asked lost it,
+    and its own assignee may have no part in it (nor see its call)."""
     round.refresh_from_db()
+    if round.split:
+        return
     if round.assigned_user is not None:
         fallback = person_name(round.assigned_user)
     else:

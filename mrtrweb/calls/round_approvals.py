@@ -22,7 +22,9 @@ def round_comments(round: Round, call: Call, user: Any, quorum: bool) -> list[An
     back to pending once answered), so its page does not read the audit trail for them."""
     if round.is_pending and not quorum and not round.split:
         return []
-    return [c for c in comments_of(call, user) if c.round_index == round.index]
+    # Its page shows a round its reader may open: whole, unless it is split (their part).
+    readable = () if round.split else (round.pk,)
+    return [c for c in comments_of(call, user, readable=readable) if c.round_index == round.index]
 
 
 def is_quorum(round: Round) -> bool:

@@ -33,6 +33,7 @@ from .access import (
     can_act_on_call,
     can_answer,
     next_page,
+    readings,
     restarts_of,
     sees_call,
     shown_to,
@@ -44,7 +45,7 @@ from .access import (
 )
 from .call_outcomes import expiry_of, listed_calls, outcome_of, with_error_flag
 from .models import Call, Round
-from .presenting import RoundAnswers, person_name, round_view, typed_values
+from .presenting import RoundAnswers, person_name, round_views, typed_values
 from .presenting_policies import comments_of, policy_states
 from .rendering import pretty_json, result_view
 from .round_approvals import is_quorum, quorum_view, round_comments
@@ -64,7 +65,13 @@ def round_page(request: HttpRequest, pk: int) -> HttpResponse:
         return _taken_or_404(request, pk)
     round = shown_to(request.user, round)  # a split round: only this person's part
     consented = url_consent.consented(request, round)
-    saved = engine.saved_answers_for(round) if round.is_pending else {}
+    # Filled in from the call this one restarted: only answers this person could read there.
+    user = request.user
+    saved = (
+        engine.saved_answers_for(round, lambda rounds: readings(user, rounds))
+        if round.is_pending
+        else {}
+    )
     if request.method == "GET":
         answers = RoundAnswers(round, saved=saved, consented=consented, tz=_tz())
         return _render_round(request, round, answers)
@@ -268,17 +275,21 @@ def call_page(request: HttpRequest, pk: int) -> HttpResponse:
     # Nothing is on its way while the call waits for an account: the wait says so instead.
     in_flight = page_refresh.in_flight(call, rounds) and waiting is None
     pending = [r for r in rounds if r.status == Round.Status.PENDING]
+    # Each round as this person may read it: whole, their part, or only its status.
+    read = readings(request.user, rounds)
     context = {
         "call": call,
         "crumb": _crumb(request.user, call),
         "outcome": outcome_of(call, rounds),
         "expiry": expiry_of(rounds) if call.status == Call.Status.EXPIRED else None,
         "progress": _progress(call, rounds) if in_flight else None,
-        "rounds": [round_view(shown_to(request.user, r)) for r in rounds],
+        "rounds": round_views(rounds, read),
         # Notes answerers left for the requester (kept in the audit trail, never sent).
-        "comments": comments_of(call, request.user),
+        "comments": comments_of(call, request.user, readable=_read_whole(read)),
         "pending_policy": policy_states(pending[-1:])[pending[-1].pk] if pending else [],
         "pending": pending[-1] if pending else None,
+        # A waiting round that is not theirs is said to wait, not for whom nor where.
+        "pending_read": bool(pending) and read[pending[-1].pk] is not None,
         # Whoever cannot answer the waiting round (a requester whose round went to a
         # group, say) sees where it stands, not an "Answer" button that leads nowhere.
         "may_answer": bool(pending) and can_answer(request.user, pending[-1]),
@@ -296,6 +307,11 @@ def call_page(request: HttpRequest, pk: int) -> HttpResponse:
     }
     context["refresh_after"] = page_refresh.reload_after(request, call, rounds, context)
     return render(request, "calls/call.html", context)
+
+
+def _read_whole(read: dict[int, Round | None]) -> set[int]:
+    """The rounds of ``read`` (``access.readings``) read whole, not by a part or a status."""
+    return {pk for pk, shown in read.items() if shown is not None and not shown.split}
 
 
 def _visible_call_or_404(user: Any, pk: int) -> Call:

@@ -480,6 +480,55 @@ def register_flow_tools(mcp: FastMCP) -> None:
             {"step": "ask"},
         )
 
+    @mcp.tool(
+        description=(
+            "Two rounds: 'budget' and 'schedule' together, then 'confirm' alone (or 'confirm' "
+            "first, with confirm_first)."
+        )
+    )
+    def plan_and_confirm(ctx: Context, project: str = "Atlas", confirm_first: bool = False):
+        # A split round beside a round of one question, in either order: who sees which
+        # round of one call. The result names no answer, so a page showing it leaks none.
+        plan = {
+            "budget": form_request(
+                f"Budget for {project}?",
+                {"amount": {"type": "integer", "title": "Amount (EUR)", "minimum": 0}},
+                ["amount"],
+            ),
+            "schedule": form_request(
+                f"When does {project} start?",
+                {"start": {"type": "string", "title": "Start date", "format": "date"}},
+                ["start"],
+            ),
+        }
+        confirm = {
+            "confirm": form_request(
+                f"Go ahead with {project}?",
+                {
+                    "ok": {"type": "boolean", "title": "Go ahead"},
+                    "note": {"type": "string", "title": "Note"},
+                },
+                ["ok"],
+            )
+        }
+        steps = [confirm, plan] if confirm_first else [plan, confirm]
+        state = load_state(ctx.request_state)
+        done = int(state.get("done", 0))
+        asked = steps[done] if "done" in state else None
+        if asked is not None:
+            replies = {key: answer(ctx, key) for key in asked}
+            if any(r is None for r in replies.values()):
+                require_elicitation(ctx)
+                return input_required(asked, state)
+            actions = {key: r.action for key, r in replies.items() if r is not None}
+            if any(action != "accept" for action in actions.values()):
+                return result(f"{project}: stopped", {"status": "declined", "actions": actions})
+            done += 1
+        if done < len(steps):
+            require_elicitation(ctx)
+            return input_required(steps[done], {"done": done})
+        return result(f"{project}: planned", {"status": "done"})
+
     @mcp.tool(description="Ask 'confirm' WITHOUT a requestState; complete on the retry.")
     def stateless_confirm(ctx: Context, action: str = "proceed"):
         reply = answer(ctx, "confirm")

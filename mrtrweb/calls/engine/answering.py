@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 
@@ -162,16 +162,24 @@ def _wait_for_owner(round_id: int, wait: float) -> None:
         time.sleep(ANSWER_POLL)
 
 
-def saved_answers_for(round: Round) -> dict[str, dict[str, Any]]:
+def saved_answers_for(
+    round: Round, read: Callable[[Sequence[Round]], Mapping[int, Round | None]] | None = None
+) -> dict[str, dict[str, Any]]:
     """Answers given to the very same questions in the call this one restarted.
 
     A question is the same when its key and the whole request (message and schema)
-    are identical; only accepted form content is offered for pre-filling.
+    are identical; only accepted form content is offered for pre-filling. ``read`` says
+    what of an earlier call's rounds the person filling in the form may read
+    (``calls.access.readings``): only those answers are offered, never someone else's.
     """
     previous = round.call.restarted_from
     saved: dict[str, dict[str, Any]] = {}
     while previous is not None and len(saved) < len(round.input_requests):
-        for old in previous.rounds.exclude(answers=None).order_by("-index"):
+        olds = list(previous.rounds.exclude(answers=None).order_by("-index"))
+        if read is not None:
+            shown = read(olds)
+            olds = [r for old in olds if (r := shown[old.pk]) is not None]
+        for old in olds:
             for key, request in round.input_requests.items():
                 answer = (old.answers or {}).get(key)
                 if (
