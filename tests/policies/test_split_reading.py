@@ -20,6 +20,7 @@ from django.utils import timezone
 from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.people.roles import ADMINS
+from mrtrweb.policies.models import Policy
 from mrtrweb.policies.snapshot import PolicySnapshot
 from tests.api.support import api_for
 from tests.policies.reminders_support import moment
@@ -201,15 +202,18 @@ def test_a_restart_fills_in_only_answers_the_person_could_read(
     questions before, but only those its reader could read: ann, who had the budget part,
     starts sam's call again; its rounds now ask her (the new call is hers) and her forms hold
     her own budget, never the schedule bob gave nor what sam answered to the confirmation."""
+    connection = make_connection(fastmcp_in_process)
+    # Configured, not given to the call alone: a restart takes the policy configured now.
+    Policy.objects.create(
+        connection=connection,
+        split_routes={"budget": {"user": "ann"}, "schedule": {"user": "bob"}},
+    )
     call = engine.start_call(
-        connection=make_connection(fastmcp_in_process),
+        connection=connection,
         method=Call.Method.TOOL,
         target="plan_and_confirm",
         arguments={"project": "Atlas"},
         user=people["sam"],  # no routing: the rounds' own assignee is the starter
-        policy=PolicySnapshot(
-            split_routes={"budget": {"user": "ann"}, "schedule": {"user": "bob"}}
-        ),
     )
     answer_plan(call, people)
     engine.answer(call.rounds.get(index=2), CONFIRM, people["sam"])
