@@ -118,7 +118,7 @@ def test_a_call_in_every_status_is_served_and_sent(
 def test_an_error_inside_the_api_is_a_problem_and_logged(
     subscribed: Round, ann_api: Api, monkeypatch: Any, caplog: Any
 ) -> None:
-    def broken(*args: Any) -> Any:
+    def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("a bug of ours")
 
     monkeypatch.setattr("mrtrweb.api.serialize.round_out", broken)
