@@ -104,6 +104,8 @@ def source_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ("people/roles.py", "from .. import inbox", "layers"),
         # Beside the allowed parts of calls.
         ("webhooks/sending.py", "from mrtrweb.calls import presenting", "Webhooks import only"),
+        # Down the layers, but into another app's views.
+        ("policies/resolve.py", "from mrtrweb.servers import views", "another app's views"),
         # Sideways between the independent pages.
         ("inbox/views.py", "from mrtrweb.dashboard import views", "independent"),
     ],
@@ -135,6 +137,18 @@ def test_an_exception_without_its_import_breaks_the_check(source_copy: Path) -> 
         path.write_text(original)
     assert result.returncode != 0
     assert "mrtrweb.mcp.io_loop -> asgiref" in result.stdout + result.stderr
+
+
+def test_a_new_package_needs_its_layer(source_copy: Path) -> None:
+    package = source_copy / "mrtrweb" / "newcomer"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    try:
+        result = lint_imports(source_copy)
+    finally:
+        shutil.rmtree(package)
+    assert result.returncode != 0
+    assert "mrtrweb.newcomer" in result.stdout + result.stderr
 
 
 def _dependency_roots() -> set[str]:
