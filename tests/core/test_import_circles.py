@@ -149,18 +149,6 @@ def test_no_module_of_mrtrweb_imports_itself_back_through_others() -> None:
     assert not found, "import circles:\n" + "\n".join(" → ".join(c) for c in found)
 
 
-def test_the_engine_does_not_import_live() -> None:
-    """Progress reaches the live pages through ``calls.signals.call_progress``."""
-    graph = import_graph()
-    engine = [module for module in graph if module.startswith("mrtrweb.calls.engine")]
-    assert engine
-    offending = {
-        module: sorted(name for name in graph[module] if name.startswith("mrtrweb.live"))
-        for module in engine
-    }
-    assert not {module: names for module, names in offending.items() if names}
-
-
 def test_the_circle_finder_finds_a_function_level_circle(tmp_path: Path) -> None:
     """The check itself: a circle closed inside a function, through a relative import."""
     package = tmp_path / "pkg"
