@@ -1,4 +1,4 @@
-"""Queries and CPU per flow (issue 18): what one person's whole flow costs this process.
+"""Queries and CPU per flow: what one person's whole flow costs this process.
 
 One flow is what a person does with the bench tool: the start POST (which sends the call and
 parks its round), the round page GET, the answer POST, and the delivery of that answer to the
@@ -55,7 +55,7 @@ FLOOR_PHASES = ("start", "page", "answer")
 # What a query is for (:func:`kind_of`), in the order the table prints them.
 KINDS = ("sign_in", "transaction", "app")
 _SIGN_IN_TABLES = ('"django_session"', '"auth_user"', '"auth_user_user_permissions"')
-# Targets of issue 18, for the whole flow.
+# The targets for the whole flow (docs/performance.md).
 TARGET_QUERIES = 20
 TARGET_CPU_MS = 20.0
 _WEB_LOOP = "bench-web-loop"

@@ -249,7 +249,7 @@ def rows(figures: dict[str, Any]) -> list[tuple[str, str]]:
                 f"{_num(p5['call_index_bytes_per_round'], 0)}",
             )
         )
-    # Queries and CPU of one person's whole flow (bench/flow.py), against issue 18's targets.
+    # Queries and CPU of one person's whole flow (bench/flow.py), against their targets.
     out += flow_rows(figures.get("flow", {}))
     mem = figures.get("memory", {})
     for name in ("web", "worker"):

@@ -1,4 +1,4 @@
-"""Where a flow's CPU time goes, by what spends it (issue 18: what holds the flow's CPU back).
+"""Where a flow's CPU time goes, by what spends it: what holds the flow's CPU back.
 
 :class:`Spending` wraps, while it is entered, the few places the CPU of a page goes through:
 Django compiling a query to SQL (``SQLCompiler.as_sql``, every compiler the backend uses); the

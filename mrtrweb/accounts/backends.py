@@ -3,10 +3,9 @@ signed-in request in one statement with their permissions (``people.roles.person
 written once instead of built and compiled by the ORM on every request.
 
 Why: every page, websocket and held reload reads its person by the key the session holds;
-through the ORM that read cost more CPU than the database took to answer it, and the
-permissions the second-factor check then asks for were a second statement (issue 18,
-docs/performance.md). Everything else (passwords, active accounts only, what a permission
-grants) is ``ModelBackend``'s own.
+through the ORM that read costs more CPU than the database takes to answer it, and the
+permissions the second-factor check then asks for would be a second statement. Everything
+else (passwords, active accounts only, what a permission grants) is ``ModelBackend``'s own.
 
 Sessions signed in before this backend name Django's: :data:`DJANGOS` is read as this one
 (:mod:`mrtrweb.accounts.sessions`), so nobody is signed out by the change.

@@ -12,7 +12,7 @@
   a reassignment ends the standing in. Nothing else of the absent person's is shown.
 - A round is answered by its assignee (or their stand-in, or the person it was delegated
   from), or by a member of its group who has not been beaten to it by another member's claim.
-- A split round (issue 17) is routed by its parts instead: each person sees and answers only
+- A split round is routed by its parts instead: each person sees and answers only
   the part (the questions) routed to them, or to one of their groups (:func:`part_for`,
   :func:`shown_to`); its own assignee answers only the part no route named.
 - Seeing a call is not reading every round of it: of a round that is not theirs to open (nor

@@ -1,7 +1,8 @@
 """How the audit trail keeps a ``requestState``'s SHA-256: 43 characters of unpadded base64url
-instead of 64 of hex, since every parked round's event stores one (issue 18's P5: 21 bytes a
-round on both databases). Pages, logs and announcements show it as hex, as before; events
-stored in hex read the same. Nothing is lost: the same 256 bits either way."""
+instead of 64 of hex, since every parked round's event stores one, and those 21 bytes a round
+count in what a parked round stores (P5, docs/performance.md). Pages, logs and announcements
+show it as hex; events stored in hex read the same. Nothing is lost: the same 256 bits
+either way."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """Delivery threads: the process that takes an answer (or starts a call) sends it at once.
 
-Why: a round answered in a browser used to wait for a task worker to notice its task, claim
-it and run it, several milliseconds and a thread hop more than the resubmission itself
-(docs/performance.md). Now the answer's own process delivers it on a small pool of threads
-and the answer page can wait a moment for the outcome. The task written with the answer stays
+Why: a task worker noticing a task, claiming it and running it costs several milliseconds and
+a thread hop more than the resubmission itself (P1, docs/performance.md). So the answer's own
+process delivers it on a small pool of threads, and the answer page can wait a moment for the
+outcome. The task written with the answer stays
 as the safety net: due a few seconds later, it finds the round already claimed and does
 nothing, unless this process died first (:func:`mrtrweb.calls.engine.answer`).
 
@@ -104,8 +104,8 @@ def release_connection() -> None:
     A request's sync code runs in a thread of its own, which keeps its pooled connection
     until the request ends. A page waiting a second for its delivery, or a request held
     while a call moves on, would keep it all that time; a crowd of them (a hundred starts at
-    once) took every connection of the pool (ten by default), and the delivery threads they
-    waited for queued behind them for one (issue 18, P7). SQLite has no pool: its
+    once) would take every connection of the pool (ten by default), and the delivery threads
+    they wait for would queue behind them for one (P7). SQLite has no pool: its
     connection is only a file, kept. Not inside a transaction (a test's, or an outer
     ``atomic``), whose connection is not this function's to close.
     """

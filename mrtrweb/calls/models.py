@@ -214,7 +214,7 @@ class Round(assignment("rounds")):
     request_state = EncryptedCompactTextField(null=True, blank=True)
     # Set when a request in this round is of a kind or shape the client cannot answer.
     unsupported_reason = models.TextField(blank=True)
-    # Split between people by the call's split policy (issue 17): its RoundPart rows say who
+    # Split between people by the call's split policy: its RoundPart rows say who
     # answers which keys, and they, not the round's own routing, decide who sees it.
     split = models.BooleanField(default=False)
     # Indexed by round_status_created and round_status_deadline (status first).

@@ -1,4 +1,4 @@
-"""The approval policies' side of a round, as people read it (issue 17):
+"""The approval policies' side of a round, as people read it:
 
 - ``proposal_view``, ``votes_of``, ``comments_of``: a quorum round's proposal by its labels,
   its votes, and the comments answerers left for the requester (never sent to the server);

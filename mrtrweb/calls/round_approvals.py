@@ -1,4 +1,4 @@
-"""What the round page shows of a round's approval policies (issue 17): a quorum round's
+"""What the round page shows of a round's approval policies: a quorum round's
 proposal, its votes and whether this person may vote, and the comments answerers left."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``RoundPart``: a split round's parts (issue 17; ``calls.engine.splitting`` makes and
+"""``RoundPart``: a split round's parts (``calls.engine.splitting`` makes and
 answers them). Imported by and re-exported from ``calls.models``, which is where callers
 import it from; it names ``Round`` by its label, so this module never imports ``models.py``
 back."""
@@ -12,7 +12,7 @@ from .model_bases import assignment, where_set
 
 
 class RoundPart(assignment("parts")):
-    """A part of a split round (issue 17): the keys of its ``inputRequests`` that a split
+    """A part of a split round: the keys of its ``inputRequests`` that a split
     policy routes to one person or group, who sees and answers only these. The keys no route
     names form one more part, routed as the round itself is. The round is resubmitted once,
     when every part is answered (``calls.engine.splitting``)."""

@@ -9,7 +9,7 @@ so a held request costs a few cheap queries a second and no thread, however long
 Why hold the page's reload at all: a page reloading itself every second while a call is on
 its way makes two full requests a second (``live:next``, then the call page again) for each
 person waiting. With a hundred people starting calls at once on one process, those reloads
-were most of its work (``bench/starts.py``, issue 18's P7), and every start waited behind them.
+would be most of its work (``bench/starts.py``, P7), and every start would wait behind them.
 """
 
 from __future__ import annotations

@@ -70,9 +70,9 @@ def _waiting_sql(alias: str) -> str:
     branch of a ``UNION`` (each a short range of one index: the rounds' assignee, group and
     delegator indexes, the parts' assignee and group indexes), counted in one round trip.
 
-    Written out rather than built with the ORM, which compiled the filtered querysets and their
-    subqueries anew on every page, for every signed-in person: most of what the count cost
-    (0.9 ms of CPU against 0.1 ms; issue 18). ``tests/core/test_inbox_count.py`` holds it to
+    Written out rather than built with the ORM, which compiles the filtered querysets and their
+    subqueries anew on every page, for every signed-in person: that would be most of what the
+    count costs (0.9 ms of CPU against 0.1 ms). ``tests/core/test_inbox_count.py`` holds it to
     the ORM's definition (``waiting_for``) in every routing. Its parameters, branch by branch:
     the round's status, the empty reason and whether it is split, then the branch's own (see
     :func:`_waiting`; a part's status and person first), then the cap."""

@@ -44,7 +44,7 @@ TITLES = {
     "reminded": gettext_lazy("Reminder sent"),
     "escalated": gettext_lazy("Escalated: not answered in time, passed to the fallback"),
     "abandoned": "Abandoned",
-    # Split rounds (issue 17).
+    # Split rounds.
     "round_split": gettext_lazy("Round split between people"),
     "part_answered": gettext_lazy("Part answered"),
     "split_declined": gettext_lazy("A part declined the whole round"),

@@ -2,7 +2,7 @@
 
 Every start writes a call, every parked round a round, every transition an event, and Django
 builds and compiles each ``INSERT`` anew: the columns and placeholders of a forty-column row,
-more CPU than the database takes to store it (docs/performance.md, issue 18). :func:`insert`
+more CPU than the database takes to store it (docs/performance.md). :func:`insert`
 does what ``obj.save()`` does for a new object (the ``pre_save`` and ``post_save`` signals, each
 field's ``pre_save`` and ``get_db_prep_save``, the key read back with ``RETURNING``, the
 object's ``_state``) but keeps the statement Django compiled the first time; after that only

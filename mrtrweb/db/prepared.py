@@ -2,7 +2,7 @@
 
 Django builds and compiles a queryset's SQL each time it is evaluated. For the short lookups
 made on every start, round and delivery (a row by a key or two) that costs several times what
-the database takes to answer (docs/performance.md, issue 18). A :class:`Prepared` lookup is
+the database takes to answer (docs/performance.md). A :class:`Prepared` lookup is
 built with the ORM the first time it runs on a database, and its SQL is kept; later runs send
 that same statement with their own values, no queryset built or compiled.
 

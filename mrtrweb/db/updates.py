@@ -2,7 +2,7 @@
 
 Every change of a round's or a call's status is a guarded ``UPDATE`` (``calls.engine
 .transitions``), several a flow, and Django builds and compiles each anew: more CPU than the
-database takes to run it (docs/performance.md, issue 18). :func:`update` does what
+database takes to run it (docs/performance.md). :func:`update` does what
 ``model._default_manager.filter(**where).exclude(**unless).update(**values)`` does, but
 compiles a statement once per *shape* and sends the kept SQL with the values after that. The
 shape is the model, the database, the names in ``where``, ``unless`` and ``values`` in their

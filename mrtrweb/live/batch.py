@@ -2,9 +2,9 @@
 
 Every socket checks its person's session (and, on a call page, that they still see the call)
 before it sends anything. One event for 500 people is 500 such checks at once; each on its
-own hop to the database thread cost a thread handoff and, with ``CONN_MAX_AGE`` 0, a database
-connection opened and closed (``database_sync_to_async`` closes it before and after): most of
-the CPU an event cost the web process (issue 18, P6).
+own hop to the database thread costs a thread handoff and, with ``CONN_MAX_AGE`` 0, a database
+connection opened and closed (``database_sync_to_async`` closes it before and after): it would
+be most of the CPU an event costs the web process (P6).
 
 :func:`checked` runs the same check, still after the message arrived, but in one
 ``database_sync_to_async`` call with every other check asked for meanwhile on this event loop:

@@ -136,9 +136,9 @@ def sees_call_at_once(person: Any, started_by_id: int) -> bool:
     the call ``started_by_id`` started with no query at all, on the event loop: they started
     it, or are an admin. False says only "ask the whole rule" (:func:`sees_calls_now`).
 
-    Why: a call's socket asked the whole access rule, built and compiled anew, before every
-    frame, on a hop of its own to the database thread; a person following their own call
-    heard of its completion some 5 ms later for it (issue 18, P4)."""
+    Why: asking the whole access rule, built and compiled anew, before every frame, on a hop
+    of its own to the database thread, would tell a person following their own call of its
+    completion some 5 ms later (P4)."""
     from mrtrweb.calls.access import sees_call_at_once as seen
     from mrtrweb.people.roles import knows_roles
 

@@ -39,7 +39,7 @@ NOT_ALLOWED = 4403
 
 # On a round page a claim or release must not wipe what the person is typing: whoever may still
 # answer keeps the form, and whoever may not learns it when they post.
-# Nor does another person's answer to their part of a split round (issue 17).
+# Nor does another person's answer to their part of a split round.
 _KEEPS_ROUND_FORM = frozenset({"claimed", "released", "part_answered"})
 
 # Progress may stream many messages a second: its socket checks the session at most this often

@@ -50,16 +50,15 @@ INBOX_GROUP = "inbox.everyone"
 # From this many people on, an event's inbox message goes once to INBOX_GROUP naming them,
 # instead of once to each ``user.<id>``. With Redis a group send is four round trips one after
 # the other (channels-redis 4.3: two expiry sweeps, the member list, the send), and each
-# message reaches a process on its own receive, so an event for 500 people was 2,000 round
-# trips for the sender and 500 receives, in many small check batches, for the web process
-# (issue 18, P6). One message reaches each process once and wakes its concerned
-# sockets together. Below it, the per-person sends cost less than waking every inbox socket.
+# message reaches a process on its own receive, so an event for 500 people sent per person is
+# 2,000 round trips for the sender and 500 receives, in many small check batches, for the web
+# process (P6). One message reaches each process once and wakes its concerned sockets
+# together. Below it, the per-person sends cost less than waking every inbox socket.
 BROADCAST_FROM = 16
 # The in-memory layer (one process): never. There a per-person send is no round trip, and
 # channels' in-memory group_send yields between people, so the first sockets' checks run while
-# the rest are still being sent; one message woke every inbox socket and held every frame
-# until all 500 were checked (bench A/B under the same load: 80-280 ms more web CPU per
-# event, p95 +9%).
+# the rest are still being sent; one message wakes every inbox socket and holds every frame
+# until all 500 are checked (80-280 ms more web CPU per event under the same load).
 IN_MEMORY_BROADCAST_FROM: int | None = None
 
 
@@ -256,7 +255,7 @@ def concerned_users(
             }
             groups.add(row["assigned_group_id"])
             if row["split"]:
-                # A split round's parts go to people of their own (issue 17).
+                # A split round's parts go to people of their own.
                 for part in RoundPart.objects.filter(round_id=round_id).values(
                     "assigned_user_id", "assigned_group_id", "answered_by_id"
                 ):

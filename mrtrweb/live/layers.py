@@ -3,8 +3,8 @@
 channels' ``InMemoryChannelLayer`` sweeps every queued message and every group membership for
 expiry on each ``receive`` and each ``group_send``. Every open socket's consumer calls
 ``receive`` once per message it gets, so one event for 500 people on a process holding 2,000
-sockets walked all 2,000 queues and ~6,000 memberships a thousand times (seconds of CPU), and
-opening the sockets cost time growing with the number already open (issue 18, P6).
+sockets would walk all 2,000 queues and ~6,000 memberships a thousand times (seconds of CPU),
+and opening the sockets would cost time growing with the number already open (P6).
 
 Here the sweep runs at most once per :attr:`SWEEP_INTERVAL` seconds. What it enforces is
 unchanged, only later by at most that long: a message left unread longer than ``expiry``

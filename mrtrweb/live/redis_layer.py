@@ -4,8 +4,8 @@ channels-redis gives each event loop a pool of Redis connections from redis-py's
 ``ConnectionPool``, which refuses a connection past ``max_connections`` (100) at once with
 ``MaxConnectionsError``. Every ``group_send`` holds one for a few round trips, so a burst of
 events in one process (a hundred calls started at once, each telling its watchers and inboxes
-from a delivery thread) asked for more than a hundred together, and some were lost (issue 18,
-P7 on PostgreSQL with Redis). Here the pool is redis-py's ``BlockingConnectionPool``: past its
+from a delivery thread) asks for more than a hundred together, and some would be lost (P7 on
+PostgreSQL with Redis). Here the pool is redis-py's ``BlockingConnectionPool``: past its
 size a send waits for a connection to come back, up to :attr:`POOL_TIMEOUT` seconds, then
 fails as before (the publisher logs it; a page that missed an event shows the truth on
 reload).

@@ -82,7 +82,7 @@ def subscriptions_of(call_id: int) -> list[Subscription]:
 
     Asked on every event of every call, and most calls have none (only programs subscribe):
     whether the call has any is asked first, a query Django compiles in a fraction of the
-    time of the one that joins the tokens and their people (issue 18's flow: 2 ms of CPU),
+    time of the one that joins the tokens and their people (about 2 ms of CPU a flow),
     and compiled once (mrtrweb.db.prepared)."""
     if not _SUBSCRIBED.exists(call_id):
         return []

@@ -66,7 +66,7 @@ def test_a_policy_that_cannot_work_is_refused_where_it_is_wrong(
     cases = [
         ({"approvalsRequired": 5, "approversGroup": "Finance"}, "/policy/approvalsRequired"),
         ({"splitRoutes": {"budget": {"group": "Nobody"}}}, "/policy/splitRoutes/budget"),
-        # Split rounds and a quorum do not combine (issue 17).
+        # Split rounds and a quorum do not combine.
         (
             {
                 "approvalsRequired": 2,

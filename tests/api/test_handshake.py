@@ -25,7 +25,7 @@ from tests.peers.mcp1 import Mcp1Peer
 from tests.support.app_shell import shell_json
 
 PEERS = ("mcp1", "ts")
-# A connection's question deadline unless its operator set one (issue 15: ten minutes).
+# A connection's question deadline unless its operator set one: ten minutes.
 DEFAULT_QUESTION_DEADLINE = timedelta(minutes=10)
 
 

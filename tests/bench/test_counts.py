@@ -1,4 +1,4 @@
-"""What P3 (docs/performance.md) fixed stays fixed: with many waiting rounds, the header's count
+"""What P3 (docs/performance.md) measures stays true: with many waiting rounds, the header's count
 and the inbox's count stop at their caps, say so, and every page costs the same queries.
 
 The rounds are seeded the way the bench seeds them (bench.seed.seed_pending), on a connection

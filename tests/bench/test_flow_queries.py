@@ -1,4 +1,4 @@
-"""What one person's whole flow costs in SQL queries stays what it is (issue 18).
+"""What one person's whole flow costs in SQL queries stays what it is.
 
 The flow of bench/flow.py (the start POST, the round page, the answer POST, the delivery of
 the answer) against the bench server itself, run as its own process on loopback: each page of

@@ -1,4 +1,4 @@
-"""bench/spending.py: where CPU time goes, by what spends it (issue 18)."""
+"""bench/spending.py: where CPU time goes, by what spends it."""
 
 from __future__ import annotations
 

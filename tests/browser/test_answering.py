@@ -1,4 +1,4 @@
-"""The person answering, in Chromium (issue 16): times in the browser's own zone, found by our
+"""The person answering, in Chromium: times in the browser's own zone, found by our
 own script (no inline script, under the CSP), and a claim race lost by one of two approvers.
 
 The rounds come from the real fastmcp peer through a connection routed to the group

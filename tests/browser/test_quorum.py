@@ -1,4 +1,4 @@
-"""A quorum round in Chromium (issue 17): two of the group "Approvers" must agree. The
+"""A quorum round in Chromium: two of the group "Approvers" must agree. The
 requester (the operator, not an approver) starts the call; the first approver's answers
 become the proposal, with a comment; the second sees it read only and approves it, with a
 comment; the requester's call page shows the result and both comments. axe checks every page.

@@ -1,4 +1,4 @@
-"""A split round in Chromium (issue 17): a tool asks a budget and a schedule in one round, the
+"""A split round in Chromium: a tool asks a budget and a schedule in one round, the
 tool's policy routes the budget to Ann and the schedule to Bob. Each finds only their part in
 their inbox and on the round page, answers it, and the server gets both answers in one retry.
 Every page on the way passes axe. (That nobody else sees a part, 404, is proved without a

@@ -1,4 +1,4 @@
-"""Calls on a handshake-era server (mcp 1.x FastMCP) through the engine (issue 15).
+"""Calls on a handshake-era server (mcp 1.x FastMCP) through the engine.
 
 A plain tool completes as on a 2026-07-28 server, in a session the call closes. A question
 asked on the call's stream becomes a round (engine.streams), answered through the engine as

@@ -1,4 +1,4 @@
-"""Questions of a handshake-era server (mcp 1.x FastMCP, a real peer) as rounds (issue 15).
+"""Questions of a handshake-era server (mcp 1.x FastMCP, a real peer) as rounds.
 
 A question on the call's stream is parked as a round by the same code as a 2026-07-28 round,
 answered through ``engine.answer`` as any round, and its answer goes back on the stream as

@@ -4,7 +4,7 @@
 (calls/handoff.py). When that delivery completed the call or parked its next round, the thread
 hands back its own objects (``exchange.Exchanged``), and the waiting request uses them instead
 of reading the call (or the round with its call) again: one wide read less a start and an
-answer (issue 18). That is only right if those objects are the rows exactly as stored, so each
+answer. That is only right if those objects are the rows exactly as stored, so each
 test here compares every column of what came back with a fresh read, against the real fastmcp
 peer, for each ending that hands objects back; endings that do not (a failed send, an answer
 whose delivery outlasts the wait) are read back, as before.

@@ -1,4 +1,4 @@
-"""What a parked round stores, kept small (issue 7, P5) without losing what it must keep.
+"""What a parked round stores, kept small (P5) without losing what it must keep.
 
 The requestState is sealed compactly and still reads byte for byte (also after a key
 rotation); a call without credentials stores ``{}`` in

@@ -1,4 +1,4 @@
-"""The person answering (issue 16): who asks and by when, a claim race lost, the requester's
+"""The person answering: who asks and by when, a claim race lost, the requester's
 read-only view, outcomes in words, answers by their labels, times in the person's zone.
 
 Everything goes through the pages with the real fastmcp peer; answers are delivered inline.

@@ -1,4 +1,4 @@
-"""Delegation (issue 17): a person away hands their rounds to someone until a date, on their
+"""Delegation: a person away hands their rounds to someone until a date, on their
 own page (/account/away/, plain forms); new rounds routed to them go to the delegate, rounds
 already waiting for them are shown to the delegate too, the delegate answers through the
 real round page against the real fastmcp peer, the audit trail says whom for, and the

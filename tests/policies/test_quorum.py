@@ -1,4 +1,4 @@
-"""Quorum rounds (issue 17) against real MCP peers: the fastmcp peer in this process and the
+"""Quorum rounds against real MCP peers: the fastmcp peer in this process and the
 official SDK's in its own. A 2-of-3 quorum of Finance: the first answers are a proposal, the
 second approval delivers it once (what the peer received is the proposal), a rejection
 delivers a decline, nobody votes twice, the starter cannot approve their own call; comments

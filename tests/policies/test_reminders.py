@@ -1,4 +1,4 @@
-"""Reminders and escalation (issue 17) against the real fastmcp peer, with a fake clock:
+"""Reminders and escalation against the real fastmcp peer, with a fake clock:
 reminders at 50% and 90% of the answering time are sent once each and none after an answer;
 they are scheduled one task per minute like expiry, and the sweep catches up; a round still
 unanswered goes to the policy's fallback, who is told, and so is whoever had it."""

@@ -1,4 +1,4 @@
-"""The renewal policy (issue 17): rounds that outlive the server's state.
+"""The renewal policy: rounds that outlive the server's state.
 
 Real peers, no mocks: the fastmcp peer (in this process) and the official SDK's (a
 subprocess), both with ``--extra-tools renewal`` (tests/peers/_renewal_tools.py) and a state

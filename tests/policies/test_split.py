@@ -1,4 +1,4 @@
-"""Split rounds (issue 17) against real MCP peers: a round asking ``budget`` and ``schedule``
+"""Split rounds against real MCP peers: a round asking ``budget`` and ``schedule``
 at once, each key routed to its own person or group; one retry with every answer under its
 key, once every part is answered; a declined part as ``split_decline`` says; and nobody sees
 or answers another's part (the round page, the call page, the inbox and the JSON API)."""

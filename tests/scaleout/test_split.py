@@ -1,7 +1,7 @@
 """A split round answered by two people at the same moment, through two web processes sharing
 PostgreSQL: the budget part by one person on web A, the schedule part by another on web B. The
 server gets exactly one retry, carrying both answers under their keys, however the two posts
-interleave (issue 17, split rounds)."""
+interleave."""
 
 from __future__ import annotations
 

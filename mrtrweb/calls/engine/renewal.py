@@ -1,4 +1,4 @@
-"""The renewal policy: rounds that outlive the server's state (issue 17).
+"""The renewal policy: rounds that outlive the server's state.
 
 A server keeps a round's ``requestState`` for minutes (ten in fastmcp and the official SDK);
 a person may answer days later. When a call's policy renews expired rounds

@@ -2,11 +2,10 @@
 starts sending at once (:mod:`..handoff`).
 
 Should that process die between committing the work and sending it, something else must send
-it. That used to be a task row written with every answer and every start
-(``deliver_unclaimed_round``, ``send_call``), due :data:`handoff.GRACE` later: each one
-inserted, claimed, run and marked done by a worker, almost always to find the work done (a
-tenth of a busy web process's samples, docs/performance.md). Now each answer and start makes
-sure one shared task runs a step (:data:`STEP`) after its grace, as the watchdogs and the
+it. A task row written with every answer and every start, due :data:`handoff.GRACE` later,
+would be inserted, claimed, run and marked done by a worker, almost always to find the work
+done: a tenth of a busy web process's time. So each answer and start makes sure one shared
+task runs a step (:data:`STEP`) after its grace, as the watchdogs and the
 expiry do a minute's worth; that task finds what is still unsent by then and queues it, one
 task each, as the sweep does. An answer or start whose step this process has seen waiting
 writes nothing (:mod:`.batching`).

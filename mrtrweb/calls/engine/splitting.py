@@ -1,4 +1,4 @@
-"""Split rounds (issue 17): one round's keyed questions answered by different people.
+"""Split rounds: one round's keyed questions answered by different people.
 
 When a call's policy has ``split_routes`` (``{"<inputRequests key>": {"user": name} |
 {"group": name}}``) and a parked round asks several keyed requests, each key a route names

@@ -54,7 +54,7 @@ def nav_url(name: str) -> str:
     """``{% nav_url 'inbox:index' as inbox_url %}``: ``{% url %}`` for the header menu's
     links, which every page shows: a name without arguments, reversed once per URL
     configuration and script prefix rather than on every page (a dozen reversals a page,
-    about 0.4 ms; issue 18). Like ``{% url name as var %}``, a name that is not installed
+    about 0.4 ms). Like ``{% url name as var %}``, a name that is not installed
     (an optional app's) gives "".
 
     The menu's names each have one instance, so which app the page belongs to
