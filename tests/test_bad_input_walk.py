@@ -74,6 +74,9 @@ HOSTILE = (
     "x" * 3000,
     "a\x00b",
 )
+# What the answered round and its call get: they read the same names as the pending ones, so
+# only what names an option or an id is tried again there.
+NUMERIC = ("²", "٣", HUGE, UNKNOWN_ID, "-1")
 # What replaces the digits of a structured value ("cancel:12", "2026-01-05").
 DIGIT_SWAPS = ("²", "٣", HUGE, UNKNOWN_ID)
 
@@ -299,8 +302,8 @@ def names_read_by(pattern: URLPattern) -> set[str]:
         return set()
 
 
-def spoiled(value: str) -> Iterator[str]:
-    yield from HOSTILE
+def spoiled(value: str, values: tuple[str, ...]) -> Iterator[str]:
+    yield from values
     if re.search(r"\d", value):
         for swap in DIGIT_SWAPS:
             yield re.sub(r"\d+", swap, value)
@@ -348,13 +351,20 @@ def form_data(fields: list[tuple[str, str]]) -> dict[str, list[str]]:
     return data
 
 
-def walk_form(walk: Walk, view: str, client: Client, form: Form, caplog: Any) -> None:
+def walk_form(
+    walk: Walk,
+    view: str,
+    client: Client,
+    form: Form,
+    caplog: Any,
+    values: tuple[str, ...] = HOSTILE,
+) -> None:
     """The form sent back with one field spoiled at a time, the others as the page had them."""
     base = form_data([*form.fields, *form.buttons[:1]])
     offered = [*form.fields, *form.buttons]
     for name in sorted({n for n, _ in offered} - {"csrfmiddlewaretoken"}):
         original = next(v for n, v in offered if n == name)
-        for value in dict.fromkeys(spoiled(original)):
+        for value in dict.fromkeys(spoiled(original, values)):
             data = {**base, name: [value]}
             attempt(
                 walk,
@@ -365,12 +375,20 @@ def walk_form(walk: Walk, view: str, client: Client, form: Form, caplog: Any) ->
             )
 
 
-def walk_query(walk: Walk, view: str, client: Client, url: str, names: set[str], caplog: Any):
+def walk_query(
+    walk: Walk,
+    view: str,
+    client: Client,
+    url: str,
+    names: set[str],
+    caplog: Any,
+    values: tuple[str, ...] = HOSTILE,
+) -> None:
     """Each name the view is known to read, spoiled alone; then every name the site reads
     anywhere, all spoiled at once."""
     path = urlsplit(url).path
     for name in sorted(names - NOT_SPOILED.get(view, set())):
-        for value in HOSTILE:
+        for value in values:
             attempt(
                 walk,
                 view,
@@ -379,7 +397,7 @@ def walk_query(walk: Walk, view: str, client: Client, url: str, names: set[str],
                 f"GET {path}?{name}={value[:20]!r}",
             )
     everywhere = sorted(QUERY_NAMES - NOT_SPOILED.get(view, set()))
-    for value in HOSTILE:
+    for value in values:
         attempt(
             walk,
             view,
@@ -452,12 +470,13 @@ def test_no_page_answers_bad_input_with_a_500(world: World, caplog: Any) -> None
                 pages.read(url, page.content.decode())
     for view, pattern in views:
         client = clients[role_for(view)]
-        for url in pages.urls[view]:
+        for n, url in enumerate(pages.urls[view]):
+            values = NUMERIC if n else HOSTILE
             if view in answers_get:
                 names = names_read_by(pattern) | pages.names.get(view, set())
-                walk_query(walk, view, client, url, names, caplog)
+                walk_query(walk, view, client, url, names, caplog, values)
             else:  # a POST with every name the site reads, all spoiled at once
-                for value in HOSTILE:
+                for value in values:
                     data = dict.fromkeys(QUERY_NAMES, value)
                     what = f"POST {url} <every name>={value[:20]!r}"
                     attempt(walk, view, caplog, lambda u=url, d=data, c=client: c.post(u, d), what)
@@ -467,14 +486,50 @@ def test_no_page_answers_bad_input_with_a_500(world: World, caplog: Any) -> None
             # belongs.
             for url in pages.urls[view][1:]:
                 if urlsplit(form.action).path != url:
-                    walk_form(
-                        walk, view, client, Form("POST", url, form.fields, form.buttons), caplog
-                    )
+                    there = Form("POST", url, form.fields, form.buttons)
+                    walk_form(walk, view, client, there, caplog, NUMERIC)
     print(f"pages: {walk.requests} requests over {len(walk.views)} views")
     assert len(walk.views) == len(views)
     assert not walk.failures, f"{len(walk.failures)} of {walk.requests}:\n" + "\n".join(
         walk.failures
     )
+
+
+def test_what_was_found_answers_with_a_message(world: World) -> None:
+    """The walker's first finds, each with the answer a person reads."""
+    from tests.inbox.support import text as page_text
+
+    web = browser(world.users["admin"])
+    for url in ("/inbox/?page=²", "/inbox/history/?answered=²", "/inbox/history/?started=³"):
+        assert web.get(url).status_code == 200, url  # the first page, as for any junk
+    assert web.get("/dashboard/calls/?q=²").status_code == 200
+
+    away = web.post(reverse("away:away"), {"delegate": "ada", "until": "9999-12-31"})
+    assert away.status_code == 200
+    assert "Pick a day within a year." in page_text(away)
+
+    group = reverse("dashboard:group", args=[world.ids["group"]])
+    removed = web.post(group, {"remove": "²"})
+    assert removed.status_code == 404
+    assert "has no such member" in page_text(removed)
+
+    bulk = web.post(reverse("dashboard:bulk"), {"one": "cancel:²"}, follow=True)
+    assert "Tick at least one round." in page_text(bulk)
+    assert Round.objects.get(pk=world.ids["round"]).status == Round.Status.PENDING
+
+    person = reverse("dashboard:person", args=[world.ids["person"]])
+    grouped = web.post(person, {"email": "", "groups": [HUGE]})
+    assert grouped.status_code == 200
+    assert "is not a valid value" in page_text(grouped)
+
+    answered = Round.objects.get(pk=world.ids["answered_round"])
+    data = {
+        **answer_data(),
+        **{k: ["²"] for k in answer_data() if k.endswith(("notify", "window"))},
+    }
+    again = web.post(answered.get_absolute_url(), data)
+    assert again.status_code == 409, again.status_code
+    assert "already" in page_text(again)
 
 
 # -- the JSON API ----------------------------------------------------------------------------

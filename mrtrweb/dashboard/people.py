@@ -24,7 +24,7 @@ from django.core.mail import send_mail
 from django.core.paginator import Paginator
 from django.db import transaction
 from django.db.models import Count, Q
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -34,7 +34,7 @@ from django.utils.http import urlsafe_base64_encode
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from mrtrweb.http import SeeOther
+from mrtrweb.http import SeeOther, whole_number
 from mrtrweb.people.roles import ADMINS, END_USERS, OPERATORS, ensure_roles
 from mrtrweb.people.speaking import writing_to
 from mrtrweb.policies.models import Delegation
@@ -82,10 +82,25 @@ class InviteForm(forms.Form):
         return username
 
 
+class IdChoices(forms.ModelMultipleChoiceField):
+    """Ticked boxes by id: a value that is no id (not ASCII digits, too large for the column)
+    is an invalid choice before any query, where some databases would fail on it."""
+
+    def clean(self, value: Any) -> Any:
+        for pk in value or ():
+            if whole_number(str(pk)) is None:
+                raise forms.ValidationError(
+                    self.error_messages["invalid_pk_value"],
+                    code="invalid_pk_value",
+                    params={"pk": pk},
+                )
+        return super().clean(value)
+
+
 class PersonForm(forms.Form):
     email = forms.EmailField(required=False)
     roles = _role_field()
-    groups = forms.ModelMultipleChoiceField(
+    groups = IdChoices(
         queryset=Group.objects.exclude(name__in=ROLES).order_by("name"),
         widget=forms.CheckboxSelectMultiple,
         required=False,
@@ -339,8 +354,11 @@ def group(request: HttpRequest, pk: int) -> HttpResponse:
     form = MemberForm()
     if request.method == "POST":
         remove = request.POST.get("remove", "")
-        if remove.isdigit():
-            member = get_object_or_404(group.user_set, pk=int(remove))
+        if remove:
+            number = whole_number(remove)
+            member = group.user_set.filter(pk=number).first() if number is not None else None
+            if member is None:
+                raise Http404(_("%(name)s has no such member.") % {"name": group.name})
             _guard(request, member)
             if member == request.user and group.name == ADMINS:
                 messages.error(request, _("You cannot take the Admins role from yourself."))

@@ -28,6 +28,7 @@ from mrtrweb.calls.call_outcomes import Outcome, outcomes_for, round_action
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.calls.presenting import present
 from mrtrweb.calls.presenting_policies import policy_states
+from mrtrweb.http import whole_number
 
 PAGE_SIZE = 25
 SNIPPET_CHARS = 200
@@ -182,7 +183,7 @@ class CappedPaginator(Paginator):
 
     def __init__(self, object_list: QuerySet[Any], per_page: int, number: Any = None) -> None:
         super().__init__(object_list, per_page)
-        number = int(number) if isinstance(number, str) and number.isdigit() else 1
+        number = whole_number(number) or 1
         self.cap = max(COUNT_CAP, (min(number, 100_000) + 1) * per_page)
 
     @cached_property
