@@ -35,6 +35,7 @@ from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from mrtrweb.http import SeeOther, whole_number
+from mrtrweb.people import usernames
 from mrtrweb.people.roles import ADMINS, END_USERS, OPERATORS, ensure_roles
 from mrtrweb.people.speaking import writing_to
 from mrtrweb.policies.models import Delegation
@@ -75,10 +76,11 @@ class InviteForm(forms.Form):
     roles = _role_field([END_USERS])
 
     def clean_username(self) -> str:
-        username = self.cleaned_data["username"].strip()
+        username = usernames.normalised(self.cleaned_data["username"])
         User.username_validator(username)
-        if User.objects.filter(username__iexact=username).exists():
-            raise forms.ValidationError(_("Someone has this username already."))
+        refused = usernames.refusal(username)
+        if refused:
+            raise forms.ValidationError(refused)
         return username
 
 
