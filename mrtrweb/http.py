@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.http import HttpResponseRedirect
+from django.http import HttpResponseRedirect, QueryDict
 
 # The largest number a bigint column holds: a larger id names nothing (and some databases
 # refuse to compare with it rather than find nothing).
@@ -30,3 +30,11 @@ def whole_number(raw: object) -> int | None:
         return None
     number = int(text)
     return number if number <= LARGEST_ID else None
+
+
+def text_param(source: QueryDict, name: str) -> str | None:
+    """The text a request carries under ``name`` ("" when absent), or None when it holds a NUL:
+    no page of ours sends one, and PostgreSQL can neither store nor compare it, so such a
+    value names nothing and matches nothing."""
+    value = source.get(name, "")
+    return None if "\x00" in value else value

@@ -522,6 +522,20 @@ def test_what_was_found_answers_with_a_message(world: World) -> None:
     assert grouped.status_code == 200
     assert "is not a valid value" in page_text(grouped)
 
+    # A NUL names no tool and matches nobody (PostgreSQL refuses to compare with one).
+    policy = reverse("policies:policy", args=[world.connection])
+    operator_web = browser(world.users["operator"])
+    for method in (operator_web.get, operator_web.post):
+        refused = method(policy, {"tool": "a\x00b"})
+        assert refused.status_code == 404
+        assert "This server does not offer that tool." in page_text(refused)
+    exposure = reverse("servers:exposure", args=[world.connection])
+    refused = operator_web.post(exposure, {"tool": "a\x00b", "exposed": "on"})
+    assert refused.status_code == 404
+    searched = web.get(reverse("dashboard:people"), {"q": "a\x00b"})
+    assert searched.status_code == 200
+    assert "alice" not in re.sub(r"<header.*?</header>", "", page_text(searched), flags=re.S)
+
     answered = Round.objects.get(pk=world.ids["answered_round"])
     data = {
         **answer_data(),

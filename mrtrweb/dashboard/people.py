@@ -34,7 +34,7 @@ from django.utils.http import urlsafe_base64_encode
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from mrtrweb.http import SeeOther, whole_number
+from mrtrweb.http import SeeOther, text_param, whole_number
 from mrtrweb.people import usernames
 from mrtrweb.people.roles import ADMINS, END_USERS, OPERATORS, ensure_roles
 from mrtrweb.people.speaking import writing_to
@@ -172,9 +172,12 @@ def _roles_of(person: Any) -> list[str]:
 @admin_only
 @require_safe
 def people(request: HttpRequest) -> HttpResponse:
-    query = request.GET.get("q", "").strip()
+    raw = text_param(request.GET, "q")
+    query = (raw or "").strip()
     everyone = User.objects.order_by("username").prefetch_related("groups")
-    if query:
+    if raw is None:  # a NUL: no name or address holds one
+        everyone = everyone.none()
+    elif query:
         everyone = everyone.filter(Q(username__icontains=query) | Q(email__icontains=query))
     page = Paginator(everyone, PAGE_SIZE).get_page(request.GET.get("page"))
     rows = [
