@@ -407,14 +407,16 @@ def walk_query(
         )
 
 
-# Query names read where a static look cannot see them (a QueryDict handed on whole: the
-# OAuth callback's, the start page's choice of tool, prompt or resource, the dashboard's
-# filters), besides those each view's own module reads.
+# Names read where a static look cannot see them (a QueryDict handed on whole: the OAuth
+# callback's, the start page's choice of tool, prompt or resource, the dashboard's filters;
+# the fields of pages only a POST shows, such as the bulk actions' confirmation), besides
+# those each view's own module reads and its pages offer.
 QUERY_NAMES = frozenset(
     {
         "page", "q", "next", "answered", "started", "mine", "status", "sort", "order",
-        "restore", "json", "tool", "prompt", "resource", "code", "state", "error",
-        "connection", "user", "group", "assigned", "since", "until", "from", "to",
+        "restore", "json", "tool", "prompt", "resource", "template", "code", "state",
+        "error", "connection", "user", "group", "assigned", "since", "until", "from", "to",
+        "action", "confirmed", "one", "rounds", "remove", "delegate", "held", "hold",
     }
 )  # fmt: skip
 # ``hold`` makes the live view wait for the call to move, up to 15 s: its job, not a fault.
@@ -429,6 +431,9 @@ class Pages:
     urls: dict[str, list[str]] = field(default_factory=dict)
     forms: dict[str, dict[tuple[str, ...], Form]] = field(default_factory=dict)
     names: dict[str, set[str]] = field(default_factory=dict)
+    # One link a view and set of query names, to a page the view shows only when asked (a
+    # tool's start form, a tool's policy): its forms are walked too.
+    asked: dict[tuple[str, frozenset[str]], str] = field(default_factory=dict)
 
     def read(self, url: str, html: str) -> None:
         offers = Offers(url)
@@ -438,6 +443,8 @@ class Pages:
             if target:
                 query = parse_qsl(urlsplit(link).query, keep_blank_values=True)
                 self.names.setdefault(target, set()).update(k for k, _ in query)
+                if query and target in self.urls:
+                    self.asked.setdefault((target, frozenset(k for k, _ in query)), link)
         for form in offers.forms:
             target = view_of(form.action)
             if target is None:
@@ -468,6 +475,12 @@ def test_no_page_answers_bad_input_with_a_500(world: World, caplog: Any) -> None
                 answers_get.add(view)
             if page.status_code == 200 and "html" in page.get("Content-Type", ""):
                 pages.read(url, page.content.decode())
+    for (view, _names), link in list(pages.asked.items()):
+        with transaction.atomic():
+            page = clients[role_for(view)].get(link)
+            transaction.set_rollback(True)
+        if page.status_code == 200 and "html" in page.get("Content-Type", ""):
+            pages.read(link, page.content.decode())
     for view, pattern in views:
         client = clients[role_for(view)]
         for n, url in enumerate(pages.urls[view]):
