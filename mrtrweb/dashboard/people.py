@@ -179,7 +179,7 @@ def people(request: HttpRequest) -> HttpResponse:
         everyone = everyone.none()
     elif query:
         everyone = everyone.filter(Q(username__icontains=query) | Q(email__icontains=query))
-    page = Paginator(everyone, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = Paginator(everyone, PAGE_SIZE).get_page(whole_number(request.GET.get("page")) or 1)
     rows = [
         {
             "person": person,

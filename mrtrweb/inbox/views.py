@@ -181,9 +181,8 @@ class CappedPaginator(Paginator):
     least), so a page costs the same however many rows match. ``capped`` says there are more.
     """
 
-    def __init__(self, object_list: QuerySet[Any], per_page: int, number: Any = None) -> None:
+    def __init__(self, object_list: QuerySet[Any], per_page: int, number: int = 1) -> None:
         super().__init__(object_list, per_page)
-        number = whole_number(number) or 1
         self.cap = max(COUNT_CAP, (min(number, 100_000) + 1) * per_page)
 
     @cached_property
@@ -194,6 +193,12 @@ class CappedPaginator(Paginator):
     @property
     def capped(self) -> bool:
         return self.count > self.cap
+
+
+def page_asked(request: HttpRequest, name: str) -> int:
+    """The page number the query asks for under ``name``; the first for anything else, as
+    Django's ``get_page`` would do, but read once, so the count's cap and the page agree."""
+    return whole_number(request.GET.get(name)) or 1
 
 
 @dataclass(frozen=True)
@@ -241,7 +246,7 @@ def _vary(response: HttpResponse) -> HttpResponse:
 @require_safe
 def index(request: HttpRequest) -> HttpResponse:
     user = request.user
-    number = request.GET.get("page")
+    number = page_asked(request, "page")
     page = CappedPaginator(pending_rounds(user), PAGE_SIZE, number).get_page(number)
     now = timezone.now()
     rounds = list(page)
@@ -263,7 +268,7 @@ def history(request: HttpRequest) -> HttpResponse:
     wanted = _partial_for(request)
     context: dict[str, Any] = {"tab": "history"}
     if wanted in (None, "history-answered"):
-        number = request.GET.get("answered")
+        number = page_asked(request, "answered")
         answered = CappedPaginator(answered_rounds(user), PAGE_SIZE, number).get_page(number)
         rounds = list(answered)
         for r in rounds:  # what the call's outcome needs of its (deferred) result
@@ -277,7 +282,7 @@ def history(request: HttpRequest) -> HttpResponse:
         ]
         context["answered_pager"] = _pager(request, answered, "answered", "history-answered")
     if wanted in (None, "history-started"):
-        number = request.GET.get("started")
+        number = page_asked(request, "started")
         started = CappedPaginator(started_calls(user), PAGE_SIZE, number).get_page(number)
         calls = list(started)
         outcomes = outcomes_for(calls)
