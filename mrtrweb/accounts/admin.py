@@ -8,6 +8,10 @@ from typing import Any
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
+from django.core.exceptions import ValidationError
+
+from mrtrweb.people import usernames
 
 from .models import OidcIdentity
 from .second_factor import remove_devices
@@ -29,8 +33,30 @@ def reset_two_step(modeladmin: admin.ModelAdmin, request: Any, queryset: Any) ->
     )
 
 
+def _free(form: Any) -> str:
+    """The form's username, refused when another account's reads the same
+    (:mod:`mrtrweb.people.usernames`)."""
+    name = usernames.normalised(form.cleaned_data[User.USERNAME_FIELD])
+    refused = usernames.refusal(name, other_than=form.instance)
+    if refused:
+        raise ValidationError(refused, code="unique")
+    return name
+
+
+class NewPersonForm(AdminUserCreationForm):
+    def clean_username(self) -> str:
+        return _free(self)
+
+
+class PersonForm(UserChangeForm):
+    def clean_username(self) -> str:
+        return _free(self)
+
+
 class TwoStepUserAdmin(UserAdmin):
     actions = [*(UserAdmin.actions or []), reset_two_step]
+    add_form = NewPersonForm
+    form = PersonForm
 
 
 if admin.site.is_registered(User):

@@ -42,6 +42,8 @@ from mozilla_django_oidc.views import (
     OIDCAuthenticationRequestView,
 )
 
+from mrtrweb.people import usernames
+
 from .backends import AccountBackend
 from .models import OidcIdentity, SingleSignOnDevice
 
@@ -222,9 +224,10 @@ class OidcBackend(OIDCAuthenticationBackend):
         limit = field.max_length or 150
         email = str(claims.get("email") or "")
         wanted = str(claims.get("preferred_username") or email.partition("@")[0] or subject)
-        base = "".join(c for c in wanted if c.isalnum() or c in "@.+-_")[: limit - 4] or "sso"
+        kept = "".join(c for c in usernames.normalised(wanted) if c.isalnum() or c in "@.+-_")
+        base = kept[: limit - 4] or "sso"
         name, n = base, 1
-        while self.UserModel.objects.filter(**{field.name: name}).exists():
+        while usernames.holder(name) is not None:
             n += 1
             name = f"{base}-{n}"
         return name

@@ -37,6 +37,7 @@ from mrtrweb.elicitation import (
     build_form,
     content_from,
     initial_from_content,
+    option_index,
     prefix_for_key,
 )
 from mrtrweb.elicitation.questions import (
@@ -413,8 +414,8 @@ def _typed(spec: FieldSpec, form: ElicitationForm, name: str) -> str:
         # The page posts option indices: read them back as the options' titles.
         labels = []
         for v in values:
-            index = int(v) if v.isdigit() else -1
-            labels.append(spec.options[index].label if 0 <= index < len(spec.options) else v)
+            index = option_index(spec, v)
+            labels.append(spec.options[index].label if index is not None else v)
         values = labels
     return ", ".join(values)
 

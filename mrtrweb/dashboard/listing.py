@@ -28,6 +28,7 @@ from django.utils import timezone
 from mrtrweb.calls.call_outcomes import with_error_flag
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.calls.presenting import present
+from mrtrweb.http import whole_number
 from mrtrweb.servers.models import Connection
 
 PAGE_SIZE = 50
@@ -220,8 +221,9 @@ def filtered_calls(filters: CallFilters) -> QuerySet[Call]:
     query = (data.get("q") or "").strip()
     if query:
         condition = Q(target__icontains=query) | Q(error__icontains=query)
-        if query.isdigit():
-            condition |= Q(pk=int(query))
+        number = whole_number(query)
+        if number is not None:
+            condition |= Q(pk=number)
         calls = calls.filter(condition)
     return calls.order_by(*CALL_ORDER[data.get("sort") or "-created"])
 
@@ -261,11 +263,8 @@ class Page:
 
 
 def page_number(raw: Any) -> int:
-    try:
-        number = int(raw)
-    except (TypeError, ValueError):
-        return 1
-    return min(max(number, 1), MAX_PAGE)
+    number = whole_number(raw)
+    return 1 if number is None else min(max(number, 1), MAX_PAGE)
 
 
 def paginate(queryset: QuerySet[Any], number: int, size: int = PAGE_SIZE) -> Page:

@@ -24,7 +24,7 @@ from django.core.mail import send_mail
 from django.core.paginator import Paginator
 from django.db import transaction
 from django.db.models import Count, Q
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -34,7 +34,8 @@ from django.utils.http import urlsafe_base64_encode
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from mrtrweb.http import SeeOther
+from mrtrweb.http import SeeOther, text_param, whole_number
+from mrtrweb.people import usernames
 from mrtrweb.people.roles import ADMINS, END_USERS, OPERATORS, ensure_roles
 from mrtrweb.people.speaking import writing_to
 from mrtrweb.policies.models import Delegation
@@ -75,17 +76,33 @@ class InviteForm(forms.Form):
     roles = _role_field([END_USERS])
 
     def clean_username(self) -> str:
-        username = self.cleaned_data["username"].strip()
+        username = usernames.normalised(self.cleaned_data["username"])
         User.username_validator(username)
-        if User.objects.filter(username__iexact=username).exists():
-            raise forms.ValidationError(_("Someone has this username already."))
+        refused = usernames.refusal(username)
+        if refused:
+            raise forms.ValidationError(refused)
         return username
+
+
+class IdChoices(forms.ModelMultipleChoiceField):
+    """Ticked boxes by id: a value that is no id (not ASCII digits, too large for the column)
+    is an invalid choice before any query, where some databases would fail on it."""
+
+    def clean(self, value: Any) -> Any:
+        for pk in value or ():
+            if whole_number(str(pk)) is None:
+                raise forms.ValidationError(
+                    self.error_messages["invalid_pk_value"],
+                    code="invalid_pk_value",
+                    params={"pk": pk},
+                )
+        return super().clean(value)
 
 
 class PersonForm(forms.Form):
     email = forms.EmailField(required=False)
     roles = _role_field()
-    groups = forms.ModelMultipleChoiceField(
+    groups = IdChoices(
         queryset=Group.objects.exclude(name__in=ROLES).order_by("name"),
         widget=forms.CheckboxSelectMultiple,
         required=False,
@@ -155,11 +172,14 @@ def _roles_of(person: Any) -> list[str]:
 @admin_only
 @require_safe
 def people(request: HttpRequest) -> HttpResponse:
-    query = request.GET.get("q", "").strip()
+    raw = text_param(request.GET, "q")
+    query = (raw or "").strip()
     everyone = User.objects.order_by("username").prefetch_related("groups")
-    if query:
+    if raw is None:  # a NUL: no name or address holds one
+        everyone = everyone.none()
+    elif query:
         everyone = everyone.filter(Q(username__icontains=query) | Q(email__icontains=query))
-    page = Paginator(everyone, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = Paginator(everyone, PAGE_SIZE).get_page(whole_number(request.GET.get("page")) or 1)
     rows = [
         {
             "person": person,
@@ -339,8 +359,11 @@ def group(request: HttpRequest, pk: int) -> HttpResponse:
     form = MemberForm()
     if request.method == "POST":
         remove = request.POST.get("remove", "")
-        if remove.isdigit():
-            member = get_object_or_404(group.user_set, pk=int(remove))
+        if remove:
+            number = whole_number(remove)
+            member = group.user_set.filter(pk=number).first() if number is not None else None
+            if member is None:
+                raise Http404(_("%(name)s has no such member.") % {"name": group.name})
             _guard(request, member)
             if member == request.user and group.name == ADMINS:
                 messages.error(request, _("You cannot take the Admins role from yourself."))

@@ -36,7 +36,7 @@ from mrtrweb.calls.call_outcomes import outcomes_for
 from mrtrweb.calls.models import Call, Event, Round
 from mrtrweb.calls.presenting_policies import policy_states
 from mrtrweb.calls.trail import with_start
-from mrtrweb.http import SeeOther
+from mrtrweb.http import SeeOther, whole_number
 from mrtrweb.people.roles import is_admin
 
 from .audit import event_views, round_digests
@@ -256,7 +256,8 @@ def bulk(request: HttpRequest) -> HttpResponse:
     else:
         action = post.get("action", "")
         raw = post.getlist("rounds")
-    ids = list(dict.fromkeys(int(x) for x in raw if x.strip().isdigit()))
+    numbers = (whole_number(x) for x in raw)
+    ids = list(dict.fromkeys(n for n in numbers if n is not None))
     if action not in ACTIONS:
         messages.error(request, _("Choose an action."))
     elif not ids:

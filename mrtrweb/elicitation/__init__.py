@@ -22,7 +22,7 @@ from mrtrweb.elicitation.content import (
     clean_content,
     clean_value,
 )
-from mrtrweb.elicitation.fields import RADIO_MAX_OPTIONS, control_for
+from mrtrweb.elicitation.fields import RADIO_MAX_OPTIONS, control_for, option_index
 from mrtrweb.elicitation.forms import (
     ElicitationForm,
     accept_result,
@@ -85,6 +85,7 @@ __all__ = [
     "field_name_for",
     "initial_from_content",
     "key_for_prefix",
+    "option_index",
     "parse_request",
     "prefix_for_key",
     "prop_for_field_name",

@@ -199,7 +199,7 @@ class SingleChoiceField(WireField):
     def to_wire(self, value: Any) -> str | None:
         if value is None or value == "":
             return None
-        index = _option_index(self.spec, value)
+        index = option_index(self.spec, value)
         if index is None:
             raise ValidationError(_("Select a valid choice."), code="invalid_choice")
         return self.spec.options[index].value
@@ -218,14 +218,15 @@ class MultiChoiceField(WireField):
             value = [value]
         chosen = []
         for item in value:
-            index = _option_index(self.spec, item)
+            index = option_index(self.spec, item)
             if index is None:
                 raise ValidationError(_("Select a valid choice."), code="invalid_choice")
             chosen.append(self.spec.options[index].value)
         return chosen
 
 
-def _option_index(spec: FieldSpec, value: Any) -> int | None:
+def option_index(spec: FieldSpec, value: Any) -> int | None:
+    """The index of the option a page posted (ASCII digits only, as the page writes them)."""
     if not isinstance(value, str) or not value.isdigit() or not value.isascii():
         return None
     index = int(value)

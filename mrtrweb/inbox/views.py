@@ -28,6 +28,7 @@ from mrtrweb.calls.call_outcomes import Outcome, outcomes_for, round_action
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.calls.presenting import present
 from mrtrweb.calls.presenting_policies import policy_states
+from mrtrweb.http import whole_number
 
 PAGE_SIZE = 25
 SNIPPET_CHARS = 200
@@ -180,9 +181,8 @@ class CappedPaginator(Paginator):
     least), so a page costs the same however many rows match. ``capped`` says there are more.
     """
 
-    def __init__(self, object_list: QuerySet[Any], per_page: int, number: Any = None) -> None:
+    def __init__(self, object_list: QuerySet[Any], per_page: int, number: int = 1) -> None:
         super().__init__(object_list, per_page)
-        number = int(number) if isinstance(number, str) and number.isdigit() else 1
         self.cap = max(COUNT_CAP, (min(number, 100_000) + 1) * per_page)
 
     @cached_property
@@ -193,6 +193,12 @@ class CappedPaginator(Paginator):
     @property
     def capped(self) -> bool:
         return self.count > self.cap
+
+
+def page_asked(request: HttpRequest, name: str) -> int:
+    """The page number the query asks for under ``name``; the first for anything else, as
+    Django's ``get_page`` would do, but read once, so the count's cap and the page agree."""
+    return whole_number(request.GET.get(name)) or 1
 
 
 @dataclass(frozen=True)
@@ -240,7 +246,7 @@ def _vary(response: HttpResponse) -> HttpResponse:
 @require_safe
 def index(request: HttpRequest) -> HttpResponse:
     user = request.user
-    number = request.GET.get("page")
+    number = page_asked(request, "page")
     page = CappedPaginator(pending_rounds(user), PAGE_SIZE, number).get_page(number)
     now = timezone.now()
     rounds = list(page)
@@ -262,7 +268,7 @@ def history(request: HttpRequest) -> HttpResponse:
     wanted = _partial_for(request)
     context: dict[str, Any] = {"tab": "history"}
     if wanted in (None, "history-answered"):
-        number = request.GET.get("answered")
+        number = page_asked(request, "answered")
         answered = CappedPaginator(answered_rounds(user), PAGE_SIZE, number).get_page(number)
         rounds = list(answered)
         for r in rounds:  # what the call's outcome needs of its (deferred) result
@@ -276,7 +282,7 @@ def history(request: HttpRequest) -> HttpResponse:
         ]
         context["answered_pager"] = _pager(request, answered, "answered", "history-answered")
     if wanted in (None, "history-started"):
-        number = request.GET.get("started")
+        number = page_asked(request, "started")
         started = CappedPaginator(started_calls(user), PAGE_SIZE, number).get_page(number)
         calls = list(started)
         outcomes = outcomes_for(calls)

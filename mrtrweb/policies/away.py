@@ -64,6 +64,8 @@ class AwayForm(forms.Form):
         today = timezone.localdate()
         if day < today:
             raise forms.ValidationError(_("Pick today or a later day."))
+        if day - today > LONGEST:  # before the day after it, which the last day a date holds lacks
+            raise forms.ValidationError(_("Pick a day within a year."))
         # The end of that day where the person is (their zone is the current one).
         until = timezone.make_aware(dt.datetime.combine(day + dt.timedelta(days=1), dt.time()))
         if until - timezone.now() > LONGEST:

@@ -16,7 +16,7 @@ from django.utils.http import urlencode
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
 
-from mrtrweb.http import SeeOther
+from mrtrweb.http import SeeOther, text_param
 from mrtrweb.people.roles import active_usernames, is_operator
 from mrtrweb.servers.models import Connection
 
@@ -43,7 +43,9 @@ def policy(request: HttpRequest, name: str) -> HttpResponse:
         raise PermissionDenied(_("The console is for operators."))
     connection = get_object_or_404(Connection, name=name)
     source = request.POST if request.method == "POST" else request.GET
-    tool_name = source.get("tool", "")
+    tool_name = text_param(source, "tool")
+    if tool_name is None:
+        raise Http404(_("This server does not offer that tool."))
     tools = (connection.catalog or {}).get("tools") or []
     tool = next((t for t in tools if t.get("name") == tool_name), None)
     row = Policy.objects.filter(connection=connection, tool_name=tool_name).first()

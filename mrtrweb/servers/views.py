@@ -26,7 +26,7 @@ from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from mrtrweb.http import SeeOther
+from mrtrweb.http import SeeOther, text_param
 from mrtrweb.people.roles import active_usernames, is_operator
 
 from .catalog import ProbeReport, authenticator_for, ensure_catalog, refresh_catalog
@@ -262,7 +262,9 @@ def _exposure_rows(connection: Connection) -> tuple[list[dict[str, Any]], list[T
 
 
 def _save_exposure(request: HttpRequest, connection: Connection) -> HttpResponse:
-    tool_name = request.POST.get("tool", "")
+    tool_name = text_param(request.POST, "tool")
+    if tool_name is None:
+        raise Http404(_("This server does not offer that tool."))
     tool = next(
         (t for t in (connection.catalog or {}).get("tools") or [] if t.get("name") == tool_name),
         None,

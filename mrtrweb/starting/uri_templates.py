@@ -20,6 +20,7 @@ from urllib.parse import quote
 from django import forms
 from uritemplate import URITemplate
 
+from mrtrweb.calls.models import Call
 from mrtrweb.elicitation import field_name_for
 
 # RFC 6570 section 2: expressions, variable names and modifiers (level 4).
@@ -108,7 +109,15 @@ class TemplateForm(forms.Form):
             raise forms.ValidationError(
                 f"This resource template is malformed ({self.malformed}), so it cannot be read."
             )
-        return super().clean()
+        cleaned = super().clean()
+        longest = Call._meta.get_field("target").max_length or 0
+        filled = all(field_name_for(name) in self.cleaned_data for name in self.variables)
+        if filled and len(self.uri()) > longest:
+            # The call keeps its URI as its target: a longer one could not be stored.
+            raise forms.ValidationError(
+                f"These values make a URI longer than {longest} characters, so it cannot be read."
+            )
+        return cleaned
 
     def uri(self) -> str:
         values = {name: self.cleaned_data[field_name_for(name)] for name in self.variables}

@@ -23,6 +23,7 @@ from mrtrweb import env
 from mrtrweb.accounts.models import OidcIdentity, SingleSignOnDevice
 from mrtrweb.accounts.oidc import OidcBackend
 from tests.peers.oidc_provider import CLIENT_ID, CLIENT_SECRET, OidcProvider
+from tests.support.factories import wide
 
 pytestmark = pytest.mark.django_db
 
@@ -163,6 +164,21 @@ def test_the_account_is_found_by_subject_never_by_email_or_name(sso: OidcProvide
     assert ida.email == "ida@new.example" and ida.username == "ida-2"
     local.refresh_from_db()
     assert local.email == "ida@example.org"
+
+
+@pytest.mark.parametrize(
+    ("preferred", "given"), [(wide("IDA"), "IDA-2"), (wide("ida"), "ida-2"), ("Ida", "Ida-2")]
+)
+def test_a_new_account_never_takes_a_name_that_reads_as_another(
+    sso: OidcProvider, preferred: str, given: str
+) -> None:
+    local = get_user_model().objects.create_user("ida", password="pw-ida-123")
+    sso.person = {"sub": "idp-0011", "preferred_username": preferred}
+    client = Client()
+    done = sso_sign_in(client, sso)
+    assert done.status_code == 302
+    person = signed_in_as(client)
+    assert person.pk != local.pk and person.username == given
 
 
 @pytest.mark.parametrize(

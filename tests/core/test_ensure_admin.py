@@ -4,6 +4,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
+from tests.support.factories import wide
+
 pytestmark = pytest.mark.django_db
 User = get_user_model()
 
@@ -52,9 +54,16 @@ def test_does_nothing_when_any_superuser_exists():
     assert list(User.objects.values_list("username", flat=True)) == ["root"]
 
 
-def test_refuses_to_take_over_an_ordinary_user_named_admin():
-    User.objects.create_user("admin", "", "a-long-password-123")
+@pytest.mark.parametrize("existing", ["admin", "Admin", wide("ADMIN")])
+def test_refuses_to_take_over_an_ordinary_user_named_admin(existing):
+    User.objects.create_user(existing, "", "a-long-password-123")
 
-    with pytest.raises(CommandError, match="admin"):
+    with pytest.raises(CommandError, match=r"(?i)admin"):
         run_ensure_admin()
     assert not User.objects.filter(is_superuser=True).exists()
+    assert User.objects.count() == 1
+
+
+def test_a_fullwidth_username_is_stored_as_it_reads():
+    run_ensure_admin("--username", wide("root"))
+    assert User.objects.get(is_superuser=True).username == "root"

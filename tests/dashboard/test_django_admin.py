@@ -22,6 +22,7 @@ from tests.dashboard.support import (
     make_user,
     text,
 )
+from tests.support.factories import wide
 
 pytestmark = pytest.mark.django_db
 
@@ -241,3 +242,41 @@ def test_operators_edit_exposure_and_nobody_deletes_a_connection(operator: Any) 
         == 403
     )
     assert Client().get(admin_url(Connection, "changelist")).status_code == 302
+
+
+def test_the_admin_site_refuses_a_username_that_reads_as_someone_elses() -> None:
+    """Adding or renaming a person on Django's admin obeys the dashboard's rule."""
+    from django.contrib.auth import get_user_model
+
+    people = get_user_model()
+    root = people.objects.create_superuser("root", "root@example.org", "pw-root-123")
+    bob = make_user("bob")
+    eve = make_user("eve")
+    web = client_for(root)
+
+    added = web.post(
+        admin_url(people, "add"),
+        {"username": wide("BOB"), "password1": "", "password2": "", "usable_password": "false"},
+    )
+    assert added.status_code == 200
+    assert "Someone has this username already." in text(added)
+    assert people.objects.count() == 3
+
+    change = admin_url(people, "change", eve.pk)
+    form = {
+        "username": "Bob",
+        "email": "",
+        "is_active": "on",
+        "date_joined_0": "2026-01-01",
+        "date_joined_1": "00:00:00",
+    }
+    renamed = web.post(change, form)
+    assert renamed.status_code == 200
+    assert f"It is taken by {bob.username}" in text(renamed)
+    eve.refresh_from_db()
+    assert eve.username == "eve"
+
+    kept = web.post(change, {**form, "username": wide("EVE")})  # their own name, as it reads
+    assert kept.status_code == 302, text(kept)[:3000]
+    eve.refresh_from_db()
+    assert eve.username == "EVE"

@@ -16,6 +16,7 @@ from django.urls import reverse
 
 from mrtrweb.people.roles import ADMINS, END_USERS, OPERATORS, is_admin, is_operator
 from tests.dashboard.support import client_for, make_admin, make_end_user, text
+from tests.support.factories import wide
 
 pytestmark = pytest.mark.django_db
 
@@ -107,6 +108,36 @@ def test_an_invitation_is_checked(web: Client) -> None:
     assert "Someone has this username already." in page
     assert "Enter a valid email address." in page
     assert mail.outbox == []
+
+
+@pytest.mark.parametrize(
+    ("existing", "typed"),
+    [
+        ("bob", wide("BOB")),  # fullwidth capitals: stored as "BOB"
+        ("newbie", wide("newbie")),  # fullwidth: stored as "newbie" itself
+        ("éva", "ÉVA"),  # case beyond ASCII
+        ("strasse", "STRASSE"),
+    ],
+)
+def test_a_username_that_reads_as_someone_elses_is_refused(
+    web: Client, existing: str, typed: str
+) -> None:
+    make_end_user(existing)
+    response = web.post(reverse("dashboard:invite"), {"username": typed, "email": "x@example.org"})
+    assert response.status_code == 200
+    page = text(response)
+    assert "Someone has this username already." in page
+    assert f"It is taken by {existing}" in page
+    assert User.objects.filter(email="x@example.org").count() == 0
+    assert mail.outbox == []
+
+
+def test_an_invited_username_is_stored_as_it_reads(web: Client) -> None:
+    response = web.post(
+        reverse("dashboard:invite"), {"username": wide(" zoe "), "email": "z@ex.org"}
+    )
+    assert response.status_code == 303
+    assert User.objects.get(email="z@ex.org").username == "zoe"
 
 
 def test_roles_and_groups_are_set_on_the_persons_page(web: Client) -> None:

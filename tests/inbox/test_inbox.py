@@ -143,6 +143,9 @@ def test_pages_of_25_newest_first_with_plain_links_and_an_htmx_partial(
 
     page2 = web.get(INBOX, {"page": 2})
     assert sorted(round_links(page2)) == sorted(newest_first[25:])
+    # Digits our links never write ask for no page: the first, as for any other junk.
+    for junk in ("²", "\u0662", "abc", "99999999999999999999"):  # \u0662: Arabic-Indic 2
+        assert round_links(web.get(INBOX, {"page": junk})) == round_links(page1), junk
     assert "<html" in text(page2)  # a whole page without JavaScript
     partial = web.get(INBOX, {"page": 2}, **htmx("inbox-pending"))
     assert "<html" not in text(partial)

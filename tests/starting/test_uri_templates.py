@@ -66,3 +66,15 @@ def test_a_well_formed_template_validates_and_gives_its_uri():
     )
     assert form.is_valid(), form.errors
     assert form.uri() == "peer://items/a%2Fb?v=2"
+
+
+def test_values_that_make_a_uri_too_long_to_keep_are_refused():
+    """The call keeps the URI as its target (2000 characters at most): a longer one is
+    refused on the form, not by the database (PostgreSQL would fail the request)."""
+    name = f"var-{field_name_for('item_id')}"
+    too_long = TemplateForm("peer://items/{item_id}", data={name: "x" * 1990})
+    assert not too_long.is_valid()
+    assert "longer than 2000 characters" in too_long.non_field_errors()[0]
+    fits = TemplateForm("peer://items/{item_id}", data={name: "x" * 1987})
+    assert fits.is_valid(), fits.errors
+    assert len(fits.uri()) == 2000

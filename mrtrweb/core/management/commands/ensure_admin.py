@@ -7,6 +7,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 from django.urls import reverse
 
+from mrtrweb.people import usernames
+
 
 class Command(BaseCommand):
     help = (
@@ -24,10 +26,12 @@ class Command(BaseCommand):
                 if options["verbosity"] >= 2:
                     self.stdout.write("A superuser exists; nothing to do.")
                 return
-            if user_model.objects.filter(**{user_model.USERNAME_FIELD: username}).exists():
+            username = usernames.normalised(username)
+            taken = usernames.holder(username)
+            if taken is not None:
                 # Promoting an existing account would hand its owner the keys silently.
                 raise CommandError(
-                    f"No superuser exists, but a user named {username!r} does; "
+                    f"No superuser exists, but a user named {taken.get_username()!r} does; "
                     "make one with `manage.py createsuperuser` or pass --username."
                 )
             password = secrets.token_urlsafe(18)
