@@ -75,12 +75,17 @@ def _own(user: Any) -> Q:
 
 def standing_in(user: Any) -> Q:
     """Rounds ``user`` answers for someone away now: pending, routed to that person (and not
-    held by them as someone's stand-in: no chains), of a call that person did not start."""
-    return Q(
-        status=Round.Status.PENDING,
-        delegated_from__isnull=True,
-        assigned_user__in=delegating_to(user),
-    ) & ~Q(call__started_by=F("assigned_user"))
+    held by them as someone's stand-in: no chains), of a call neither that person nor
+    ``user`` started."""
+    return (
+        Q(
+            status=Round.Status.PENDING,
+            delegated_from__isnull=True,
+            assigned_user__in=delegating_to(user),
+        )
+        & ~Q(call__started_by=F("assigned_user"))
+        & ~Q(call__started_by=user)
+    )
 
 
 def parts_of(user: Any) -> QuerySet[RoundPart]:

@@ -62,11 +62,12 @@ def stand_in(call: Call, user: Any) -> tuple[Any, Any]:
     """``(whom to ask, for whom)`` for a round of ``call`` routed to ``user``: their delegate
     and them while a delegation of theirs runs, else ``(user, None)``. Groups are not
     delegated (the other members are there), nor a round of a call its own person started
-    (they are there: they just started it)."""
+    (they are there: they just started it), nor one of a call the delegate started (nobody
+    answers their own request for someone else)."""
     if user is None or user.pk == call.started_by_id:
         return user, None
     delegate = delegate_of(user)
-    if delegate.pk == user.pk:
+    if delegate.pk in (user.pk, call.started_by_id):
         return user, None
     return delegate, user
 
@@ -75,8 +76,9 @@ def standing_in_now(round: Any) -> Any:
     """Who stands in now for the person ``round`` is routed to, or None.
 
     Only for a pending round routed to one person (not a group's, not split), of a call that
-    person did not start (their own Away never applies to their own calls), and not held by
-    them as someone else's stand-in (a delegate's own Away does not pass it on again)."""
+    person did not start (their own Away never applies to their own calls) nor the stand-in
+    (nobody answers their own request for someone else), and not held by them as someone
+    else's stand-in (a delegate's own Away does not pass it on again)."""
     if (
         round.assigned_user_id is None
         or round.split
@@ -86,7 +88,9 @@ def standing_in_now(round: Any) -> Any:
     ):
         return None
     delegate = delegate_of(round.assigned_user)
-    return None if delegate.pk == round.assigned_user_id else delegate
+    if delegate.pk in (round.assigned_user_id, round.call.started_by_id):
+        return None
+    return delegate
 
 
 def answering_for(round: Any, user: Any) -> Any:

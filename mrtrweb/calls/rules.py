@@ -91,11 +91,14 @@ def delegate_of(world: World, person: int) -> int:
 
 def park(world: World, starter: int, routed_user: int | None) -> tuple[int | None, int | None]:
     """``(assignee, delegated_from)`` of a new round routed to ``routed_user``: their
-    stand-in for them while they are away, unless they started the call themselves."""
+    stand-in for them while they are away, unless they started the call themselves or the
+    stand-in did (nobody answers their own request for someone else)."""
     if routed_user is None or routed_user == starter:
         return routed_user, None
     stand_in = delegate_of(world, routed_user)
-    return (routed_user, None) if stand_in == routed_user else (stand_in, routed_user)
+    if stand_in in (routed_user, starter):
+        return routed_user, None
+    return stand_in, routed_user
 
 
 def standing_in_for(world: World, person: int, round: Round) -> int | None:
@@ -103,8 +106,8 @@ def standing_in_for(world: World, person: int, round: Round) -> int | None:
 
     - At parking: the round went to them for someone away (``delegated_from``).
     - Since: a pending round routed to someone (not a group, not split) whom they stand in
-      for now, of a call that person did not start, and not itself held as a stand-in (no
-      chains)."""
+      for now, of a call neither that person nor they started, and not itself held as a
+      stand-in (no chains)."""
     if round.split or round.user is None:
         return None
     if round.delegated_from is not None:
@@ -112,7 +115,7 @@ def standing_in_for(world: World, person: int, round: Round) -> int | None:
     if (
         round.status == PENDING
         and round.user != person
-        and round.user != round.starter
+        and round.starter not in (round.user, person)
         and delegate_of(world, round.user) == person
     ):
         return round.user

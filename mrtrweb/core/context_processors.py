@@ -53,7 +53,7 @@ def _waiting(user: Any) -> int | str:
     params = [
         *whole, me, limit,  # theirs
         *whole, me, me, limit,  # their groups', unclaimed or claimed by them
-        *whole, now, now, me, bool(user.is_active), now, now, limit,  # they stand in for
+        *whole, now, now, me, bool(user.is_active), now, now, me, limit,  # they stand in for
         *whole, me, limit,  # handed to someone standing in for them
         RoundPart.Status.PENDING, me, *split, limit,  # a part theirs
         RoundPart.Status.PENDING, me, *split, limit,  # a part their groups'
@@ -122,7 +122,7 @@ def _waiting_sql(alias: str) -> str:
     own_call = (
         f"SELECT 1 FROM {quote(calls.db_table)} c "
         f"WHERE c.{quote(calls.pk.column)} = {r('call')} "
-        f"AND {column(calls, 'started_by', 'c')} = {r('assigned_user')}"
+        f"AND {column(calls, 'started_by', 'c')} IN ({r('assigned_user')}, %s)"
     )
 
     def p(name: str) -> str:
@@ -142,7 +142,7 @@ def _waiting_sql(alias: str) -> str:
         f"{waiting} AND {r('assigned_user')} = %s",
         f"{waiting} AND {r('assigned_group')} IN ({groups}) "
         f"AND ({claimant} IS NULL OR {claimant} = %s)",
-        # Not a round they hold as someone's stand-in, nor one of a call they started.
+        # Not a round they hold as someone's stand-in, nor one of a call either started.
         f"{waiting} AND {r('assigned_user')} IN ({stands_in_for}) "
         f"AND {r('delegated_from')} IS NULL AND NOT EXISTS ({own_call})",
         f"{waiting} AND {r('delegated_from')} = %s",

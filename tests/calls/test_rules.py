@@ -489,10 +489,18 @@ def test_the_reference_says_what_the_docs_say(drawn: Drawn, n: int) -> None:
         # No chains: whoever stands in for a stand-in gets nothing of what it holds.
         if ref.delegated_from is not None and n not in (ref.user, ref.delegated_from):
             assert stood_in is None
-        # A reassignment ends standing in: the person it was handed on from loses it.
+        # Nobody answers their own request as someone else's stand-in.
+        if n == starter:
+            assert stood_in is None or ref.delegated_from is not None
+        # A reassignment ends standing in: the person it was handed on from loses it like
+        # anyone else (it reaches them again only by standing in for the new assignee now).
         moved = rules.reassign(ref, user=(n + 1) % PEOPLE)
-        if ref.delegated_from is not None and ref.delegated_from != moved.user:
-            assert not rules.routed_to(world, ref.delegated_from, moved)
+        gone = ref.delegated_from
+        if gone is not None and gone != moved.user:
+            assert moved.delegated_from is None
+            assert rules.routed_to(world, gone, moved) == (
+                rules.standing_in_for(world, gone, moved) is not None
+            )
         # Under a quorum, nobody outside the approvers (an admin no more than anyone) votes
         # for themselves; and nobody votes twice for the same person.
         quorum = rules.Round(starter=starter, user=r.user, group=r.group, quorum=True, approvers=0)

@@ -252,3 +252,31 @@ def test_a_requesters_own_away_gives_nobody_a_vote_on_their_call(
     with pytest.raises(engine.NotEligible):
         engine.answer(round, PROPOSAL, bob)
     assert signed_in(bob).post(round.get_absolute_url(), {"action": "approve"}).status_code == 404
+
+
+def test_nobody_answers_their_own_request_as_someone_elses_stand_in(
+    fastmcp_in_process: Any, people: dict[str, Any]
+) -> None:
+    """Bob stands in for ada, and starts a call whose rounds go to ada: the round is not handed
+    to him, and one already waiting for her is not his to see or answer either."""
+    ada, bob = people["ada"], people["bob"]
+    to_ada = make_connection(fastmcp_in_process, routing=Routing.USER, route_user=ada)
+    before = start(to_ada, bob)  # waiting for ada before she went away
+    away(ada, bob)
+    after = start(to_ada, bob)  # parked while she is away
+    assert (after.assigned_user, after.delegated_from) == (ada, None)
+    for round in (before, after):
+        round = Round.objects.get(pk=round.pk)
+        assert not can_answer(bob, round)
+        assert (
+            not visible_rounds(bob)
+            .filter(pk=round.pk, assigned_user=ada)
+            .exclude(call__started_by=bob)
+            .exists()
+        )
+        refused = signed_in(bob).post(round.get_absolute_url(), {"action": "decline"})
+        assert refused.status_code in (403, 404)
+        assert Round.objects.get(pk=round.pk).status == Round.Status.PENDING
+    assert _waiting(bob) == 0  # his own call's rounds wait for ada, not for him
+    # Ada still answers them herself.
+    assert can_answer(ada, Round.objects.get(pk=after.pk))
