@@ -1,6 +1,6 @@
-"""The session store: Django's database one, its lookup on every signed-in request compiled
-once (``db.prepared``) instead of built and compiled by the ORM each time; and ending a
-person's other sessions when their password changes (:func:`end_other_sessions`).
+"""The session store: Django's database one, reading a session signed in through Django's
+``ModelBackend`` as signed in through the app's; and ending a person's other sessions when
+their password changes (:func:`end_other_sessions`).
 
 The same table, rows and cookie as ``django.contrib.sessions.backends.db``: switching to it (or
 back) signs nobody out. A session signed in through Django's ``ModelBackend`` is read as signed
@@ -9,40 +9,22 @@ in through the app's (:mod:`mrtrweb.accounts.backends`, the same backend), which
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from django.contrib.auth import BACKEND_SESSION_KEY, SESSION_KEY
 from django.contrib.sessions.backends.db import SessionStore as DatabaseSessionStore
 from django.contrib.sessions.models import Session
-from django.utils import timezone
-
-from mrtrweb.db.prepared import Prepared
 
 from . import backends
-
-_LIVE = Prepared(
-    lambda key, now: Session.objects.filter(session_key=key, expire_date__gt=now), str, datetime
-)
 
 
 class SessionStore(DatabaseSessionStore):
     def decode(self, session_data: str) -> dict[str, Any]:
         session = super().decode(session_data)
-        # Signed in before the app's own backend (the same one, its read compiled once).
+        # Signed in before the app's own backend (the same one).
         if session.get(BACKEND_SESSION_KEY) == backends.DJANGOS:
             session[BACKEND_SESSION_KEY] = backends.OURS
         return session
-
-    def _get_session_from_db(self) -> Any:
-        key = self.session_key
-        # Only the default model, by a key: anything else is Django's own way.
-        if not isinstance(key, str) or self.get_model_class() is not Session:
-            return super()._get_session_from_db()
-        found = _LIVE.first(key, timezone.now())
-        if found is None:
-            self._session_key = None
-        return found
 
 
 def end_other_sessions(user: Any, keep: str | None) -> int:
