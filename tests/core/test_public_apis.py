@@ -26,24 +26,6 @@ OVERRIDES = frozenset(
 COMPILER = frozenset({"as_sql", "get_compiler", "get_converters"})
 REFLECTION = frozenset({"getattr", "hasattr", "setattr", "delattr"})
 
-# mrtrweb's own attributes kept on another library's object.
-OWN = frozenset({"_role_cache"})
-# Uses still to be replaced with public ones: this list only ever shrinks.
-KNOWN = frozenset(
-    {
-        # ModelBackend's permission caches, filled from the one-statement read of a person.
-        ("people/roles.py", "_user_perm_cache"),
-        ("people/roles.py", "_group_perm_cache"),
-        ("people/roles.py", "_perm_cache"),
-        # django-csp's per-response policy update.
-        ("authorizations/views.py", "_csp_update"),
-        # A form's errors, reset to show it unbound-clean.
-        ("calls/presenting.py", "_errors"),
-        # Django's flag against logging a response twice.
-        ("core/views.py", "_has_been_logged"),
-    }
-)
-
 
 def private(name: str) -> bool:
     return name.startswith("_") and not name.startswith("__") and name not in DOCUMENTED
@@ -58,7 +40,7 @@ def trees(root: Path) -> dict[Path, ast.Module]:
 
 
 def defined_names(modules: dict[Path, ast.Module]) -> set[str]:
-    names: set[str] = set(OWN)
+    names: set[str] = set()
     for tree in modules.values():
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -127,12 +109,8 @@ def uses(root: Path) -> list[tuple[str, int, str, str]]:
 
 
 def test_no_private_name_of_another_library() -> None:
-    new = [
-        f"mrtrweb/{where}:{line} {what}"
-        for where, line, name, what in uses(MRTRWEB)
-        if (where, name) not in KNOWN
-    ]
-    assert new == [], "private names of other libraries:\n" + "\n".join(new)
+    found = [f"mrtrweb/{where}:{line} {what}" for where, line, _, what in uses(MRTRWEB)]
+    assert found == [], "private names of other libraries:\n" + "\n".join(found)
 
 
 def test_the_check_finds_each_kind_of_use(tmp_path: Path) -> None:
