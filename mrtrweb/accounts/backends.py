@@ -74,7 +74,8 @@ _CONVERSIONS: dict[str, RowConversions] = {}
 
 def _with_permissions(pk: int) -> Any | None:
     """The person whose key is ``pk`` (None: there is none) with their permissions, read in
-    one statement (``people.roles.person_sql``) and kept where ModelBackend keeps them."""
+    one statement (``people.roles.person_sql``) and kept where :class:`KeptPermissions`
+    answers from."""
     User = get_user_model()
     alias = router.db_for_read(User)
     connection = connections[alias]
