@@ -353,7 +353,8 @@ LOGGING = {
         "json": {"()": "mrtrweb.core.logging_json.JsonFormatter"},
     },
     "filters": {
-        "client_errors_in_one_line": {"()": "mrtrweb.core.log_filters.ClientErrorsInOneLine"}
+        "client_errors_in_one_line": {"()": "mrtrweb.core.log_filters.ClientErrorsInOneLine"},
+        "readiness_logs_itself": {"()": "mrtrweb.core.log_filters.ReadinessLogsItself"},
     },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
     # Without this, errors inside requests reach no handler when DEBUG is off.
@@ -361,7 +362,8 @@ LOGGING = {
     "loggers": {
         "mrtrweb.events": {"level": ENV.get("MRTRWEB_EVENT_LOG_LEVEL", "INFO").upper()},
         # A 403 is one warning line with its reason, not a traceback (mrtrweb/core/log_filters.py).
-        "django.request": {"filters": ["client_errors_in_one_line"]},
+        # The readiness probe's 503 is not logged again by Django.
+        "django.request": {"filters": ["client_errors_in_one_line", "readiness_logs_itself"]},
         # uvicorn installs its own plain handlers before the app loads; in JSON mode its
         # access and error lines go through ours, so a collector gets one format.
         **(

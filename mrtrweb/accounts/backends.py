@@ -31,7 +31,32 @@ OURS = "mrtrweb.accounts.backends.AccountBackend"
 _BY_KEY = Prepared(lambda pk: get_user_model()._default_manager.filter(pk=pk), int)
 
 
-class AccountBackend(ModelBackend):
+class KeptPermissions:
+    """A ``ModelBackend``'s permission questions answered from the permissions read with the
+    person (``people.roles.kept_permissions``), through the documented backend methods; when
+    none were read, ModelBackend's own answer, kept the same way for the next question."""
+
+    def get_user_permissions(self, user_obj: Any, obj: Any = None) -> set[str]:
+        kept = roles.kept_permissions(user_obj, obj)
+        return kept.mine if kept is not None else super().get_user_permissions(user_obj, obj)  # type: ignore[misc]
+
+    def get_group_permissions(self, user_obj: Any, obj: Any = None) -> set[str]:
+        kept = roles.kept_permissions(user_obj, obj)
+        return kept.theirs if kept is not None else super().get_group_permissions(user_obj, obj)  # type: ignore[misc]
+
+    def get_all_permissions(self, user_obj: Any, obj: Any = None) -> set[str]:
+        kept = roles.kept_permissions(user_obj, obj)
+        if kept is not None:
+            return kept.every
+        every: set[str] = super().get_all_permissions(user_obj, obj)  # type: ignore[misc]
+        if obj is None and user_obj.is_active and not user_obj.is_anonymous:
+            roles.keep_permissions(
+                user_obj, self.get_user_permissions(user_obj), self.get_group_permissions(user_obj)
+            )
+        return every
+
+
+class AccountBackend(KeptPermissions, ModelBackend):
     def get_user(self, user_id: Any) -> Any:
         # An integer key (the default model's); any other kind is Django's own way.
         if type(user_id) is not int:
@@ -48,7 +73,8 @@ _CONVERSIONS: dict[str, RowConversions] = {}
 
 def _with_permissions(pk: int) -> Any | None:
     """The person whose key is ``pk`` (None: there is none) with their permissions, read in
-    one statement (``people.roles.person_sql``) and kept where ModelBackend keeps them."""
+    one statement (``people.roles.person_sql``) and kept where :class:`KeptPermissions`
+    answers from."""
     User = get_user_model()
     alias = router.db_for_read(User)
     connection = connections[alias]

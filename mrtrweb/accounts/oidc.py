@@ -44,7 +44,7 @@ from mozilla_django_oidc.views import (
 
 from mrtrweb.people import usernames
 
-from .backends import AccountBackend
+from .backends import AccountBackend, KeptPermissions
 from .models import OidcIdentity, SingleSignOnDevice
 
 log = logging.getLogger(__name__)
@@ -125,7 +125,7 @@ def provider() -> dict[str, str]:
 # -- the backend ------------------------------------------------------------------------------
 
 
-class OidcBackend(OIDCAuthenticationBackend):
+class OidcBackend(KeptPermissions, OIDCAuthenticationBackend):
     """Answers only the provider's callback (a request with ``code`` and ``state``)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

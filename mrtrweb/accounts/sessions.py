@@ -1,6 +1,6 @@
-"""The session store: Django's database one, its lookup on every signed-in request compiled
-once (``db.prepared``) instead of built and compiled by the ORM each time; and ending a
-person's other sessions when their password changes (:func:`end_other_sessions`).
+"""The session store: Django's database one, its lookup on every signed-in request
+compiled once (``db.prepared``) in the documented ``load``; and ending a person's other
+sessions when their password changes (:func:`end_other_sessions`).
 
 The same table, rows and cookie as ``django.contrib.sessions.backends.db``: switching to it (or
 back) signs nobody out. A session signed in through Django's ``ModelBackend`` is read as signed
@@ -29,20 +29,21 @@ _LIVE = Prepared(
 class SessionStore(DatabaseSessionStore):
     def decode(self, session_data: str) -> dict[str, Any]:
         session = super().decode(session_data)
-        # Signed in before the app's own backend (the same one, its read compiled once).
+        # Signed in before the app's own backend (the same one).
         if session.get(BACKEND_SESSION_KEY) == backends.DJANGOS:
             session[BACKEND_SESSION_KEY] = backends.OURS
         return session
 
-    def _get_session_from_db(self) -> Any:
+    def load(self) -> dict[str, Any]:
         key = self.session_key
         # Only the default model, by a key: anything else is Django's own way.
-        if not isinstance(key, str) or self.get_model_class() is not Session:
-            return super()._get_session_from_db()
-        found = _LIVE.first(key, timezone.now())
-        if found is None:
-            self._session_key = None
-        return found
+        if isinstance(key, str) and self.get_model_class() is Session:
+            found = _LIVE.first(key, timezone.now())
+            if found is not None:
+                return self.decode(found.session_data)
+        # None found (expired, or a key nobody holds): Django's own way, which forgets the
+        # key so that a new one is made, never the one the browser sent.
+        return super().load()
 
 
 def end_other_sessions(user: Any, keep: str | None) -> int:

@@ -11,6 +11,7 @@ import logging
 from typing import Any
 from urllib.parse import urlsplit
 
+from csp.decorators import csp_update
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -133,20 +134,23 @@ def _connect_page(
         "authorization": Authorization.objects.filter(connection=conn, user=owner).first(),
     }
     response = render(request, "authorizations/connect.html", context, status=status)
-    _allow_form_to_authorization_server(response, discovery)
-    return response
+    return _allow_form_to_authorization_server(response, discovery)
 
 
 def _allow_form_to_authorization_server(
     response: HttpResponse, discovery: oauth.Discovery | None
-) -> None:
+) -> HttpResponse:
     """The connect form is answered with a redirect to the authorization server, and browsers
     hold a form's redirects to the page's CSP ``form-action`` too (CSP 3): without that
     server's origin there, Chromium blocks the person at the button."""
     endpoint = discovery.authorization_endpoint if discovery is not None else None
     parts = urlsplit(endpoint or "")
-    if parts.scheme in ("http", "https") and parts.netloc:
-        response._csp_update = {"form-action": [f"{parts.scheme}://{parts.netloc}"]}  # type: ignore[attr-defined]
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return response
+    # django-csp's public per-response update is its view decorator: applied to this response.
+    update = csp_update({"form-action": [f"{parts.scheme}://{parts.netloc}"]})
+    updated: HttpResponse = update(lambda: response)()  # type: ignore[call-arg,arg-type]
+    return updated
 
 
 def _discovery_of(conn: Connection) -> oauth.Discovery | None:

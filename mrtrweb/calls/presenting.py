@@ -26,7 +26,6 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
-from django.forms.utils import ErrorDict
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext as _
 
@@ -347,7 +346,7 @@ class RoundAnswers:
         """Keep typed values but show no errors (after a consent click, say)."""
         for section in self.sections:
             if section.form is not None and section.form.is_bound:
-                section.form._errors = ErrorDict()
+                section.form.errors.clear()
 
     def accepted(self) -> dict[str, dict[str, Any]]:
         responses: dict[str, dict[str, Any]] = {}

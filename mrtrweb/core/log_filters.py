@@ -2,7 +2,8 @@
 
 Django logs every 403 (and a 400 from a bad multipart body) on ``django.request`` with the
 exception's whole traceback. A refusal is the site working as meant, not a fault: one line
-says enough, with the reason the code gave. 5xx records keep their traceback.
+says enough, with the reason the code gave. 5xx records keep their traceback, but for the
+readiness probe's 503, which logged why itself.
 """
 
 from __future__ import annotations
@@ -26,3 +27,16 @@ class ClientErrorsInOneLine(logging.Filter):
             record.exc_info = None
             record.exc_text = None
         return True
+
+
+class ReadinessLogsItself(logging.Filter):
+    """Drop Django's "Service Unavailable" line for the readiness probe (``core.views.readyz``):
+    the probe logged why it is not ready, and an ERROR line on every probe would bury it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        match = getattr(getattr(record, "request", None), "resolver_match", None)
+        return not (
+            getattr(record, "status_code", None) == 503
+            and match is not None
+            and match.url_name == "readyz"
+        )

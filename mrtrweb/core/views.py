@@ -38,7 +38,6 @@ async def readyz(request: HttpRequest) -> HttpResponse:
         "checks": {outcome.name: outcome.as_json() for outcome in outcomes},
     }
     response = JsonResponse(body, status=200 if ready else 503)
-    # readiness logged why it is not ready; Django's "Service Unavailable" ERROR line on
-    # every probe would only bury it.
-    response._has_been_logged = True  # type: ignore[attr-defined]
+    # Readiness logged why it is not ready: Django's own line is filtered out (settings.LOGGING,
+    # core.log_filters.ReadinessLogsItself).
     return response

@@ -1,6 +1,6 @@
 """Classifying a flat ``requestedSchema`` into typed field specs, all or nothing.
 
-The wire shapes are checked with the 2026-07-28 models from ``mcp_types`` (validated in
+The wire shapes are checked with the 2026-07-28 models of :mod:`.wire` (validated in
 strict mode, so ``"minimum": "5"`` or ``"default": 1`` on a boolean are refused rather than
 coerced). Those models ignore unknown keys, so every property is also held to an allow-list
 of keywords: a keyword we do not enforce (``pattern``, ``multipleOf``, ``$ref``, ...) would
@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, TypeVar
 
-# mcp_types exposes the strict per-property models only from its per-version package; the
-# public ``mcp_types.ElicitRequestFormParams`` keeps ``requestedSchema`` as a plain dict.
-# mcp-types is pinned to 2.3.x, and this is the one place that reaches into it.
-from mcp_types._v2026_07_28 import (
+from pydantic import BaseModel, ValidationError
+
+from mrtrweb.elicitation.names import field_name_for
+from mrtrweb.elicitation.wire import (
     BooleanSchema,
     LegacyTitledEnumSchema,
     NumberSchema,
@@ -30,9 +30,6 @@ from mcp_types._v2026_07_28 import (
     UntitledMultiSelectEnumSchema,
     UntitledSingleSelectEnumSchema,
 )
-from pydantic import BaseModel, ValidationError
-
-from mrtrweb.elicitation.names import field_name_for
 
 # Keywords that only annotate; JSON Schema validators ignore them, and so may we.
 ANNOTATION_KEYS = frozenset(

@@ -10,6 +10,7 @@ Superusers count as admins and operators.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -17,6 +18,21 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.contrib.contenttypes.models import ContentType
 from django.db import connections, router
+
+# The attribute of a user object that holds the permissions read with them (:func:`_keep`).
+KEPT = "mrtrweb_permissions"
+# And the one that holds the answers of :func:`_has_role`.
+ROLES = "mrtrweb_roles"
+
+
+@dataclass(frozen=True)
+class Permissions:
+    """A person's permissions as ``"app.codename"``: their own, their groups', and both."""
+
+    mine: set[str]
+    theirs: set[str]
+    every: set[str]
+
 
 END_USERS = "End users"
 ADMINS = "Admins"
@@ -46,10 +62,10 @@ def ensure_roles(**kwargs: Any) -> None:
 
 def load_permissions(*users: Any) -> None:
     """Read the permissions of ``users``, their own and their groups', in one query for all of
-    them (ModelBackend reads two per person), and keep them where ModelBackend keeps them on
-    each user object: its own (``_user_perm_cache``), its groups' (``_group_perm_cache``) and
-    the union (``_perm_cache``), so ``has_perm``, ``get_user_permissions`` and
-    ``get_group_permissions`` read those sets. One request's user, or a batch of sockets'
+    them (ModelBackend reads two per person), and keep them on each user object
+    (:func:`kept_permissions`), where the app's backends' ``get_user_permissions``,
+    ``get_group_permissions`` and ``get_all_permissions`` answer from (``has_perm`` asks
+    them; ``accounts.backends.KeptPermissions``). One request's user, or a batch of sockets'
     people (``live/checks.py``): the same code path. Nothing outlives the user object (a
     request, a batch), so a permission taken away counts on the next one. Superusers are not
     looked up (``has_perm`` answers True before any backend), nor are inactive or anonymous
@@ -60,7 +76,7 @@ def load_permissions(*users: Any) -> None:
         if getattr(user, "is_authenticated", False)
         and user.is_active
         and not user.is_superuser
-        and not hasattr(user, "_perm_cache")
+        and not hasattr(user, KEPT)
     ]
     if not wanted:
         return
@@ -77,10 +93,21 @@ def load_permissions(*users: Any) -> None:
 
 
 def _keep(user: Any, mine: set[str], theirs: set[str]) -> None:
-    # The attribute names ModelBackend._get_permissions and get_all_permissions use.
-    user._user_perm_cache = mine
-    user._group_perm_cache = theirs
-    user._perm_cache = mine | theirs
+    setattr(user, KEPT, Permissions(mine, theirs, mine | theirs))
+
+
+def keep_permissions(user: Any, mine: set[str], theirs: set[str]) -> None:
+    """Keep on ``user`` their own permissions and their groups', read some other way."""
+    _keep(user, set(mine), set(theirs))
+
+
+def kept_permissions(user: Any, obj: Any = None) -> Permissions | None:
+    """The permissions kept on ``user`` (None: none were), for a question about no object
+    in particular by an active person, as ModelBackend answers from its own cache."""
+    if obj is not None or not getattr(user, "is_active", False) or user.is_anonymous:
+        return None
+    kept: Permissions | None = getattr(user, KEPT, None)
+    return kept
 
 
 def keep_read_permissions(user: Any, rows: Iterable[tuple[Any, Any, Any]]) -> None:
@@ -194,7 +221,7 @@ def knows_roles(user: Any) -> bool:
     their permissions were read (:func:`load_permissions`, :func:`keep_read_permissions`),
     or there are none to read (a superuser, who has every one; an inactive person, none)."""
     return (
-        hasattr(user, "_perm_cache")
+        hasattr(user, KEPT)
         or not getattr(user, "is_active", False)
         or bool(getattr(user, "is_superuser", False))
     )
@@ -210,10 +237,10 @@ def _has_role(user: Any, permission: str) -> bool:
     batch of socket checks; a permission taken away counts on the next one."""
     if not getattr(user, "is_active", False):
         return False
-    try:
-        known = user._role_cache
-    except AttributeError:
-        known = user._role_cache = {}
+    known: dict[str, bool] | None = getattr(user, ROLES, None)
+    if known is None:
+        known = {}
+        setattr(user, ROLES, known)
     if permission not in known:
         load_permissions(user)
         known[permission] = bool(user.has_perm(permission))

@@ -22,6 +22,7 @@ from django_otp.plugins.otp_totp.models import TOTPDevice
 from mrtrweb import env
 from mrtrweb.accounts.models import OidcIdentity, SingleSignOnDevice
 from mrtrweb.accounts.oidc import OidcBackend
+from mrtrweb.people import roles
 from tests.peers.oidc_provider import CLIENT_ID, CLIENT_SECRET, OidcProvider
 from tests.support.factories import wide
 
@@ -296,4 +297,4 @@ def test_a_person_deactivated_after_single_sign_on_is_signed_out(sso: OidcProvid
     dee.is_active = True
     dee.save()
     person = OidcBackend().get_user(dee.pk)
-    assert person == dee and hasattr(person, "_perm_cache")
+    assert person == dee and hasattr(person, roles.KEPT)

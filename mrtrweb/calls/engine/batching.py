@@ -1,7 +1,11 @@
 """Background work batched in time: one task row per step of deadlines
 (``MRTRWEB_EXPIRY_STEP``, a minute, unless the caller names a step of its own), shared by
 everything due within it, rather than one per round or call (the expiry, the reminders, the
-watchdogs, the safety nets of work a process does itself)."""
+watchdogs, the safety nets of work a process does itself).
+
+A process remembers the rows it wrote (:data:`_waiting`) and reads nothing of the task
+backend's tables: another process writes its own row for a step, at most one each, and the
+later of them finds nothing left to do."""
 
 from __future__ import annotations
 
@@ -12,11 +16,8 @@ from datetime import UTC, datetime, timedelta
 from django.conf import settings
 from django.db import router, transaction
 from django.utils import timezone
-from django_tasks.base import TaskResultStatus
 from django_tasks_db import DatabaseBackend
 from django_tasks_db.models import DBTaskResult
-
-from mrtrweb.db.prepared import Prepared
 
 from .. import queue
 
@@ -51,18 +52,16 @@ def schedule_batched(name: str, due_at: datetime, *, step: timedelta | None = No
         key = (task.module_path, task.priority, at)
         if key in _waiting:
             return
-        if not _WAITING.exists(task.priority, at, task.module_path):
-            queue.enqueue(name, at=at, deferred_only=True)
+        queue.enqueue(name, at=at, deferred_only=True)
         _remember(key, now + span)
         return
     queue.enqueue(name, at=at, deferred_only=True)
 
 
-# The steps whose task row this process has seen waiting, once committed: (task path,
-# priority, step). A row is not run before its step, so until the step is a step away its row
-# is there, and reading it again on every round parked and call sent (twice a start) told
-# nothing new. Only a row deleted by hand is missed: what it would have done is then done by
-# the sweep (docs/deployment.md), as for a queue that was down.
+# The steps whose task row this process wrote, once committed: (task path, priority, step).
+# A row is not run before its step, so until the step is a step away its row is there. Only a
+# row deleted by hand is missed: what it would have done is then done by the sweep
+# (docs/deployment.md), as for a queue that was down.
 _waiting: dict[tuple[str, int, datetime], None] = {}
 _waiting_lock = threading.Lock()
 # Some hundred steps are ever ahead at once (a day of minutes is 1,440): this bounds it.
@@ -84,17 +83,6 @@ def _remember(key: tuple[str, int, datetime], soon: datetime) -> None:
 
 
 def forget_waiting() -> None:
-    """Forget the rows seen waiting: for a database emptied under this process (tests)."""
+    """Forget the rows written: for a database emptied under this process (tests)."""
     with _waiting_lock:
         _waiting.clear()
-
-
-# A task row of this step already waiting (mrtrweb.db.prepared: compiled once).
-_WAITING = Prepared(
-    lambda priority, at, path: DBTaskResult.objects.filter(
-        status=TaskResultStatus.READY, priority=priority, run_after=at, task_path=path
-    ),
-    int,
-    datetime,
-    str,
-)

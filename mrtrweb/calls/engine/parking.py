@@ -9,7 +9,6 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from mrtrweb.db.inserts import insert
 from mrtrweb.db.prepared import Prepared
 
 from ..models import Call, Round
@@ -83,7 +82,7 @@ def park(
             heard_at=now if owner else None,
         )
         parked.set_request_state(state)
-        insert(parked)
+        parked.save(force_insert=True)
         if not waiting:
             set_call(call, status=Call.Status.WAITING)
         # The questions and the round's number are on the round (the audit trail shows them

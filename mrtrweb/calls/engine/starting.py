@@ -10,7 +10,6 @@ from typing import Any, Required, TypedDict, Unpack
 from django.db import OperationalError, transaction
 from django.utils import timezone
 
-from mrtrweb.db.inserts import insert
 from mrtrweb.mcp import io_loop
 from mrtrweb.policies.resolve import policy_for
 from mrtrweb.policies.snapshot import PolicySnapshot
@@ -111,7 +110,7 @@ def create_call(**start: Unpack[StartRequest]) -> Call:
             route_group=route_group,
             policy=policy.to_json(),
         )
-        insert(call)
+        call.save(force_insert=True)
         # Announced like every event, not stored as one: the call row holds all of it, and
         # the trail shows the start from there (calls.trail).
         announce(

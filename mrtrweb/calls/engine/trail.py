@@ -8,8 +8,6 @@ from typing import Any
 
 from django.db import transaction
 
-from mrtrweb.db.inserts import insert
-
 from .. import digests
 from ..models import Call, Event, Round
 from ..signals import call_event
@@ -72,7 +70,7 @@ def record(
     if digests.DIGEST in detail:
         # Stored compact; announced (and logged) as hex.
         kept = {**detail, digests.DIGEST: digests.stored(detail[digests.DIGEST])}
-    insert(Event(call=call, round=round, kind=kind, actor=actor, detail=kept))
+    Event(call=call, round=round, kind=kind, actor=actor, detail=kept).save(force_insert=True)
     announce(call, kind, round=round, people=people, **(told or {}), **detail)
 
 
