@@ -72,6 +72,22 @@ def result(text: str, structured: dict[str, Any]) -> ToolResult:
     return ToolResult(content=text, structured_content=structured)
 
 
+def plan_requests(project: str) -> dict[str, Any]:
+    """A project plan's two questions, keyed as split routes name them: budget and schedule."""
+    return {
+        "budget": form_request(
+            f"Budget for {project}?",
+            {"amount": {"type": "integer", "title": "Amount (EUR)", "minimum": 0}},
+            ["amount"],
+        ),
+        "schedule": form_request(
+            f"When does {project} start?",
+            {"start": {"type": "string", "title": "Start date", "format": "date"}},
+            ["start"],
+        ),
+    }
+
+
 def build_server(
     page_size: int,
     state_ttl: float,
@@ -465,18 +481,7 @@ def register_flow_tools(mcp: FastMCP) -> None:
             )
         require_elicitation(ctx)
         return input_required(
-            {
-                "budget": form_request(
-                    f"Budget for {project}?",
-                    {"amount": {"type": "integer", "title": "Amount (EUR)", "minimum": 0}},
-                    ["amount"],
-                ),
-                "schedule": form_request(
-                    f"When does {project} start?",
-                    {"start": {"type": "string", "title": "Start date", "format": "date"}},
-                    ["start"],
-                ),
-            },
+            plan_requests(project),
             {"step": "ask"},
         )
 
@@ -489,18 +494,7 @@ def register_flow_tools(mcp: FastMCP) -> None:
     def plan_and_confirm(ctx: Context, project: str = "Atlas", confirm_first: bool = False):
         # A split round beside a round of one question, in either order: who sees which
         # round of one call. The result names no answer, so a page showing it leaks none.
-        plan = {
-            "budget": form_request(
-                f"Budget for {project}?",
-                {"amount": {"type": "integer", "title": "Amount (EUR)", "minimum": 0}},
-                ["amount"],
-            ),
-            "schedule": form_request(
-                f"When does {project} start?",
-                {"start": {"type": "string", "title": "Start date", "format": "date"}},
-                ["start"],
-            ),
-        }
+        plan = plan_requests(project)
         confirm = {
             "confirm": form_request(
                 f"Go ahead with {project}?",

@@ -32,6 +32,7 @@ from mrtrweb.servers.catalog import refresh_catalog
 from tests.calls.delivery_support import DATABASE_QUEUE, kinds, run_tasks, run_until
 from tests.peers.fixtures import running_peer
 from tests.peers.inprocess import InProcessPeer, in_process_peer
+from tests.policies.reminders_support import start as park_confirm
 from tests.support.factories import make_connection, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -393,18 +394,7 @@ def test_a_round_without_state_is_kept_until_the_deadline_it_shows(
 ) -> None:
     connection = connect(fastmcp_renewal, "renew-stateless", renew_expired=True, renew_unsafe=True)
 
-    def ask() -> Round:
-        call = engine.start_call(
-            connection=connection,
-            method=Call.Method.TOOL,
-            target="stateless_confirm",
-            arguments={"action": "deploy"},
-            user=user,
-        )
-        assert call.status == Call.Status.WAITING, call.error
-        return call.rounds.get()
-
-    round = ask()
+    round = park_confirm(connection, user)
     assert not round.has_request_state
     # Shown: the policy's week. Real: the same, since no server state can end sooner.
     assert round.answer_by == round.renew_until == round.created_at + timedelta(days=7)
@@ -433,7 +423,7 @@ def test_a_round_without_state_is_kept_until_the_deadline_it_shows(
     assert call.status == Call.Status.COMPLETED, call.error
     assert call.result["structuredContent"]["confirmed"] is True
     # Past the deadline it showed, an unanswered one expires as any round does.
-    late = ask()
+    late = park_confirm(connection, user)
     assert expiry_runs(late, now=late.answer_by - timedelta(seconds=1)) is False
     assert expiry_runs(late, now=late.answer_by) is True
     assert late.status == Round.Status.EXPIRED
