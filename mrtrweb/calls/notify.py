@@ -93,6 +93,20 @@ def _new_round_message(round: Any, user: Any) -> tuple[str, str, None, list[str]
     return subject, "\n".join(lines) + "\n", None, [user.email]
 
 
+def parts_as_rounds(round: Any, *, waiting_only: bool = False) -> list[Any]:
+    """Split ``round``'s parts (those still waiting, with ``waiting_only``), each as the round
+    narrowed to it (its questions only) and routed as it: what its people are told of."""
+    parts = RoundPart.objects.filter(round_id=round.pk)
+    if waiting_only:
+        parts = parts.filter(status=RoundPart.Status.PENDING)
+    shown = []
+    for part in parts.select_related("assigned_user", "assigned_group"):
+        narrow = narrowed(round, part)
+        narrow.assigned_user, narrow.assigned_group = part.assigned_user, part.assigned_group
+        shown.append(narrow)
+    return shown
+
+
 def notify_new_round(round: Any) -> None:
     """Email the assignee(s) a link to the round. A mail failure never fails the call.
 
@@ -100,11 +114,7 @@ def notify_new_round(round: Any) -> None:
     if round.unsupported_reason:
         return
     if getattr(round, "split", False):
-        for part in RoundPart.objects.filter(round_id=round.pk).select_related(
-            "assigned_user", "assigned_group"
-        ):
-            shown = narrowed(round, part)
-            shown.assigned_user, shown.assigned_group = part.assigned_user, part.assigned_group
+        for shown in parts_as_rounds(round):
             _notify_new(shown)
         return
     _notify_new(round)
@@ -159,11 +169,7 @@ def notify_expired(round: Any) -> None:
     assignee, who may have no part in it (nor see its call)."""
     if getattr(round, "split", False):
         messages, to = [], []
-        for part in RoundPart.objects.filter(round_id=round.pk).select_related(
-            "assigned_user", "assigned_group"
-        ):
-            shown = narrowed(round, part)
-            shown.assigned_user, shown.assigned_group = part.assigned_user, part.assigned_group
+        for shown in parts_as_rounds(round):
             for user in recipients(shown):
                 if user.email not in {u.email for u in to}:  # one email an address
                     to.append(user)

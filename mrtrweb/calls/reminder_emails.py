@@ -15,9 +15,7 @@ from django.utils.translation import gettext as _
 from mrtrweb.mcp.oneline import one_line
 from mrtrweb.people.speaking import writing_to
 
-from .access import narrowed
-from .models import RoundPart
-from .notify import SUBJECT_LENGTH, recipients
+from .notify import SUBJECT_LENGTH, parts_as_rounds, recipients
 from .presenting import person_name, present
 from .routing import answering_for, standing_in_now
 from .when import moment_in_zone
@@ -121,24 +119,12 @@ def notify_reminder(round: Any, fraction: float) -> None:
     them of the round."""
     if getattr(round, "split", False):
         messages = []
-        for shown in _waiting_parts(round):
+        for shown in parts_as_rounds(round, waiting_only=True):
             # The part's own people, as its first email (who may open a part: access.part_for).
             messages += [_reminder(shown, user, fraction) for user in recipients(shown)]
         _send("reminder", round, messages)
         return
     _send("reminder", round, [_reminder(round, user, fraction) for user in waiting_for(round)])
-
-
-def _waiting_parts(round: Any) -> list[Any]:
-    """``round``'s parts still waiting, each as the round narrowed to it and routed as it."""
-    shown = []
-    for part in RoundPart.objects.filter(
-        round_id=round.pk, status=RoundPart.Status.PENDING
-    ).select_related("assigned_user", "assigned_group"):
-        narrow = narrowed(round, part)
-        narrow.assigned_user, narrow.assigned_group = part.assigned_user, part.assigned_group
-        shown.append(narrow)
-    return shown
 
 
 def _escalated(round: Any, user: Any, fallback: str) -> Message:
