@@ -7,7 +7,7 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
-import mrtrweb.calls.fields
+import mrtrweb.calls.models.fields
 import mrtrweb.encryption.fields
 
 
@@ -27,27 +27,27 @@ class Migration(migrations.Migration):
                 migrations.AlterField(
                     model_name="call",
                     name="result",
-                    field=mrtrweb.calls.fields.CompactJSONField(blank=True, null=True),
+                    field=mrtrweb.calls.models.fields.CompactJSONField(blank=True, null=True),
                 ),
                 migrations.AlterField(
                     model_name="call",
                     name="tool",
-                    field=mrtrweb.calls.fields.CompactJSONField(blank=True, null=True),
+                    field=mrtrweb.calls.models.fields.CompactJSONField(blank=True, null=True),
                 ),
                 migrations.AlterField(
                     model_name="event",
                     name="detail",
-                    field=mrtrweb.calls.fields.CompactJSONField(blank=True, default=dict),
+                    field=mrtrweb.calls.models.fields.CompactJSONField(blank=True, default=dict),
                 ),
                 migrations.AlterField(
                     model_name="round",
                     name="answers",
-                    field=mrtrweb.calls.fields.CompactJSONField(blank=True, null=True),
+                    field=mrtrweb.calls.models.fields.CompactJSONField(blank=True, null=True),
                 ),
                 migrations.AlterField(
                     model_name="round",
                     name="input_requests",
-                    field=mrtrweb.calls.fields.CompactJSONField(default=dict),
+                    field=mrtrweb.calls.models.fields.CompactJSONField(default=dict),
                 ),
             ],
             database_operations=[],

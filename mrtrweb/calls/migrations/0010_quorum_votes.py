@@ -5,7 +5,7 @@ import django.utils.timezone
 from django.conf import settings
 from django.db import migrations, models
 
-import mrtrweb.calls.fields
+import mrtrweb.calls.models.fields
 
 
 class Migration(migrations.Migration):
@@ -18,7 +18,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="round",
             name="proposal",
-            field=mrtrweb.calls.fields.CompactJSONField(blank=True, null=True),
+            field=mrtrweb.calls.models.fields.CompactJSONField(blank=True, null=True),
         ),
         migrations.AddField(
             model_name="round",

@@ -4,7 +4,7 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
-import mrtrweb.calls.fields
+import mrtrweb.calls.models.fields
 
 
 class Migration(migrations.Migration):
@@ -44,7 +44,7 @@ class Migration(migrations.Migration):
                         max_length=16,
                     ),
                 ),
-                ("answers", mrtrweb.calls.fields.CompactJSONField(blank=True, null=True)),
+                ("answers", mrtrweb.calls.models.fields.CompactJSONField(blank=True, null=True)),
                 ("answered_at", models.DateTimeField(blank=True, null=True)),
                 (
                     "answered_by",

@@ -3,7 +3,7 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
-import mrtrweb.calls.fields
+import mrtrweb.calls.models.fields
 
 
 class Migration(migrations.Migration):
@@ -15,7 +15,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="round",
             name="changes",
-            field=mrtrweb.calls.fields.CompactJSONField(blank=True, null=True),
+            field=mrtrweb.calls.models.fields.CompactJSONField(blank=True, null=True),
         ),
         migrations.AddField(
             model_name="round",

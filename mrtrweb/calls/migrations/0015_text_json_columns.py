@@ -2,7 +2,7 @@
 
 from django.db import migrations
 
-import mrtrweb.calls.fields
+import mrtrweb.calls.models.fields
 
 
 class Migration(migrations.Migration):
@@ -14,21 +14,21 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name="call",
             name="policy",
-            field=mrtrweb.calls.fields.TextJSONField(blank=True, default=dict),
+            field=mrtrweb.calls.models.fields.TextJSONField(blank=True, default=dict),
         ),
         migrations.AlterField(
             model_name="call",
             name="tool",
-            field=mrtrweb.calls.fields.TextJSONField(blank=True, null=True),
+            field=mrtrweb.calls.models.fields.TextJSONField(blank=True, null=True),
         ),
         migrations.AlterField(
             model_name="event",
             name="detail",
-            field=mrtrweb.calls.fields.TextJSONField(blank=True, default=dict),
+            field=mrtrweb.calls.models.fields.TextJSONField(blank=True, default=dict),
         ),
         migrations.AlterField(
             model_name="round",
             name="input_requests",
-            field=mrtrweb.calls.fields.TextJSONField(default=dict),
+            field=mrtrweb.calls.models.fields.TextJSONField(default=dict),
         ),
     ]

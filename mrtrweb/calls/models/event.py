@@ -1,7 +1,7 @@
 """``Event``: the audit trail of a call, one row per transition (written by
-``calls.engine.trail``, read by ``calls.trail``). Imported by and re-exported from
+``calls.engine.trail``, read by ``calls.presenting.history``). Re-exported from
 ``calls.models``, which is where callers import it from; it names ``Call`` and ``Round`` by
-their labels, so this module never imports ``models.py`` back."""
+their labels, so this module never imports ``calls_and_rounds`` back."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from .bases import where_set
 from .fields import TextJSONField
-from .model_bases import where_set
 
 
 class Event(models.Model):

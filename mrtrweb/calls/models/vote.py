@@ -1,6 +1,6 @@
 """``Vote``: the approvers' verdicts on a quorum round's proposal (``calls.engine.quorum``).
-Imported by and re-exported from ``calls.models``, which is where callers import it from; it
-names ``Round`` by its label, so this module never imports ``models.py`` back."""
+Re-exported from ``calls.models``, which is where callers import it from; it names ``Round`` by
+its label, so this module never imports ``calls_and_rounds`` back."""
 
 from __future__ import annotations
 

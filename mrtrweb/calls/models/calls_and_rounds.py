@@ -1,4 +1,4 @@
-"""Calls to MCP servers and their input-required rounds.
+"""``Call`` and ``Round``: calls to MCP servers and their input-required rounds.
 
 Only :mod:`mrtrweb.calls.engine` changes a call's or a round's status; every
 transition there is a guarded ``UPDATE ... WHERE status = <expected>``.
@@ -23,15 +23,8 @@ from mrtrweb.encryption.fields import EncryptedCompactTextField, EncryptedJSONFi
 from mrtrweb.mcp.headers import header_schema
 from mrtrweb.servers.models import Connection
 
-from .event_model import Event
+from .bases import assignment, where_set
 from .fields import CompactJSONField, TextJSONField
-from .model_bases import assignment, where_set
-from .round_part_model import RoundPart
-from .vote_model import Vote
-
-# Event, RoundPart and Vote live in modules of their own (the limit of a module's length);
-# callers import every model of the app from here.
-__all__ = ["Call", "Event", "Round", "RoundPart", "Vote", "state_sha256"]
 
 
 def state_sha256(state: str | None) -> str:

@@ -1,14 +1,13 @@
 """``RoundPart``: a split round's parts (``calls.engine.splitting`` makes and
-answers them). Imported by and re-exported from ``calls.models``, which is where callers
-import it from; it names ``Round`` by its label, so this module never imports ``models.py``
-back."""
+answers them). Re-exported from ``calls.models``, which is where callers import it from; it
+names ``Round`` by its label, so this module never imports ``calls_and_rounds`` back."""
 
 from __future__ import annotations
 
 from django.db import models
 
+from .bases import assignment, where_set
 from .fields import CompactJSONField
-from .model_bases import assignment, where_set
 
 
 class RoundPart(assignment("parts")):

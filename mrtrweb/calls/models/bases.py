@@ -1,6 +1,6 @@
-"""What the calls app's models share, in a module of its own so that ``models.py`` and the
-models kept beside it (``event_model.py``, ``round_part_model.py``, ``vote_model.py``) import
-it without importing each other."""
+"""What the calls app's models share, in a module of its own so that every model module of
+``calls.models`` (``calls_and_rounds``, ``event``, ``round_part``, ``vote``) imports it without
+importing the others."""
 
 from __future__ import annotations
 
