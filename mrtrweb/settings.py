@@ -266,7 +266,8 @@ USE_TZ = True
 
 # Pages run only the site's own script files: no inline script, style attribute or on*
 # handler, no eval (htmx is told not to use it: templates/base.html), nothing from elsewhere.
-# Images and audio a server sends are shown as checked data: URIs (calls/rendering.py).
+# Images and audio a server sends are shown as checked data: URIs
+# (calls/presenting/server_content.py).
 # 'self' in connect-src covers the same-origin websockets (ws:, wss:) of live updates.
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {

@@ -1,11 +1,12 @@
 """A program's answers to a round, validated as the round page validates a person's.
 
-The round is read through the same presenter as its page (:func:`mrtrweb.calls.presenting.present`:
-the same sections, the same limits, the same URL checks), and each accepted form's JSON
-content goes straight to ``elicitation.clean_content``, the step the page's form fields end
-with. So a value the page would refuse is refused here, with the same message, and a value it
-would normalise (trimmed text, a date-time with whole seconds, an integral number, a
-multi-select in option order) is normalised the same way.
+The round is read through the same presenter as its page
+(:func:`mrtrweb.calls.presenting.rounds.present`: the same sections, the same limits, the same
+URL checks), and each accepted form's JSON content goes straight to
+``elicitation.clean_content``, the step the page's form fields end with. So a value the page
+would refuse is refused here, with the same message, and a value it would normalise (trimmed
+text, a date-time with whole seconds, an integral number, a multi-select in option order) is
+normalised the same way.
 
 What JSON can say that a form cannot: a property left out. A required property left out is
 "This field is required." (a form cannot tell an unticked box from a missing one, JSON can).
@@ -17,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mrtrweb.calls.models import Round
-from mrtrweb.calls.presenting import Section, present
+from mrtrweb.calls.presenting.rounds import Section, present
 from mrtrweb.elicitation import InvalidContent, clean_content
 
 from .problems import ApiError, pointer

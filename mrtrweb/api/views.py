@@ -19,7 +19,7 @@ from ninja import Query, Status
 from pydantic import BeforeValidator, Field
 
 from mrtrweb import webhooks
-from mrtrweb.calls import engine, watching
+from mrtrweb.calls import engine
 from mrtrweb.calls.access import (
     by_key,
     can_answer,
@@ -31,6 +31,7 @@ from mrtrweb.calls.access import (
     waiting_for,
 )
 from mrtrweb.calls.models import Call, Round
+from mrtrweb.calls.pages import watching
 from mrtrweb.servers.exposure import offered_connection, startable_connections
 
 from . import idempotency, start_checks

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from mrtrweb.calls import views
+from mrtrweb.calls.pages import views
 
 app_name = "calls"
 

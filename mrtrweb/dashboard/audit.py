@@ -16,9 +16,9 @@ from typing import Any
 from django.utils.translation import gettext_lazy
 from django.utils.translation import gettext_lazy as _
 
-from mrtrweb.calls import digests
+from mrtrweb.calls.engine import digests
 from mrtrweb.calls.models import Event, Round
-from mrtrweb.calls.rendering import answer_value, pretty_json
+from mrtrweb.calls.presenting.server_content import answer_value, pretty_json
 
 TITLES = {
     "started": "Call started",

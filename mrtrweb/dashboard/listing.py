@@ -25,9 +25,9 @@ from django.contrib.auth.models import Group
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from mrtrweb.calls.call_outcomes import with_error_flag
 from mrtrweb.calls.models import Call, Round
-from mrtrweb.calls.presenting import present
+from mrtrweb.calls.presenting.outcome_badges import with_error_flag
+from mrtrweb.calls.presenting.rounds import present
 from mrtrweb.http import whole_number
 from mrtrweb.servers.models import Connection
 

@@ -32,10 +32,10 @@ from django.views.decorators.http import require_POST, require_safe
 from django_htmx.http import HttpResponseClientRedirect
 
 from mrtrweb.calls import engine
-from mrtrweb.calls.call_outcomes import outcomes_for
 from mrtrweb.calls.models import Call, Event, Round
-from mrtrweb.calls.presenting_policies import policy_states
-from mrtrweb.calls.trail import with_start
+from mrtrweb.calls.presenting.history import with_start
+from mrtrweb.calls.presenting.outcome_badges import outcomes_for
+from mrtrweb.calls.presenting.policies import policy_states
 from mrtrweb.http import SeeOther, whole_number
 from mrtrweb.people.roles import is_admin
 
@@ -381,7 +381,8 @@ def call_audit(request: HttpRequest, pk: int) -> HttpResponse:
     )
     context = {
         "call": call,
-        # The start is read from the call row (calls.trail): it is not stored as an event.
+        # The start is read from the call row (calls.presenting.history): it is not stored as an
+        # event.
         "events": event_views(with_start(call, events)),
         "rounds": round_digests(rounds),
         "restarts": list(Call.objects.filter(restarted_from=call).values_list("pk", flat=True)),

@@ -24,10 +24,10 @@ from django.utils.functional import cached_property
 from django.views.decorators.http import require_safe
 
 from mrtrweb.calls.access import shown_to, waiting_for
-from mrtrweb.calls.call_outcomes import Outcome, outcomes_for, round_action
 from mrtrweb.calls.models import Call, Round
-from mrtrweb.calls.presenting import present
-from mrtrweb.calls.presenting_policies import policy_states
+from mrtrweb.calls.presenting.outcome_badges import Outcome, outcomes_for, round_action
+from mrtrweb.calls.presenting.policies import policy_states
+from mrtrweb.calls.presenting.rounds import present
 from mrtrweb.http import whole_number
 
 PAGE_SIZE = 25
@@ -121,7 +121,7 @@ class PendingRow:
     claimed_by_me: bool
     # A split round: the key of the part waiting for this person ("" for the unrouted rest).
     part: str | None = None
-    # Each approval policy's state ("approvals 1 of 2"), calls.presenting_policies.policy_states.
+    # Each approval policy's state ("approvals 1 of 2"), calls.presenting.policies.policy_states.
     policy: tuple[str, ...] = ()
     # Delegations: the person I answer this round for, or the one who answers it for me.
     for_person: Any = None

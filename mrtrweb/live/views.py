@@ -9,9 +9,9 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_safe
 
-from mrtrweb.calls import watching
 from mrtrweb.calls.access import can_answer, newest_pending, visible_call
 from mrtrweb.calls.models import Call
+from mrtrweb.calls.pages import watching
 from mrtrweb.http import SeeOther
 
 # How long ``?hold=1`` (the call page's reload without JavaScript) holds the request while
@@ -30,7 +30,7 @@ async def next_step(request: HttpRequest, pk: int) -> HttpResponse:
 
     With ``?hold=1`` (the call page without JavaScript reloads itself so), a call whose
     request or answers are on their way holds the request until the server asked or answered
-    (:mod:`mrtrweb.calls.watching`), up to :data:`HOLD_SECONDS`: one held request instead of a
+    (:mod:`mrtrweb.calls.pages.watching`), up to :data:`HOLD_SECONDS`: one held request instead of a
     reload of the call page every second.
     """
     user = await request.auser()

@@ -2,7 +2,7 @@
 time zone, as chosen on their account page (``accounts.models.Preferences``), else the site's
 defaults (``LANGUAGE_CODE``, ``TIME_ZONE``). Never the sender's, whose request may be active.
 
-Here, below every app, so that the engine's notifications (``calls.notify``) and the pages'
+Here, below every app, so that the engine's notifications (``calls.emails.notices``) and the pages'
 emails (password reset, invitations) share it. The preferences are read through the user's
 reverse relation (``user.preferences``), so this module needs no app's models.
 """

@@ -1,7 +1,7 @@
 """/account/away/: a person hands their rounds to someone else until a date (out of office),
 and ends it early. Plain forms, no script: the pages work without JavaScript.
 
-What a delegation does is the engine's and the inbox's (``calls.routing.stand_in``,
+What a delegation does is the engine's and the inbox's (``calls.access.routing.stand_in``,
 ``calls.access.routed_to``): this page only writes ``Delegation`` rows of the person signed in.
 """
 

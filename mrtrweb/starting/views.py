@@ -24,7 +24,7 @@ from mrtrweb.authorizations.credentials import authenticator_for
 from mrtrweb.calls import engine
 from mrtrweb.calls.access import next_page
 from mrtrweb.calls.models import Call
-from mrtrweb.calls.rendering import pretty_json
+from mrtrweb.calls.presenting.server_content import pretty_json
 from mrtrweb.http import SeeOther
 from mrtrweb.servers.catalog import ProbeReport, ensure_catalog, refresh_catalog
 from mrtrweb.servers.exposure import (

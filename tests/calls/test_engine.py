@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 from django.db import connection as db_connection
 
-from mrtrweb.calls import digests, engine
+from mrtrweb.calls import engine
+from mrtrweb.calls.engine import digests
 from mrtrweb.calls.models import Call, Event, Round
-from mrtrweb.calls.trail import trail
+from mrtrweb.calls.presenting.history import trail
 from mrtrweb.servers.models import Connection
 from tests.support.factories import make_connection
 

@@ -17,11 +17,11 @@ import pytest
 from django.utils import timezone
 
 from mrtrweb.calls import engine, handoff
-from mrtrweb.calls.call_outcomes import expiry_of
 from mrtrweb.calls.engine import streams
 from mrtrweb.calls.engine.handshake_calls import wait_idle
 from mrtrweb.calls.models import Call, Round
-from mrtrweb.calls.trail import trail
+from mrtrweb.calls.presenting.history import trail
+from mrtrweb.calls.presenting.outcome_badges import expiry_of
 from mrtrweb.elicitation.questions import FormQuestion, UrlQuestion
 from mrtrweb.servers.catalog import refresh_catalog
 from mrtrweb.servers.models import Connection

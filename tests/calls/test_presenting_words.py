@@ -5,10 +5,10 @@ from __future__ import annotations
 import datetime as dt
 from zoneinfo import ZoneInfo
 
-from mrtrweb.calls.call_outcomes import call_outcome, round_action
 from mrtrweb.calls.models import Call
-from mrtrweb.calls.rendering import Field, structured_fields
-from mrtrweb.calls.when import moment, moment_in_utc, relative
+from mrtrweb.calls.presenting.outcome_badges import call_outcome, round_action
+from mrtrweb.calls.presenting.server_content import Field, structured_fields
+from mrtrweb.people.when import moment, moment_in_utc, relative
 
 NOW = dt.datetime(2026, 12, 2, 7, 21, 30, tzinfo=dt.UTC)
 

@@ -10,7 +10,7 @@ from django.template import Context, Template
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mrtrweb.calls.rendering import (
+from mrtrweb.calls.presenting.server_content import (
     MAX_INLINE_MEDIA_BYTES,
     answer_value,
     blob_size,

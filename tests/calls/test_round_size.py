@@ -13,7 +13,7 @@ from django.contrib.auth import get_user_model
 
 from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Round
-from mrtrweb.calls.presenting import MAX_QUESTIONS, RoundAnswers
+from mrtrweb.calls.presenting.rounds import MAX_QUESTIONS, RoundAnswers
 from mrtrweb.servers.models import Connection
 
 pytestmark = pytest.mark.django_db(transaction=True)

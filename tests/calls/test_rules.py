@@ -1,4 +1,5 @@
-"""The pages' access rules and the quorum's vote path, held to the reference (``calls.rules``).
+"""The pages' access rules and the quorum's vote path, held to the reference
+(``calls.access.rules``).
 
 Hypothesis draws a world: a few people (some inactive, one perhaps an admin), two groups with
 random members, delegations with dates (running, over, to come, overtaken by a later one,
@@ -28,11 +29,12 @@ from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mrtrweb.calls import engine, rules
+from mrtrweb.calls import engine
 from mrtrweb.calls.access import (
     can_answer,
     part_for,
     restarts_of,
+    rules,
     sees_call,
     visible_call,
     visible_calls,

@@ -9,8 +9,8 @@ from django.db import transaction
 
 from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Round
+from mrtrweb.calls.presenting.history import trail
 from mrtrweb.calls.signals import call_event
-from mrtrweb.calls.trail import trail
 from mrtrweb.servers.models import Connection
 from tests.calls.delivery_support import park_approval
 from tests.support.factories import make_user

@@ -23,7 +23,7 @@ from django_tasks_db.models import DBTaskResult
 from mrtrweb.calls import engine, handoff
 from mrtrweb.calls.engine import safety_nets
 from mrtrweb.calls.models import Call
-from mrtrweb.calls.trail import trail
+from mrtrweb.calls.presenting.history import trail
 from mrtrweb.elicitation import field_name_for
 from mrtrweb.live import views as live_views
 from mrtrweb.servers.models import Connection

@@ -19,7 +19,8 @@ from django.core.management import call_command
 from django.db import connection as db
 from django.db.models import F
 
-from mrtrweb.calls import digests, engine
+from mrtrweb.calls import engine
+from mrtrweb.calls.engine import digests
 from mrtrweb.calls.models import Call, Event, Round
 from mrtrweb.encryption import crypto
 from mrtrweb.mcp.headers import header_schema, x_mcp_header_map

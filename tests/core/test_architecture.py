@@ -108,6 +108,13 @@ def source_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ("policies/resolve.py", "from mrtrweb.servers import views", "another app's views"),
         # Sideways between the independent pages.
         ("inbox/views.py", "from mrtrweb.dashboard import views", "independent"),
+        # Inside calls: the engine reaching up to a page, a reader reaching up to the engine.
+        ("calls/engine/parking.py", "from ..pages import refresh", "Inside calls"),
+        (
+            "calls/presenting/history.py",
+            "def f():\n    from mrtrweb.calls import engine",
+            "Inside calls",
+        ),
     ],
 )
 def test_a_forbidden_import_breaks_a_contract(

@@ -26,7 +26,7 @@ from django.utils import translation
 
 from mrtrweb.accounts.models import Preferences
 from mrtrweb.calls.models import Call
-from mrtrweb.calls.when import moment, relative
+from mrtrweb.people.when import moment, relative
 from tests.inbox.support import answer_data, ask, browser, person, to_user, visible_text
 from tests.support.factories import make_connection
 

@@ -13,8 +13,8 @@ from django.template import engines
 from django.test import RequestFactory
 from django.utils.safestring import SafeString
 
-from mrtrweb.calls.presenting import RoundAnswers
-from mrtrweb.calls.views import _render_round
+from mrtrweb.calls.pages.views import _render_round
+from mrtrweb.calls.presenting.rounds import RoundAnswers
 from mrtrweb.core.templating import well_formed
 from tests.dashboard.support import make_connection, make_end_user, make_round
 

@@ -12,9 +12,10 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from mrtrweb.calls import digests, engine
+from mrtrweb.calls import engine
+from mrtrweb.calls.engine import digests
 from mrtrweb.calls.models import Call, Event, Round
-from mrtrweb.calls.trail import trail
+from mrtrweb.calls.presenting.history import trail
 from mrtrweb.servers.models import Connection
 from tests.dashboard.support import client_for, make_admin, make_user, text, visible_text
 from tests.peers.fixtures import free_port

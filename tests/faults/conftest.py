@@ -32,7 +32,7 @@ from typing import Any
 import httpx
 import pytest
 
-from mrtrweb.calls import digests
+from mrtrweb.calls.engine import digests
 from tests.peers.fixtures import Peer
 from tests.support import second_factor
 from tests.support.app_shell import shell_json

@@ -15,7 +15,7 @@ from typing import Any
 from django_tasks_db.models import DBTaskResult
 
 from mrtrweb.calls.models import Event, Round
-from mrtrweb.calls.presenting import RoundAnswers, Section
+from mrtrweb.calls.presenting.rounds import RoundAnswers, Section
 from tests.dashboard.support import make_round
 from tests.fuzz.strategies import PAYLOADS
 

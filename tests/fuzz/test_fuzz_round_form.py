@@ -28,7 +28,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mrtrweb.calls.models import Round
-from mrtrweb.calls.presenting import RoundAnswers
+from mrtrweb.calls.presenting.rounds import RoundAnswers
 from mrtrweb.elicitation.fields import BooleanField, MultiChoiceField, SingleChoiceField
 from tests.dashboard.support import client_for, make_connection, make_end_user
 from tests.elicitation.support import elements

@@ -23,8 +23,8 @@ from django.test import RequestFactory
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mrtrweb.calls.presenting import RoundAnswers
-from mrtrweb.calls.views import _render_round
+from mrtrweb.calls.pages.views import _render_round
+from mrtrweb.calls.presenting.rounds import RoundAnswers
 from mrtrweb.elicitation import (
     FormRequest,
     InvalidElicitation,

@@ -13,7 +13,7 @@ import pytest
 from django.urls import reverse
 
 from mrtrweb.calls.models import Call, Event, Round
-from mrtrweb.calls.trail import trail
+from mrtrweb.calls.presenting.history import trail
 from mrtrweb.elicitation import field_name_for
 from mrtrweb.servers.models import Connection, Routing, ToolExposure
 from tests.inbox.support import (

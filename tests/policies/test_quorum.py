@@ -13,8 +13,8 @@ from django.contrib.auth.models import Group
 
 from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Round, Vote
-from mrtrweb.calls.presenting_policies import comments_of, policy_states, proposal_view
-from mrtrweb.calls.trail import trail
+from mrtrweb.calls.presenting.history import trail
+from mrtrweb.calls.presenting.policies import comments_of, policy_states, proposal_view
 from mrtrweb.policies.models import Policy
 from tests.support.factories import make_connection, make_user
 from tests.support.sent import says

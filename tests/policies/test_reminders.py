@@ -18,8 +18,8 @@ from mrtrweb.calls import engine
 from mrtrweb.calls.access import can_answer
 from mrtrweb.calls.engine import expiry_bucket
 from mrtrweb.calls.models import Call, Round
-from mrtrweb.calls.when import moment_in_zone
 from mrtrweb.people.speaking import writing_to
+from mrtrweb.people.when import moment_in_zone
 from mrtrweb.policies.models import Policy
 from tests.calls.delivery_support import DATABASE_QUEUE, run_tasks
 from tests.policies.reminders_support import (

@@ -24,7 +24,7 @@ from mrtrweb.calls import engine
 from mrtrweb.calls.engine import expiry_bucket
 from mrtrweb.calls.engine.renewal import asks_consent, same_questions, what_changed
 from mrtrweb.calls.models import Call, Round
-from mrtrweb.calls.presenting import RenewalState, renewal_state
+from mrtrweb.calls.presenting.rounds import RenewalState, renewal_state
 from mrtrweb.people.roles import ADMINS
 from mrtrweb.policies.models import Policy
 from mrtrweb.policies.snapshot import PolicySnapshot

@@ -13,7 +13,7 @@ from django.test import Client
 
 from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Event, Round, RoundPart
-from mrtrweb.calls.presenting_policies import policy_states
+from mrtrweb.calls.presenting.policies import policy_states
 from mrtrweb.elicitation import prefix_for_key
 from mrtrweb.people.roles import ADMINS
 from mrtrweb.policies.models import Policy

@@ -19,9 +19,9 @@ from django.utils import timezone
 
 from mrtrweb.calls import engine
 from mrtrweb.calls.access import can_answer, visible_calls, visible_rounds
+from mrtrweb.calls.emails.reminder_notices import notify_reminder
 from mrtrweb.calls.engine.escalation import escalate
 from mrtrweb.calls.models import Call, Round, Vote
-from mrtrweb.calls.reminder_emails import notify_reminder
 from mrtrweb.core.context_processors import _waiting
 from mrtrweb.live.checks import sees_calls_now
 from mrtrweb.people.roles import ADMINS

@@ -8,8 +8,8 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from ..emails.notices import notify_new_round
 from ..models import Call, Round
-from ..notify import notify_new_round
 from .answering import answer
 from .resubmitting import queue_resubmission
 from .trail import record

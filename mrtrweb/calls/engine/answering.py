@@ -15,8 +15,8 @@ from django.utils import timezone
 from mrtrweb.elicitation import answers_match
 
 from .. import handoff
+from ..access.routing import answering_for
 from ..models import Round
-from ..routing import answering_for
 from . import quorum, splitting
 from .reads import round_with_call
 from .resubmitting import queue_resubmission, resubmit

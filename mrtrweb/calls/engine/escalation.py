@@ -20,9 +20,9 @@ from django.utils import timezone
 
 from mrtrweb.policies.snapshot import PolicySnapshot
 
+from ..access.routing import standing_in_now
+from ..emails.reminder_notices import notify_escalated_away
 from ..models import Round
-from ..reminder_emails import notify_escalated_away
-from ..routing import standing_in_now
 from .actions import reassign
 from .reminders import escalation_due_at, plan, policy_of, send_reminder
 from .transitions import AlreadyAnswered, transition

@@ -13,8 +13,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from ..emails.notices import notify_expired
 from ..models import Call, Round
-from ..notify import notify_expired
 from . import renewal
 from .batching import expiry_bucket, schedule_batched
 from .trail import record

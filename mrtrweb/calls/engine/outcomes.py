@@ -35,8 +35,8 @@ from django.utils import timezone
 from mrtrweb.mcp import InvalidRequestState, MCPError, NotDelivered
 
 from .. import queue
+from ..emails.notices import notify_reconnect
 from ..models import Call, Round
-from ..notify import notify_reconnect
 from .trail import dump, people_of, record
 from .transitions import set_call, this_attempt, transition, transition_call
 

@@ -11,9 +11,9 @@ from django.utils import timezone
 
 from mrtrweb.db.prepared import Prepared
 
+from ..access.routing import route, stand_in
+from ..emails.notices import notify_new_round
 from ..models import Call, Round
-from ..notify import notify_new_round
-from ..routing import route, stand_in
 from . import renewal, splitting
 from .expiry import schedule_expiry
 from .reminders import plan as plan_reminders

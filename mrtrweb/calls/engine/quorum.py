@@ -1,7 +1,7 @@
 """Quorum rounds: a round that N people must approve before its answers go to the server.
 
 The call's policy (``PolicySnapshot.approvals_required`` > 1) makes every round of it a quorum
-round, routed to ``approvers_group`` when there is one (``calls.routing``; else the round's
+round, routed to ``approvers_group`` when there is one (``calls.access.routing``; else the round's
 own routing):
 
 - the first person's answers become the **proposal**: stored on the round, which stays
@@ -34,8 +34,8 @@ from django.utils import timezone
 from mrtrweb.policies.snapshot import PolicySnapshot
 
 from .. import handoff
+from ..access.routing import answering_for, answers_as_routed
 from ..models import Call, Round, Vote
-from ..routing import answering_for, answers_as_routed
 from .resubmitting import queue_resubmission, resubmit
 from .safety_nets import net_answer
 from .trail import record
@@ -96,7 +96,7 @@ def eligible(round: Round, user: Any, policy: PolicySnapshot | None = None) -> b
         return True
     approvers = Group.objects.filter(name=policy.approvers_group).first()
     if approvers is None:
-        return True  # deleted since: the round's own routing asks (calls.routing)
+        return True  # deleted since: the round's own routing asks (calls.access.routing)
     return approvers.user_set.filter(pk=cast_for(round, user).pk).exists()
 
 

@@ -21,8 +21,8 @@ from django.db import transaction
 
 from mrtrweb.policies.snapshot import PolicySnapshot
 
+from ..emails.reminder_notices import notify_reminder
 from ..models import Round
-from ..reminder_emails import notify_reminder
 from .batching import schedule_batched
 from .trail import record
 from .transitions import transition

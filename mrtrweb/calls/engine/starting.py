@@ -112,7 +112,7 @@ def create_call(**start: Unpack[StartRequest]) -> Call:
         )
         call.save(force_insert=True)
         # Announced like every event, not stored as one: the call row holds all of it, and
-        # the trail shows the start from there (calls.trail).
+        # the trail shows the start from there (calls.presenting.history).
         announce(
             call,
             "started",

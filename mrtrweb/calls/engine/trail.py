@@ -8,9 +8,9 @@ from typing import Any
 
 from django.db import transaction
 
-from .. import digests
 from ..models import Call, Event, Round
 from ..signals import call_event
+from . import digests
 
 __all__ = ["People", "announce", "dump", "note", "people_of", "record"]
 
@@ -83,7 +83,8 @@ def announce(
     **detail: Any,
 ) -> None:
     """Announce ``kind`` through ``call_event`` on commit without storing it: only for what
-    the rows hold already (a call's start: ``calls.trail`` shows it from the call row)."""
+    the rows hold already (a call's start: ``calls.presenting.history`` shows it from the call
+    row)."""
     call_id, round_id = call.pk, round.pk if round is not None else None
     started_by_id = call.started_by_id
     # Every transition that finishes a call sets its status (set_call) before recording it.

@@ -21,7 +21,7 @@ def where_set(field: str, name: str, *more: str) -> models.Index:
 
 def assignment(asked: str) -> type[models.Model]:
     """The abstract base of what is asked of people, a round and a split round's part: who
-    is asked (see calls.routing: one user, or a group whose members claim it) and who
+    is asked (see calls.access.routing: one user, or a group whose members claim it) and who
     answered. ``asked`` is what a person and a group call them, ``user.assigned_<asked>``,
     ``user.answered_<asked>``: a parameter because the names predate the base ("parts", not
     the "roundparts" Django's ``%(class)s`` would make), and renaming them would be a

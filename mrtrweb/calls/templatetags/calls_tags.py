@@ -9,10 +9,10 @@ from django import template
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from mrtrweb.calls.call_outcomes import Outcome
-from mrtrweb.calls.presenting import changes_said, person_name, renewal_state
-from mrtrweb.calls.rendering import Block, pretty_json
-from mrtrweb.calls.when import moment
+from mrtrweb.calls.presenting.outcome_badges import Outcome
+from mrtrweb.calls.presenting.rounds import changes_said, person_name, renewal_state
+from mrtrweb.calls.presenting.server_content import Block, pretty_json
+from mrtrweb.people.when import moment
 
 register = template.Library()
 

@@ -9,8 +9,8 @@ from typing import Any
 from django.http import HttpRequest
 from django.utils import timezone
 
+from ..models import Call, Round
 from . import watching
-from .models import Call, Round
 
 __all__ = ["in_flight", "reload_after"]
 

@@ -13,7 +13,7 @@ from mrtrweb.policies.resolve import delegate_of
 from mrtrweb.policies.snapshot import PolicySnapshot
 from mrtrweb.servers.models import Routing, ToolExposure
 
-from .models import Call, Round
+from ..models import Call, Round
 
 # Asked for every round parked (mrtrweb.db.prepared: compiled once).
 _TOOL_ROUTING = Prepared(

@@ -27,8 +27,8 @@ from mrtrweb.live import frames
 from mrtrweb.people.roles import is_admin
 from mrtrweb.servers.models import Connection
 
-from . import engine, page_refresh, url_consent
-from .access import (
+from .. import engine
+from ..access import (
     by_key,
     can_act_on_call,
     can_answer,
@@ -43,13 +43,14 @@ from .access import (
     visible_round,
     visible_rounds,
 )
-from .call_outcomes import expiry_of, listed_calls, outcome_of, with_error_flag
-from .models import Call, Round
-from .presenting import RoundAnswers, person_name, round_views, typed_values
-from .presenting_policies import comments_of, policy_states
-from .rendering import pretty_json, result_view
+from ..models import Call, Round
+from ..presenting.authorization_wait import authorization_wait
+from ..presenting.outcome_badges import expiry_of, listed_calls, outcome_of, with_error_flag
+from ..presenting.policies import comments_of, policy_states
+from ..presenting.rounds import RoundAnswers, person_name, round_views, typed_values
+from ..presenting.server_content import pretty_json, result_view
+from . import refresh, url_consent
 from .round_approvals import is_quorum, quorum_view, round_comments
-from .waiting import authorization_wait
 
 # Prefixes of URL-mode requests a person agreed to open, per round: {"<round pk>": [prefix]}.
 
@@ -273,7 +274,7 @@ def call_page(request: HttpRequest, pk: int) -> HttpResponse:
     )
     waiting = authorization_wait(call, request.user)
     # Nothing is on its way while the call waits for an account: the wait says so instead.
-    in_flight = page_refresh.in_flight(call, rounds) and waiting is None
+    in_flight = refresh.in_flight(call, rounds) and waiting is None
     pending = [r for r in rounds if r.status == Round.Status.PENDING]
     # Each round as this person may read it: whole, their part, or only its status.
     read = readings(request.user, rounds)
@@ -305,7 +306,7 @@ def call_page(request: HttpRequest, pk: int) -> HttpResponse:
         "restarts": restarts_of(request.user, call),
         "authorization_wait": waiting,
     }
-    context["refresh_after"] = page_refresh.reload_after(request, call, rounds, context)
+    context["refresh_after"] = refresh.reload_after(request, call, rounds, context)
     return render(request, "calls/call.html", context)
 
 

@@ -18,7 +18,7 @@ from typing import Any
 from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet
 from django.utils.translation import gettext_lazy
 
-from .models import Call, Round
+from ..models import Call, Round
 
 # -- what came of a call ----------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django.http import HttpRequest
 
-from .models import Round
+from ..models import Round
 
 __all__ = ["consented", "forget_consent", "record_consent"]
 

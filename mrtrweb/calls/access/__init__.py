@@ -19,8 +19,9 @@
   a part of it), whoever sees the call reads only that it exists and its status
   (:func:`readings`); its starter and admins read everything.
 
-``calls.rules`` states the same rules over plain values; ``tests/calls/test_rules.py`` holds
-these queries to it.
+Beside it in this package: ``routing`` (who is asked, and who stands in for someone away),
+which these queries build on, and ``rules``, the same rules over plain values, which
+``tests/calls/test_rules.py`` holds these queries to.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from mrtrweb.people.roles import is_admin
 from mrtrweb.policies.resolve import delegating_to
 from mrtrweb.servers.exposure import may_start, sees_whole_catalog
 
-from .models import Call, Round, RoundPart
+from ..models import Call, Round, RoundPart
 from .routing import answers_as_routed
 
 M = TypeVar("M", bound=Model)

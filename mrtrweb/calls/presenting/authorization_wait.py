@@ -18,7 +18,7 @@ from django.utils.translation import gettext as _
 from mrtrweb.people.roles import is_operator
 from mrtrweb.servers.models import Connection
 
-from .models import Call
+from ..models import Call
 
 __all__ = ["AuthorizationWait", "authorization_wait", "reconnect_url"]
 

@@ -8,10 +8,10 @@ from typing import Any
 
 from mrtrweb.policies.snapshot import PolicySnapshot
 
-from . import engine
-from .access import can_answer
-from .models import Call, Round
-from .presenting_policies import comments_of, proposal_view, votes_of
+from .. import engine
+from ..access import can_answer
+from ..models import Call, Round
+from ..presenting.policies import comments_of, proposal_view, votes_of
 
 __all__ = ["QuorumView", "is_quorum", "quorum_view", "round_comments"]
 

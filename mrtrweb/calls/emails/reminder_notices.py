@@ -1,6 +1,6 @@
 """The emails of reminders and escalation (``engine.reminders``, ``engine.escalation``),
-beside ``notify``'s: one message per person, built per recipient so each can be written in
-their own language and time zone (as ``notify`` does), and never raising: a mail server down
+beside ``notices``: one message per person, built per recipient so each can be written in
+their own language and time zone (as ``notices`` does), and never raising: a mail server down
 must not stop a task or the sweep."""
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from django.utils.translation import gettext as _
 
 from mrtrweb.mcp.oneline import one_line
 from mrtrweb.people.speaking import writing_to
+from mrtrweb.people.when import moment_in_zone
 
-from .notify import SUBJECT_LENGTH, parts_as_rounds, recipients
-from .presenting import person_name, present
-from .routing import answering_for, standing_in_now
-from .when import moment_in_zone
+from ..access.routing import answering_for, standing_in_now
+from ..presenting.rounds import person_name, present
+from .notices import SUBJECT_LENGTH, parts_as_rounds, recipients
 
 __all__ = ["notify_escalated_away", "notify_reminder", "waiting_for"]
 
@@ -115,7 +115,7 @@ def notify_reminder(round: Any, fraction: float) -> None:
     """Remind whoever ``round`` waits for that it does (``fraction`` of its time has gone).
 
     A split round waits for its parts' people, not for its own assignee: each part still
-    waiting is reminded to its own people with its own questions only, as ``notify`` tells
+    waiting is reminded to its own people with its own questions only, as ``notices`` tells
     them of the round."""
     if getattr(round, "split", False):
         messages = []

@@ -19,8 +19,8 @@ from collections.abc import Callable
 
 from asgiref.sync import sync_to_async
 
-from . import handoff
-from .models import Call, Round
+from .. import handoff
+from ..models import Call, Round
 
 __all__ = ["POLL_SECONDS", "Seen", "hold", "in_flight", "seen"]
 
@@ -53,7 +53,7 @@ def _look(call_id: int) -> Seen:
 
 def in_flight(now: Seen) -> bool:
     """Whether something of the call is on its way: its request, or a round's answers (the
-    one rule: the call page asks it too, :func:`mrtrweb.calls.page_refresh.in_flight`)."""
+    one rule: the call page asks it too, :func:`mrtrweb.calls.pages.refresh.in_flight`)."""
     status, rounds = now
     return status == Call.Status.RUNNING or any(state in ON_ITS_WAY for _, state in rounds)
 

@@ -13,12 +13,12 @@ from django.utils.translation import ngettext
 
 from mrtrweb.mcp.oneline import one_line
 from mrtrweb.people.speaking import writing_to
+from mrtrweb.people.when import moment_in_zone
 
-from .access import narrowed
-from .models import RoundPart
-from .presenting import person_name, present
-from .waiting import headline, reconnect_url
-from .when import moment_in_zone
+from ..access import narrowed
+from ..models import RoundPart
+from ..presenting.authorization_wait import headline, reconnect_url
+from ..presenting.rounds import person_name, present
 
 # Subjects are headers: what a server sent (tool names, questions) is put on one line there, or
 # Django refuses the whole email (BadHeaderError) and nobody is told.

@@ -14,8 +14,8 @@ Built on the round's typed questions (``Round.questions()``), never on its JSON:
 - ``person_name``: a person as others read them.
 
 The approval policies' side of a round (a quorum's proposal and votes, the comments
-answerers left, each policy's state as short labels) is ``presenting_policies``; what came of
-a call (its outcome as one badge, why it expired) is ``call_outcomes``.
+answerers left, each policy's state as short labels) is ``policies``; what came of
+a call (its outcome as one badge, why it expired) is ``outcome_badges``.
 """
 
 from __future__ import annotations
@@ -39,16 +39,11 @@ from mrtrweb.elicitation import (
     option_index,
     prefix_for_key,
 )
-from mrtrweb.elicitation.questions import (
-    FormQuestion,
-    Question,
-    UnsupportedQuestion,
-    UrlQuestion,
-)
+from mrtrweb.elicitation.questions import FormQuestion, Question, UnsupportedQuestion, UrlQuestion
 from mrtrweb.elicitation.schema import MAX_FIELDS, MAX_FORM_OPTIONS, FieldSpec, Kind
 
-from .models import Round
-from .rendering import answer_value
+from ..models import Round
+from .server_content import answer_value
 
 # At most this many questions in one round are shown (a server's 5,000 took 6 s to render,
 # and were more fields than Django accepts in one post, so they could not even be cancelled).

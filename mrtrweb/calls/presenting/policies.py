@@ -22,8 +22,8 @@ from django.utils.translation import gettext as _
 from mrtrweb.people.roles import is_admin
 from mrtrweb.policies.snapshot import PolicySnapshot
 
-from .models import Call, Event, Round, RoundPart, Vote
-from .presenting import Asked, asked_with
+from ..models import Call, Event, Round, RoundPart, Vote
+from .rounds import Asked, asked_with
 
 
 def proposal_view(round: Round) -> tuple[Asked, ...]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .models import Call, Event
+from ..models import Call, Event
 
 __all__ = ["STARTED", "start_of", "trail", "with_start"]
 
