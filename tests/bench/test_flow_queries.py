@@ -19,7 +19,7 @@ import pytest
 
 from bench import flow, seed
 from bench.stack import HOST, REPO_ROOT, free_port, reachable
-from tests.calls.delivery_support import DATABASE_QUEUE
+from tests.calls.engine.delivery_support import DATABASE_QUEUE
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -2,7 +2,7 @@
 tool's policy routes the budget to Ann and the schedule to Bob. Each finds only their part in
 their inbox and on the round page, answers it, and the server gets both answers in one retry.
 Every page on the way passes axe. (That nobody else sees a part, 404, is proved without a
-browser: tests/policies/test_split.py.)
+browser: tests/calls/engine/test_split.py.)
 
 With ``MRTRWEB_SCREENSHOTS=docs/images`` it takes the pictures of docs/approval-policies.md.
 """

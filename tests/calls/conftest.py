@@ -14,7 +14,7 @@ from django.test import Client
 from mrtrweb.calls.models import Round
 from mrtrweb.people.roles import OPERATORS
 from mrtrweb.servers.models import Connection
-from tests.calls.pages import Pages
+from tests.calls.pages.client import Pages
 from tests.support.factories import make_user
 
 

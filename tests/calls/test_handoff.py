@@ -23,7 +23,7 @@ from mrtrweb.calls import handoff
 from mrtrweb.calls.engine import expiry_bucket, safety_nets
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.elicitation import prefix_for_key
-from tests.calls.delivery_support import (
+from tests.calls.engine.delivery_support import (
     CONFIRM,
     DATABASE_QUEUE,
     flaky_peer,

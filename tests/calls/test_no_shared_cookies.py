@@ -24,7 +24,7 @@ from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call
 from mrtrweb.people.roles import OPERATORS
 from mrtrweb.servers.models import Connection
-from tests.calls.delivery_support import DATABASE_QUEUE
+from tests.calls.engine.delivery_support import DATABASE_QUEUE
 from tests.peers._common import PROTOCOL_VERSION
 from tests.peers.fixtures import Peer
 from tests.support.factories import make_user

@@ -24,7 +24,7 @@ from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.servers.catalog import refresh_catalog
 from mrtrweb.servers.models import Connection
-from tests.calls.delivery_support import CONFIRM, DATABASE_QUEUE
+from tests.calls.engine.delivery_support import CONFIRM, DATABASE_QUEUE
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -27,7 +27,7 @@ from mrtrweb.calls.presenting.history import trail
 from mrtrweb.elicitation import field_name_for
 from mrtrweb.live import views as live_views
 from mrtrweb.servers.models import Connection
-from tests.calls.delivery_support import DATABASE_QUEUE, run_tasks
+from tests.calls.engine.delivery_support import DATABASE_QUEUE, run_tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

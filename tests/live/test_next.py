@@ -16,7 +16,7 @@ from mrtrweb.calls.models import Call
 from mrtrweb.live import views as live_views
 from mrtrweb.live.views import HOLD_SECONDS
 from mrtrweb.servers.models import Connection, Routing
-from tests.calls.delivery_support import DATABASE_QUEUE
+from tests.calls.engine.delivery_support import DATABASE_QUEUE
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

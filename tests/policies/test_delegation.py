@@ -19,7 +19,7 @@ from mrtrweb.calls.models import Call, Round
 from mrtrweb.people.roles import ADMINS
 from mrtrweb.policies.models import Delegation
 from mrtrweb.servers.models import Routing
-from tests.policies.reminders_support import answer_on_the_page, signed_in, start
+from tests.calls.engine.reminders_support import answer_on_the_page, signed_in, start
 from tests.support.factories import make_connection, make_user
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("inline_tasks")]

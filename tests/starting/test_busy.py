@@ -11,7 +11,15 @@ from django.urls import reverse
 
 from mrtrweb.calls.models import Call
 from mrtrweb.servers.models import Connection
-from tests.calls.pages import Pages, arg, start_tool, start_url, text, tool_calls, visible_text
+from tests.calls.pages.client import (
+    Pages,
+    arg,
+    start_tool,
+    start_url,
+    text,
+    tool_calls,
+    visible_text,
+)
 from tests.elicitation.support import controls
 from tests.support.sqlite_lock import lock_timeout, sqlite_only, write_lock_held
 

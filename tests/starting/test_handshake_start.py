@@ -8,7 +8,7 @@ import pytest
 
 from mrtrweb.calls import engine
 from mrtrweb.servers.models import Connection
-from tests.calls.pages import Pages, only_call, start_tool, start_url, visible_text
+from tests.calls.pages.client import Pages, only_call, start_tool, start_url, visible_text
 from tests.peers.mcp1 import Mcp1Peer
 
 pytestmark = [pytest.mark.django_db(transaction=True)]

@@ -11,7 +11,7 @@ from django.urls import reverse
 from mrtrweb.calls.models import Call
 from mrtrweb.elicitation import field_name_for
 from mrtrweb.servers.models import Connection
-from tests.calls.pages import (
+from tests.calls.pages.client import (
     Pages,
     arg,
     buttons,

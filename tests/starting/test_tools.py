@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mrtrweb.starting.tools import ArgumentsForm, NotFlat, flat_arguments
-from tests.calls.pages import arg
+from tests.calls.pages.client import arg
 
 
 def test_flat_schemas_become_typed_fields_and_others_need_json():

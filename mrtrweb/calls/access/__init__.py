@@ -21,7 +21,7 @@
 
 Beside it in this package: ``routing`` (who is asked, and who stands in for someone away),
 which these queries build on, and ``rules``, the same rules over plain values, which
-``tests/calls/test_rules.py`` holds these queries to.
+``tests/calls/access/test_rules.py`` holds these queries to.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ reference in plain Python over plain values, no database.
 
 The pages ask ``calls.access`` and the engine (``engine.quorum``), which answer the same
 questions with queries fast enough for every request; the property tests
-(``tests/calls/test_rules.py``) hold those to this module. Keep it short and literal: a rule
+(``tests/calls/access/test_rules.py``) hold those to this module. Keep it short and literal: a rule
 here is a sentence of the docs.
 
 People and groups are ints (their ids); a moment is anything ordered (a datetime).

@@ -1,5 +1,5 @@
 """What each process of the quorum race runs (``manage.py shell -c``,
-tests/policies/test_quorum_race.py): set up a quorum round with its proposal, approve it when
+tests/calls/engine/test_quorum_race.py): set up a quorum round with its proposal, approve it when
 every racer is ready, or show what is stored. Each prints one JSON line."""
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from mrtrweb.people.roles import ADMINS
 from mrtrweb.policies.models import Policy
 from mrtrweb.policies.snapshot import PolicySnapshot
 from tests.api.support import api_for
-from tests.policies.reminders_support import moment
+from tests.calls.engine.reminders_support import moment
 from tests.support.factories import make_connection, make_user
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("inline_tasks")]

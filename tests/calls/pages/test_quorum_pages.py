@@ -18,7 +18,7 @@ from mrtrweb.calls.models import Call, Round
 from mrtrweb.elicitation import prefix_for_key
 from mrtrweb.people.roles import ADMINS
 from mrtrweb.policies.models import Policy
-from tests.calls.pages import Pages, visible_text
+from tests.calls.pages.client import Pages, visible_text
 from tests.elicitation.support import post
 from tests.support.factories import make_connection, make_user
 from tests.support.sent import says

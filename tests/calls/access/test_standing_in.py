@@ -29,7 +29,7 @@ from mrtrweb.policies.models import Delegation, Policy
 from mrtrweb.policies.snapshot import PolicySnapshot
 from mrtrweb.servers.models import Routing
 from tests.api.support import api_for
-from tests.policies.reminders_support import answer_on_the_page, signed_in, start
+from tests.calls.engine.reminders_support import answer_on_the_page, signed_in, start
 from tests.support.factories import make_connection, make_user
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("inline_tasks")]

@@ -29,10 +29,10 @@ from mrtrweb.people.roles import ADMINS
 from mrtrweb.policies.models import Policy
 from mrtrweb.policies.snapshot import PolicySnapshot
 from mrtrweb.servers.catalog import refresh_catalog
-from tests.calls.delivery_support import DATABASE_QUEUE, kinds, run_tasks, run_until
+from tests.calls.engine.delivery_support import DATABASE_QUEUE, kinds, run_tasks, run_until
+from tests.calls.engine.reminders_support import start as park_confirm
 from tests.peers.fixtures import running_peer
 from tests.peers.inprocess import InProcessPeer, in_process_peer
-from tests.policies.reminders_support import start as park_confirm
 from tests.support.factories import make_connection, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -21,8 +21,8 @@ from mrtrweb.calls.models import Call, Round
 from mrtrweb.people.speaking import writing_to
 from mrtrweb.people.when import moment_in_zone
 from mrtrweb.policies.models import Policy
-from tests.calls.delivery_support import DATABASE_QUEUE, run_tasks
-from tests.policies.reminders_support import (
+from tests.calls.engine.delivery_support import DATABASE_QUEUE, run_tasks
+from tests.calls.engine.reminders_support import (
     answer_on_the_page,
     kinds,
     moment,

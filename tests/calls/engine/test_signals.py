@@ -12,7 +12,7 @@ from mrtrweb.calls.models import Call, Round
 from mrtrweb.calls.presenting.history import trail
 from mrtrweb.calls.signals import call_event
 from mrtrweb.servers.models import Connection
-from tests.calls.delivery_support import park_approval
+from tests.calls.engine.delivery_support import park_approval
 from tests.support.factories import make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -24,7 +24,7 @@ from mrtrweb.calls.engine import digests
 from mrtrweb.calls.models import Call, Event, Round
 from mrtrweb.encryption import crypto
 from mrtrweb.mcp.headers import header_schema, x_mcp_header_map
-from tests.calls.delivery_support import park_approval
+from tests.calls.engine.delivery_support import park_approval
 from tests.dashboard.support import make_connection, make_round
 
 pytestmark = pytest.mark.django_db

@@ -22,7 +22,7 @@ from mrtrweb.calls import engine, tasks
 from mrtrweb.calls.engine import resubmitting
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.servers.models import Connection
-from tests.calls.delivery_support import (
+from tests.calls.engine.delivery_support import (
     DATABASE_QUEUE,
     answer,
     flaky_peer,

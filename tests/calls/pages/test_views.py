@@ -24,7 +24,7 @@ from mrtrweb.calls.models import Call, Round
 from mrtrweb.elicitation import field_name_for, prefix_for_key
 from mrtrweb.people.roles import ADMINS
 from mrtrweb.servers.models import Connection
-from tests.calls.pages import (
+from tests.calls.pages.client import (
     Pages,
     arg,
     buttons,

@@ -19,7 +19,7 @@ from django.urls import reverse
 from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.servers.models import Connection
-from tests.calls.delivery_support import DATABASE_QUEUE, flaky_peer
+from tests.calls.engine.delivery_support import DATABASE_QUEUE, flaky_peer
 from tests.dashboard.support import client_for, make_admin, make_user, visible_text
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -44,7 +44,9 @@ def _retries(peer: Peer, since: int) -> list[dict[str, Any]]:
 
 def test_concurrent_approvals_deliver_once(app: ServedApp, fastmcp_process_peer: Peer) -> None:
     peer = fastmcp_process_peer
-    set_up = shell_json(app, f"from tests.policies.quorum_racer import setup; setup({peer.url!r})")
+    set_up = shell_json(
+        app, f"from tests.calls.engine.quorum_racer import setup; setup({peer.url!r})"
+    )
     round_id = set_up["round"]
     assert set_up["status"] == "pending"  # a proposal, nothing sent yet
     since = peer.mark()
@@ -57,7 +59,7 @@ def test_concurrent_approvals_deliver_once(app: ServedApp, fastmcp_process_peer:
                 "manage.py",
                 "shell",
                 "-c",
-                "from tests.policies.quorum_racer import race; "
+                "from tests.calls.engine.quorum_racer import race; "
                 f"race({str(gate)!r}, {round_id}, {name!r})",
             ],
             cwd=REPO_ROOT,
@@ -82,7 +84,7 @@ def test_concurrent_approvals_deliver_once(app: ServedApp, fastmcp_process_peer:
 
     # Three racers' approvals were needed after the proposer's; the other two came too late.
     assert sorted(outcomes) == ["too late", "too late", "voted", "voted", "voted"]
-    stored = shell_json(app, f"from tests.policies.quorum_racer import show; show({round_id})")
+    stored = shell_json(app, f"from tests.calls.engine.quorum_racer import show; show({round_id})")
     assert stored["round"] == "delivered" and stored["call"] == "completed"
     assert stored["answered"] == 1 and stored["delivered"] == 1
     assert len(stored["votes"]) == 4 and "alice" in stored["votes"]

@@ -321,8 +321,8 @@ def test_through_the_pages(
 ) -> None:
     """Start, answer both questions and read the result with the pages a person uses: each
     answer's page waited for the server's next question (another round page) or the result."""
-    from tests.calls.pages import Pages, start_tool, visible_text
-    from tests.calls.test_views import answer_data
+    from tests.calls.pages.client import Pages, start_tool, visible_text
+    from tests.calls.pages.test_views import answer_data
 
     # As served: the start page's own process sends the call (a delivery thread, which is
     # free again once the question is parked).
