@@ -63,7 +63,7 @@ INSTALLED_APPS = [
     "mrtrweb.policies",
     "mrtrweb.authorizations",
     "mrtrweb.calls",
-    "mrtrweb.starting",
+    "mrtrweb.start_pages",
     "mrtrweb.dashboard",
     "mrtrweb.inbox",
     "mrtrweb.live",

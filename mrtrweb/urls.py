@@ -5,7 +5,7 @@ from mrtrweb.core import errors
 
 urlpatterns = [
     path("", include("mrtrweb.core.urls")),
-    path("", include("mrtrweb.starting.urls")),
+    path("", include("mrtrweb.start_pages.urls")),
     path("", include("mrtrweb.calls.urls")),
     path("dashboard/", include("mrtrweb.dashboard.urls")),
     path("inbox/", include("mrtrweb.inbox.urls")),

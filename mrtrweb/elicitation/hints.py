@@ -1,7 +1,7 @@
 """Limits said in words before anyone submits: "Between 3 and 200 characters.", "A whole
 number from 1 to 10.", "Choose 1 to 2.".
 
-The round forms (``fields.make_field``) and the start form (``starting.tools``) show these under
+The round forms (``fields.make_field``) and the start form (``start_pages.tools``) show these under
 a field, beside the HTML attributes (``minlength``, ``min``, ``step``, ...) that let the browser
 help too; what the server and ``clean_value`` accept stays the authority. Numbers are a
 server's: they are formatted, never trusted as markup (Django escapes the text).

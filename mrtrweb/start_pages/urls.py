@@ -1,6 +1,6 @@
 from django.urls import path
 
-from mrtrweb.starting import views
+from mrtrweb.start_pages import views
 
 app_name = "starting"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from mrtrweb.elicitation.schema import MAX_FIELDS, MAX_OPTIONS
-from mrtrweb.starting.tools import NotFlat, flat_arguments
+from mrtrweb.start_pages.tools import NotFlat, flat_arguments
 
 
 def test_an_enum_up_to_the_limit_is_a_field_and_beyond_it_json() -> None:

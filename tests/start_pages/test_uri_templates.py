@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mrtrweb.elicitation import field_name_for
-from mrtrweb.starting.uri_templates import (
+from mrtrweb.start_pages.uri_templates import (
     MalformedTemplate,
     TemplateForm,
     expand_uri_template,

@@ -2,6 +2,6 @@ from django.apps import AppConfig
 
 
 class StartingConfig(AppConfig):
-    name = "mrtrweb.starting"
+    name = "mrtrweb.start_pages"
     label = "starting"
     verbose_name = "Starting a call"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mrtrweb.starting.tools import ArgumentsForm, NotFlat, flat_arguments
+from mrtrweb.start_pages.tools import ArgumentsForm, NotFlat, flat_arguments
 from tests.calls.pages.client import arg
 
 
