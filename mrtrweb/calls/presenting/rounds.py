@@ -39,7 +39,12 @@ from mrtrweb.elicitation import (
     option_index,
     prefix_for_key,
 )
-from mrtrweb.elicitation.questions import FormQuestion, Question, UnsupportedQuestion, UrlQuestion
+from mrtrweb.elicitation.questions import (
+    FormQuestion,
+    Question,
+    UnsupportedQuestion,
+    UrlQuestion,
+)
 from mrtrweb.elicitation.schema import MAX_FIELDS, MAX_FORM_OPTIONS, FieldSpec, Kind
 
 from ..models import Round
