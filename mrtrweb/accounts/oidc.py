@@ -26,7 +26,7 @@ import jwt
 import requests
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, User
 from django.core.exceptions import SuspiciousOperation
 from django.core.signals import setting_changed
 from django.db import IntegrityError, transaction
@@ -232,7 +232,7 @@ class OidcBackend(KeptPermissions, OIDCAuthenticationBackend):
             name = f"{base}-{n}"
         return name
 
-    def _update(self, user: Any, claims: dict[str, Any]) -> None:
+    def _update(self, user: User, claims: dict[str, Any]) -> None:
         changed = []
         for field, claim in (
             ("email", "email"),
@@ -248,7 +248,7 @@ class OidcBackend(KeptPermissions, OIDCAuthenticationBackend):
         sync_groups(user, claims)
 
 
-def sync_groups(user: Any, claims: dict[str, Any]) -> None:
+def sync_groups(user: User, claims: dict[str, Any]) -> None:
     """Add the mapped groups the claim grants, remove the mapped ones it does not; groups that
     are not in the map are the site's own and stay as they are."""
     mapping: dict[str, list[str]] = settings.MRTRWEB_OIDC_GROUP_MAP

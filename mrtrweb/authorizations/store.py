@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -290,13 +291,13 @@ def _auth_method(connection: Connection, discovery: oauth.Discovery) -> str:
 # -- words for people ----------------------------------------------------------------------
 
 
-def person_name(user: Any) -> str:
+def person_name(user: User) -> str:
     if user is None:
         return "an operator"
     return user.get_full_name() or user.get_username()
 
 
-def who_must_reconnect(connection: Connection, user: Any) -> str:
+def who_must_reconnect(connection: Connection, user: User) -> str:
     """ "Ada Lovelace" for a person's own account, "an operator" for the connection's."""
     kind = kind_of(connection)
     return person_name(user if kind == Authorization.Kind.PERSON else None)

@@ -23,7 +23,7 @@ from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from mrtrweb import oauth
-from mrtrweb.http import SeeOther
+from mrtrweb.http import SeeOther, SignedInRequest
 from mrtrweb.people.roles import is_admin, is_operator
 from mrtrweb.servers.exposure import startable_connections
 from mrtrweb.servers.models import Connection
@@ -49,7 +49,7 @@ def _kind_for(connection: Connection) -> str:
     raise Http404(_("This connection is not connected through a browser."))
 
 
-def _connectable(request: HttpRequest, name: str) -> tuple[Connection, str]:
+def _connectable(request: SignedInRequest, name: str) -> tuple[Connection, str]:
     """The connection and the kind of authorization ``request.user`` may make on it.
 
     A person connects their own account on a connection they may start calls on; the shared
@@ -105,7 +105,7 @@ def connect(request: HttpRequest, connection: str) -> HttpResponse:
 
 
 def _connect_page(
-    request: HttpRequest,
+    request: SignedInRequest,
     conn: Connection,
     kind: str,
     after: str,
@@ -223,7 +223,7 @@ def failed(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def disconnect(request: HttpRequest, pk: int) -> HttpResponse:
+def disconnect(request: SignedInRequest, pk: int) -> HttpResponse:
     authorization = get_object_or_404(Authorization.objects.select_related("connection"), pk=pk)
     own = authorization.user_id is not None and authorization.user_id == request.user.pk
     if not (own or is_operator(request.user)):
@@ -259,7 +259,7 @@ def _whose(authorization: Authorization) -> str:
 
 @login_required
 @require_safe
-def accounts(request: HttpRequest) -> HttpResponse:
+def accounts(request: SignedInRequest) -> HttpResponse:
     authorizations = (
         Authorization.objects.filter(user=request.user)
         .select_related("connection")

@@ -6,6 +6,7 @@ from functools import cache
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
 from django.db import connections, router
 from django.http import HttpRequest
 from django.utils import timezone
@@ -32,7 +33,7 @@ def people(request: HttpRequest) -> dict[str, Any]:
 INBOX_COUNT_CAP = 99
 
 
-def _waiting(user: Any) -> int | str:
+def _waiting(user: User) -> int | str:
     """How many rounds wait for ``user``, up to the cap: what their inbox lists
     (``calls.access.waiting_for``: theirs, their groups' that nobody else claimed, the rounds
     they stand in for now and those handed to someone standing in for them, split

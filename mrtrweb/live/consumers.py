@@ -20,6 +20,7 @@ from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.contrib.auth.models import User
 from django.urls import reverse
 
 from . import checks, frames
@@ -52,7 +53,7 @@ def _query(scope: dict[str, Any]) -> dict[str, str]:
     return {key: values[-1] for key, values in parse_qs(raw).items()}
 
 
-def _signed_in(user: Any) -> bool:
+def _signed_in(user: User) -> bool:
     return bool(getattr(user, "is_authenticated", False) and getattr(user, "is_active", False))
 
 
@@ -76,7 +77,7 @@ class PersonSocket(AsyncWebsocketConsumer):
     closing = False
     checked_at = 0.0
 
-    async def listen_as(self, user: Any) -> bool:
+    async def listen_as(self, user: User) -> bool:
         """Whether ``user`` (the scope's) is signed in with the scope's session; if so the
         socket is in the groups that close it."""
         session_key = getattr(self.scope.get("session"), "session_key", None)
@@ -123,7 +124,7 @@ class PersonSocket(AsyncWebsocketConsumer):
         """Browsers have nothing to say on these sockets."""
 
 
-async def _sees_call(user: Any, call_id: int) -> bool:
+async def _sees_call(user: User, call_id: int) -> bool:
     """Whether ``user`` may see the call, checked with the other sockets' checks."""
     return bool(await checked(checks.sees_calls_now, (user, call_id)))
 

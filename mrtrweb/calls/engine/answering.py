@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import F, Value
 from django.db.models.functions import Coalesce
@@ -34,7 +35,7 @@ ANSWER_POLL = 0.1
 def answer(
     round: Round,
     responses: Mapping[str, Mapping[str, Any]],
-    user: Any,
+    user: User,
     *,
     deliver_within: float | None = None,
     comment: str = "",

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from concurrent.futures import Future
 from typing import Any
 
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, User
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -79,13 +79,13 @@ class NotEligible(EngineError):
     exception: they cancel or reassign a quorum round, they do not vote on it."""
 
 
-def cast_for(round: Round, user: Any) -> Any:
+def cast_for(round: Round, user: User) -> Any:
     """Whose vote ``user`` casts on ``round``: the absent person's when standing in for them
     (``routing.answering_for``), else their own."""
     return answering_for(round, user) or user
 
 
-def eligible(round: Round, user: Any, policy: PolicySnapshot | None = None) -> bool:
+def eligible(round: Round, user: User, policy: PolicySnapshot | None = None) -> bool:
     """Whether the policy counts ``user``'s proposal or vote on ``round``: the round is routed
     to them (their group's, theirs, or theirs to stand in for), and under an approvers group
     they cast the vote of one of its members."""
@@ -100,7 +100,7 @@ def eligible(round: Round, user: Any, policy: PolicySnapshot | None = None) -> b
     return approvers.user_set.filter(pk=cast_for(round, user).pk).exists()
 
 
-def _already_cast(round: Round, user: Any) -> bool:
+def _already_cast(round: Round, user: User) -> bool:
     """Whether ``user`` voted (for anyone), or the vote they would cast (:func:`cast_for`)
     was cast, by them or for them."""
     whose = cast_for(round, user).pk
@@ -126,7 +126,7 @@ def clean_comment(comment: str) -> str:
     return (comment or "").strip()[:COMMENT_MAX]
 
 
-def _counts_as_approval(round: Round, user: Any, policy: PolicySnapshot) -> bool:
+def _counts_as_approval(round: Round, user: User, policy: PolicySnapshot) -> bool:
     return policy.allow_self_approval or round.call.started_by_id != user.pk
 
 
@@ -141,7 +141,7 @@ def tally(round: Round) -> tuple[int, int]:
     return approvals, rejections
 
 
-def why_cannot_vote(round: Round, user: Any) -> str:
+def why_cannot_vote(round: Round, user: User) -> str:
     """ "" when ``user`` may approve or reject ``round``'s proposal now, else why not: one of
     ``not_pending``, ``not_eligible``, ``no_proposal``, ``proposer``, ``voted``, ``self`` (the
     page says it in words). Access to the round itself is the caller's check
@@ -164,7 +164,7 @@ def why_cannot_vote(round: Round, user: Any) -> str:
 def propose(
     round: Round,
     responses: Mapping[str, Mapping[str, Any]],
-    user: Any,
+    user: User,
     *,
     comment: str = "",
     deliver_within: float | None = None,
@@ -220,7 +220,7 @@ def propose(
 
 def vote(
     round: Round,
-    user: Any,
+    user: User,
     verdict: str,
     *,
     comment: str = "",
@@ -283,7 +283,7 @@ def vote(
     return _finish(round, sending, deliver_within)
 
 
-def _stood_in(round: Round, user: Any) -> Any:
+def _stood_in(round: Round, user: User) -> Any:
     whose = cast_for(round, user)
     return None if whose.pk == user.pk else whose
 

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, User
 from django.utils.translation import gettext
 
 from mrtrweb.policies.snapshot import PolicySnapshot
@@ -121,7 +121,7 @@ def _refusal(answers: Mapping[str, Mapping[str, Any]]) -> str:
 def answer_part(
     round: Round,
     responses: Mapping[str, Mapping[str, Any]],
-    user: Any,
+    user: User,
     now: dt.datetime,
     *,
     comment: str = "",

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import Any, Required, TypedDict, Unpack
 
+from django.contrib.auth.models import User
 from django.db import OperationalError, transaction
 from django.utils import timezone
 
@@ -54,7 +55,7 @@ class StartRequest(TypedDict, total=False):
     restarted_from: Call | None
     # Sends its rounds to that person or group (at most one) instead of following the
     # connection's routing policy.
-    route_user: Any
+    route_user: User
     route_group: Any
     # Writes what belongs with the call in its transaction (a webhook subscription, the
     # idempotency key of the request that started it).
@@ -210,7 +211,7 @@ def start_call(*, deliver_within: float | None = None, **start: Unpack[StartRequ
     return sent or call_as_now(call.pk)
 
 
-def restart(call: Call, user: Any, *, deliver_within: float | None = None) -> Call:
+def restart(call: Call, user: User, *, deliver_within: float | None = None) -> Call:
     """Start the same call again (same arguments, exactly), e.g. after its state expired.
 
     Its policy is today's, as a fresh start of the same tool by ``user`` would get it
