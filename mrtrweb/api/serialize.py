@@ -32,7 +32,7 @@ from .schemas import (
 )
 
 
-def _username(user: User) -> str | None:
+def _username(user: User | None) -> str | None:
     return user.get_username() if user is not None else None
 
 

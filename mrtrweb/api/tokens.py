@@ -67,7 +67,7 @@ def _render(
 @never_cache
 @login_required
 @require_POST
-def token_secret(request: HttpRequest, pk: int) -> HttpResponse:
+def token_secret(request: SignedInRequest, pk: int) -> HttpResponse:
     """The page again, with this token's webhook secret shown (receivers verify with it)."""
     token = get_object_or_404(ApiToken, pk=pk, user=request.user)
     return _render(request, TokenForm(), secret_of=token)

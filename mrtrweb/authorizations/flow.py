@@ -278,7 +278,7 @@ def _owner_of(request: HttpRequest, kind: str) -> Any:
 
 
 def scopes_to_ask(
-    connection: Connection, user: User, discovery: oauth.Discovery
+    connection: Connection, user: User | None, discovery: oauth.Discovery
 ) -> tuple[str, ...]:
     """The scopes a connect asks for: the server's, with what ``user`` (None: the
     connection's own) was granted and wanted before."""
@@ -425,7 +425,7 @@ def complete(request: HttpRequest, params: Mapping[str, str]) -> Completed:
 
 def save_tokens(
     connection: Connection,
-    user: User,
+    user: User | None,
     kind: str,
     registration: ClientRegistration | None,
     issuer: str,

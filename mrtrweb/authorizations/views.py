@@ -87,7 +87,7 @@ def _default_after(kind: str, connection: Connection) -> str:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def connect(request: HttpRequest, connection: str) -> HttpResponse:
+def connect(request: SignedInRequest, connection: str) -> HttpResponse:
     conn, kind = _connectable(request, connection)
     source = request.POST if request.method == "POST" else request.GET
     after = addresses.safe_return_to(request, source.get("next"), _default_after(kind, conn))
@@ -167,7 +167,7 @@ def _discovery_of(conn: Connection) -> oauth.Discovery | None:
 
 
 @require_safe
-def callback(request: HttpRequest) -> HttpResponse:
+def callback(request: SignedInRequest) -> HttpResponse:
     if not request.user.is_authenticated:
         # Not the sign-in page with this address as ``next``: the code would sit in its form.
         # Signing in starts a new session, which the request was not bound to anyway.

@@ -473,7 +473,7 @@ def changes_said(changes: Any) -> list[str]:
 # -- people ---------------------------------------------------------------------------------
 
 
-def person_name(user: User) -> str:
+def person_name(user: User | None) -> str:
     """A person as others read them: their full name, else their username ("" for nobody)."""
     if user is None:
         return ""

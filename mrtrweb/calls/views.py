@@ -17,6 +17,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.functional import Promise
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
@@ -330,7 +331,7 @@ def _visible_call_or_404(user: User, pk: int) -> Call:
     return call
 
 
-def _crumb(user: User, call: Call) -> tuple[str, str]:
+def _crumb(user: User, call: Call) -> tuple[str | Promise, str]:
     """Where the call page's breadcrumb leads: "My calls" for its caller only; an admin's
     way in is the dashboard, anyone else's their inbox."""
     if call.started_by_id == user.pk:
