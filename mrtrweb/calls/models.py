@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.contrib.auth.models import Group
@@ -29,6 +29,9 @@ from .model_bases import assignment, where_set
 from .round_part_model import RoundPart
 from .vote_model import Vote
 
+if TYPE_CHECKING:
+    from django.db.models.fields.related_descriptors import RelatedManager
+
 # Event, RoundPart and Vote live in modules of their own (the limit of a module's length);
 # callers import every model of the app from here.
 __all__ = ["Call", "Event", "Round", "RoundPart", "Vote", "state_sha256"]
@@ -40,7 +43,10 @@ def state_sha256(state: str | None) -> str:
     return hashlib.sha256(state.encode("utf-8")).hexdigest() if state is not None else ""
 
 
-class Call(models.Model):
+# Round's base is made by a call, which mypy cannot follow: its reverse manager, named here.
+class Call(models.Model):  # type: ignore[django-manager-missing]
+    rounds: RelatedManager[Round]
+
     class Method(models.TextChoices):
         TOOL = "tools/call", _("tool")
         PROMPT = "prompts/get", _("prompt")
@@ -179,7 +185,8 @@ class Call(models.Model):
         return kept
 
 
-class Round(assignment("rounds")):
+# mypy takes a base made by a call as Any: the shared fields are untyped on Round.
+class Round(assignment("rounds")):  # type: ignore[misc]
     class Status(models.TextChoices):
         PENDING = "pending", _("waiting for an answer")
         SUBMITTED = "submitted", _("answered, waiting to be sent")
