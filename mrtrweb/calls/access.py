@@ -153,9 +153,9 @@ def narrowed(round: Round, part: RoundPart) -> Round:
     requests = round.input_requests or {}
     shown.input_requests = {key: requests[key] for key in part.keys if key in requests}
     shown.answers = part.answers
-    shown.part = part  # type: ignore[attr-defined]
+    shown.part = part
     # What the live socket compares with the database (templates/calls/_live_socket.html).
-    shown.live_status = round.status  # type: ignore[attr-defined]
+    shown.live_status = round.status
     if not part.is_pending:
         shown.answered_by = part.answered_by
         shown.answered_at = part.answered_at

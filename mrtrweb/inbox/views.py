@@ -182,13 +182,15 @@ class CappedPaginator(Paginator):
     least), so a page costs the same however many rows match. ``capped`` says there are more.
     """
 
+    object_list: QuerySet[Any]
+
     def __init__(self, object_list: QuerySet[Any], per_page: int, number: int = 1) -> None:
         super().__init__(object_list, per_page)
         self.cap = max(COUNT_CAP, (min(number, 100_000) + 1) * per_page)
 
     @cached_property
     def count(self) -> int:
-        queryset = self.object_list.order_by().values("pk")  # type: ignore[union-attr]
+        queryset = self.object_list.order_by().values("pk")
         return min(queryset[: self.cap + 1].count(), self.cap + 1)
 
     @property
@@ -273,7 +275,7 @@ def history(request: SignedInRequest) -> HttpResponse:
         answered = CappedPaginator(answered_rounds(user), PAGE_SIZE, number).get_page(number)
         rounds = list(answered)
         for r in rounds:  # what the call's outcome needs of its (deferred) result
-            r.call.result_is_error = r.call_is_error  # type: ignore[attr-defined]
+            r.call.result_is_error = r.call_is_error
         outcomes = outcomes_for([r.call for r in rounds])
         # A split round they sent last: only their own part's question and answer.
         rounds = [shown_to(user, r) if r.split else r for r in rounds]
