@@ -221,7 +221,7 @@ class OidcBackend(KeptPermissions, OIDCAuthenticationBackend):
         """The provider's preferred username (or the email's local part) when no local account
         has it: an existing account is never taken over by a name."""
         field = self.UserModel._meta.get_field(self.UserModel.USERNAME_FIELD)
-        limit = field.max_length or 150
+        limit = getattr(field, "max_length", None) or 150
         email = str(claims.get("email") or "")
         wanted = str(claims.get("preferred_username") or email.partition("@")[0] or subject)
         kept = "".join(c for c in usernames.normalised(wanted) if c.isalnum() or c in "@.+-_")

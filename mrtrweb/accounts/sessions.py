@@ -28,7 +28,7 @@ _LIVE = Prepared(
 
 
 class SessionStore(DatabaseSessionStore):
-    def decode(self, session_data: str) -> dict[str, Any]:
+    def decode(self, session_data: bytes | str) -> dict[str, Any]:
         session = super().decode(session_data)
         # Signed in before the app's own backend (the same one).
         if session.get(BACKEND_SESSION_KEY) == backends.DJANGOS:

@@ -285,7 +285,7 @@ def scopes_to_ask(
     return oauth.choose_scopes(discovery, None, _scopes_before(connection, user))
 
 
-def _scopes_before(connection: Connection, user: User) -> tuple[str, ...]:
+def _scopes_before(connection: Connection, user: User | None) -> tuple[str, ...]:
     """What was granted (and wanted) before: a reconnect keeps asking for it."""
     existing = Authorization.objects.filter(connection=connection, user=user).first()
     if existing is None:

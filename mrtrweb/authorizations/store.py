@@ -74,11 +74,12 @@ class Held:
 
 def kind_of(connection: Connection) -> str | None:
     """Which authorization a connection's calls use, None when it uses none."""
-    return {
+    kinds: dict[str, str] = {
         Connection.Auth.OAUTH_PERSON: Authorization.Kind.PERSON,
         Connection.Auth.OAUTH_SHARED: Authorization.Kind.SHARED,
         Connection.Auth.CLIENT_CREDENTIALS: Authorization.Kind.CLIENT_CREDENTIALS,
-    }.get(connection.auth)
+    }
+    return kinds.get(connection.auth)
 
 
 def _rows(connection_id: int, user_id: int | None) -> Any:
@@ -291,7 +292,7 @@ def _auth_method(connection: Connection, discovery: oauth.Discovery) -> str:
 # -- words for people ----------------------------------------------------------------------
 
 
-def person_name(user: User) -> str:
+def person_name(user: User | None) -> str:
     if user is None:
         return "an operator"
     return user.get_full_name() or user.get_username()

@@ -11,7 +11,7 @@ How a round reads (its questions, headline and answers) is ``presenting``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,7 +108,7 @@ def outcome_of(call: Call, rounds: Sequence[Round]) -> Outcome:
     )
 
 
-def outcomes_for(calls: Sequence[Call]) -> dict[int, Outcome]:
+def outcomes_for(calls: Collection[Call]) -> dict[int, Outcome]:
     """The outcome of each call of a list, in one query for all their answers (the calls
     should come through ``with_error_flag``, or their results are read)."""
     finished = [c.pk for c in calls if c.status == Call.Status.COMPLETED]
@@ -135,7 +135,7 @@ class ListedCall:
     outcome: Outcome
 
 
-def listed_calls(calls: Sequence[Call]) -> list[ListedCall]:
+def listed_calls(calls: Collection[Call]) -> list[ListedCall]:
     outcomes = outcomes_for(calls)
     return [ListedCall(c, outcomes[c.pk]) for c in calls]
 

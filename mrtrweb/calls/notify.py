@@ -169,7 +169,8 @@ def notify_expired(round: Any) -> None:
     A split round's are its parts' people, each told of their own part: not the round's own
     assignee, who may have no part in it (nor see its call)."""
     if getattr(round, "split", False):
-        messages, to = [], []
+        messages: list[Any] = []
+        to: list[Any] = []
         for shown in parts_as_rounds(round):
             for user in recipients(shown):
                 if user.email not in {u.email for u in to}:  # one email an address

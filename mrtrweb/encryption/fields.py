@@ -15,7 +15,7 @@ from .crypto import decrypt, encrypt, seal, unseal
 if TYPE_CHECKING:
     # What the fields below give and take, for the type checker (django-stubs' fields are
     # generic in the value set and the value read; Django's own classes are not, at runtime).
-    JSONTextField = models.TextField[Any, Any]
+    JSONTextField = models.Field[Any, Any]
     CompactTextField = models.BinaryField[str | None, str | None]
 else:
     JSONTextField = models.TextField

@@ -132,7 +132,7 @@ def start_on(request: SignedInRequest, connection: str) -> HttpResponse:
     return response
 
 
-def _connect_first(request: HttpRequest, conn: Connection) -> HttpResponse:
+def _connect_first(request: SignedInRequest, conn: Connection) -> HttpResponse:
     """Send the person to connect their account, keeping what they typed (encrypted, for
     them and this session only): the form comes back filled in afterwards."""
     here = _without_restore(request)
@@ -152,7 +152,7 @@ def _without_restore(request: HttpRequest) -> str:
     return request.path + (f"?{query.urlencode()}" if query else "")
 
 
-def _restored(request: HttpRequest, conn: Connection) -> QueryDict | None:
+def _restored(request: SignedInRequest, conn: Connection) -> QueryDict | None:
     """What the person typed before connecting their account (``?restore=``), once."""
     if request.method != "GET" or not request.GET.get("restore"):
         return None
