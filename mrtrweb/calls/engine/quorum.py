@@ -178,7 +178,7 @@ def propose(
         raise NotEligible("Your answers would not count: this round's approvers are others.")
     answers = {key: dict(value) for key, value in responses.items()}
     comment = clean_comment(comment)
-    sending: list[Future[None]] = []
+    sending: list[Future[Round | None]] = []
     with transaction.atomic():
         now = timezone.now()
         # No status change: the round waits for the approvals. The guard is the proposal
@@ -210,7 +210,7 @@ def propose(
             answers=answers,
             approvals_required=policy.approvals_required,
             counted=counted,
-            **({"comment": comment} if comment else {}),
+            **_commented(comment),
         )
         # A quorum of one approval more than the proposer's is never met by proposing; the
         # check keeps the rule in one place should the proposer's vote alone suffice.
@@ -236,7 +236,7 @@ def vote(
         raise EngineError(f"Unknown verdict {verdict!r}.")
     policy = policy_of(round.call)
     comment = clean_comment(comment)
-    sending: list[Future[None]] = []
+    sending: list[Future[Round | None]] = []
     with transaction.atomic():
         # Votes on one round queue here (PostgreSQL): the count below sees every vote
         # committed before this one, so the deciding vote is never missed.
@@ -277,7 +277,7 @@ def vote(
             verdict=verdict,
             approvals=approvals,
             rejections=rejections,
-            **({"comment": comment} if comment else {}),
+            **_commented(comment),
         )
         _settle(locked, policy, sending, deliver_within, user)
     return _finish(round, sending, deliver_within)
@@ -291,7 +291,7 @@ def _stood_in(round: Round, user: User) -> Any:
 def _settle(
     round: Round,
     policy: PolicySnapshot,
-    sending: list[Future[None]],
+    sending: list[Future[Round | None]],
     deliver_within: float | None,
     deciding: Any,
 ) -> None:
@@ -339,8 +339,15 @@ def _settle(
         queue_resubmission(round.pk)
 
 
-def _finish(round: Round, sending: list[Future[None]], deliver_within: float | None) -> Round:
+def _finish(
+    round: Round, sending: list[Future[Round | None]], deliver_within: float | None
+) -> Round:
     if sending:
         handoff.wait_for(sending[0], deliver_within or 0.0)
     round.refresh_from_db()
     return round
+
+
+def _commented(comment: str) -> dict[str, Any]:
+    """The audit entry's comment, when there is one."""
+    return {"comment": comment} if comment else {}

@@ -168,6 +168,10 @@ def answer_part(
     ):
         raise AlreadyAnswered(gettext("This part of the round was already answered."))
     policy = PolicySnapshot.from_json(call.policy)
+    said: dict[str, Any] = {
+        **({"declined": refusal} if refusal else {}),
+        **({"comment": comment} if comment else {}),
+    }
     record(
         call,
         "part_answered",
@@ -176,8 +180,7 @@ def answer_part(
         part=part.key,
         keys=part.keys,
         answers=answers,
-        **({"declined": refusal} if refusal else {}),
-        **({"comment": comment} if comment else {}),
+        **said,
     )
     if refusal and policy.split_decline != SEND_WITH_OTHERS:
         # decline-round: the whole round is refused now; the other parts are not asked.
