@@ -13,8 +13,8 @@ from django.db import models
 from .crypto import decrypt, encrypt, seal, unseal
 
 if TYPE_CHECKING:
-    # What the fields below give and take, for the type checker (django-stubs' fields are
-    # generic in the value set and the value read; Django's own classes are not, at runtime).
+    # What the fields below give and take, for the type checker: any JSON value; text (or
+    # None). django-stubs' fields are generic in both; Django's classes are not at runtime.
     JSONTextField = models.Field[Any, Any]
     CompactTextField = models.BinaryField[str | None, str | None]
 else:
