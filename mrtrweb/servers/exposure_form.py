@@ -47,9 +47,8 @@ class ExposureForm(forms.ModelForm):
         self.initial.setdefault("route_user", self.instance.route_user)
         cast(forms.ChoiceField, self.fields["routing"]).choices = EXPOSURE_ROUTING
         self.fields["routing"].required = False
-        cast(forms.ModelChoiceField, self.fields["route_group"]).queryset = Group.objects.order_by(
-            "name"
-        )
+        route_group = cast(forms.ModelChoiceField, self.fields["route_group"])
+        route_group.queryset = Group.objects.order_by("name")
         self.fields["route_group"].required = False
 
     def clean_tool(self) -> str:

@@ -235,9 +235,8 @@ class ConnectionForm(forms.ModelForm):
         self.fields["max_response_bytes"].widget.attrs["min"] = 1024
         # Left empty (or not posted, by a client of the API written before it), the default.
         self.fields["question_deadline"].required = False
-        cast(forms.ModelChoiceField, self.fields["route_group"]).queryset = Group.objects.order_by(
-            "name"
-        )
+        route_group = cast(forms.ModelChoiceField, self.fields["route_group"])
+        route_group.queryset = Group.objects.order_by("name")
         self.fields["route_group"].required = False
         self.initial.setdefault("state_lifetime", lifetime_minutes(instance.state_lifetime))
         self.initial.setdefault("route_user", instance.route_user)
