@@ -48,7 +48,7 @@ help:
 	@echo "make test   set up, install the Node tools, lint, then run pytest"
 	@echo "make test-fast  the inner loop: lint, then pytest without the browser, conformance,"
 	@echo "            fault, scale-out, fuzz and bench tests (PYTEST_ARGS=... passes more)"
-	@echo "make lint   ruff check + ruff format --check + the import contracts (lint-imports)"
+	@echo "make lint   ruff check + ruff format --check + the import contracts (lint-imports) + mypy"
 	@echo "make fmt    ruff format + ruff check --fix"
 	@echo "make bench  set up, then measure latency, throughput, scale, storage and memory"
 	@echo "            (BENCH_ARGS=--quick for a short run; figures in var/bench/last.json)"
@@ -146,6 +146,9 @@ lint: $(VENV_STAMP)
 	$(VENV)/bin/ruff format --check .
 	@# Who may import whom: the contracts in pyproject.toml (about a second, so no cache).
 	$(VENV)/bin/lint-imports --no-cache --no-logo
+	@# Types: mypy's defaults on mrtrweb/, strict on mcp, oauth, elicitation and the engine
+	@# ([tool.mypy] in pyproject.toml; its cache in var/mypy).
+	$(VENV)/bin/mypy
 
 fmt: $(VENV_STAMP)
 	$(VENV)/bin/ruff format .

@@ -90,7 +90,9 @@ def database_config(
     if database_url:
         # Persistent connections are per thread, and under ASGI every sync_to_async call may
         # land on another thread, so they would pile up; connect per request instead.
-        config = dict(dj_database_url.parse(database_url, conn_max_age=0, conn_health_checks=True))
+        config: dict[str, Any] = dict(
+            dj_database_url.parse(database_url, conn_max_age=0, conn_health_checks=True)
+        )
         if config["ENGINE"] == "django.db.backends.postgresql":
             # libpq waits forever for an unanswering host by default; a bounded wait lets
             # /readyz report the database as down instead of hanging with it.

@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
-from django.http import HttpResponseRedirect, QueryDict
+from typing import TYPE_CHECKING
+
+from django.contrib.auth.models import User
+from django.http import HttpRequest, HttpResponseRedirect, QueryDict
 
 # The largest number a bigint column holds: a larger id names nothing (and some databases
 # refuse to compare with it rather than find nothing).
 LARGEST_ID = 2**63 - 1
+
+
+class SignedInRequest(HttpRequest):
+    """The request a view behind ``login_required`` (or a role check) receives: for the type
+    checker its user is a person, never ``AnonymousUser``. Nothing creates one; it is a type."""
+
+    user: User
+
+    if TYPE_CHECKING:
+
+        async def auser(self) -> User: ...
 
 
 class SeeOther(HttpResponseRedirect):

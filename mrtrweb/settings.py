@@ -230,6 +230,8 @@ AXES_RESET_ON_SUCCESS = True
 # Tries while paused are refused unchecked and do not extend the pause, so the lockout page can
 # say when it ends (and an attacker who keeps trying cannot keep the owner out for good).
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+# django-axes sets its default (429) when unset; declared for the type checker.
+AXES_HTTP_RESPONSE_CODE: int
 AXES_HANDLER = "mrtrweb.core.signin_limits.SignInLimitsHandler"
 # Its start-up banner on every manage.py command says nothing the settings don't.
 AXES_VERBOSE = False
@@ -385,6 +387,19 @@ OTP_TOTP_ISSUER = ENV.get("MRTRWEB_OTP_ISSUER", "").strip() or "mrtrweb"
 # Single sign-on through the organisation's OpenID Connect provider, beside local accounts:
 # off unless OIDC_RP_CLIENT_ID is set. The OIDC_* names are mozilla-django-oidc's settings.
 globals().update(env.oidc(ENV))
+# The names that line sets (all but the first only when single sign-on is on), declared for the
+# type checker: a bare annotation binds nothing.
+MRTRWEB_OIDC_ENABLED: bool
+OIDC_RP_CLIENT_ID: str
+OIDC_RP_CLIENT_SECRET: str
+OIDC_OP_DISCOVERY_URL: str
+OIDC_RP_SIGN_ALGO: str
+MRTRWEB_OIDC_NAME: str
+MRTRWEB_OIDC_GROUPS_CLAIM: str
+MRTRWEB_OIDC_GROUP_MAP: dict[str, list[str]]
+MRTRWEB_OIDC_CREATE_USERS: bool
+MRTRWEB_OIDC_TRUST_MFA: bool
+MRTRWEB_OIDC_MFA_AMR: list[str]
 OIDC_USE_PKCE = True
 OIDC_TIMEOUT = env.env_float(ENV, "MRTRWEB_OIDC_TIMEOUT", 10.0)
 # After the sign-in limits and the local accounts; it answers only the provider's callback.

@@ -54,7 +54,8 @@ class PersonForm(UserChangeForm):
 
 
 class TwoStepUserAdmin(UserAdmin):
-    actions = [*(UserAdmin.actions or []), reset_two_step]
+    # django-stubs declares actions per instance; this extends the class's own list.
+    actions = [*(UserAdmin.actions or []), reset_two_step]  # type: ignore[misc]
     add_form = NewPersonForm
     form = PersonForm
 

@@ -101,7 +101,7 @@ class LanguageMiddleware:
         chosen = account_language(request)
         if chosen:
             translation.activate(chosen)
-            request.LANGUAGE_CODE = chosen  # type: ignore[attr-defined]
+            request.LANGUAGE_CODE = chosen
         response = self.get_response(request)
         # Not deactivated: LocaleMiddleware's response half still reads it (Content-Language).
         if chosen and request.COOKIES.get(settings.LANGUAGE_COOKIE_NAME) != chosen:

@@ -16,7 +16,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django_htmx.http import HttpResponseClientRedirect
 
-from .second_factor import CODE_PENDING, has_code_device, is_required
+from .second_factor import CODE_PENDING, has_code_device, is_required, is_verified
 
 # Paths any signed-in session may reach unverified (prefixes).
 OPEN_PATHS = ("/api/", "/healthz", "/readyz", "/static/", "/oidc/")
@@ -37,7 +37,7 @@ class SecondFactorMiddleware:
 def _step_due(request: HttpRequest) -> str | None:
     """The page this session must pass first, if any."""
     user = request.user
-    if not user.is_authenticated or user.is_verified():
+    if not user.is_authenticated or is_verified(user):
         return None
     if request.session.get(CODE_PENDING) or (is_required(user) and has_code_device(user)):
         return "accounts:verify"

@@ -26,7 +26,7 @@ import jwt
 import requests
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, User
 from django.core.exceptions import SuspiciousOperation
 from django.core.signals import setting_changed
 from django.db import IntegrityError, transaction
@@ -221,7 +221,7 @@ class OidcBackend(KeptPermissions, OIDCAuthenticationBackend):
         """The provider's preferred username (or the email's local part) when no local account
         has it: an existing account is never taken over by a name."""
         field = self.UserModel._meta.get_field(self.UserModel.USERNAME_FIELD)
-        limit = field.max_length or 150
+        limit = getattr(field, "max_length", None) or 150
         email = str(claims.get("email") or "")
         wanted = str(claims.get("preferred_username") or email.partition("@")[0] or subject)
         kept = "".join(c for c in usernames.normalised(wanted) if c.isalnum() or c in "@.+-_")
@@ -232,7 +232,7 @@ class OidcBackend(KeptPermissions, OIDCAuthenticationBackend):
             name = f"{base}-{n}"
         return name
 
-    def _update(self, user: Any, claims: dict[str, Any]) -> None:
+    def _update(self, user: User, claims: dict[str, Any]) -> None:
         changed = []
         for field, claim in (
             ("email", "email"),
@@ -248,7 +248,7 @@ class OidcBackend(KeptPermissions, OIDCAuthenticationBackend):
         sync_groups(user, claims)
 
 
-def sync_groups(user: Any, claims: dict[str, Any]) -> None:
+def sync_groups(user: User, claims: dict[str, Any]) -> None:
     """Add the mapped groups the claim grants, remove the mapped ones it does not; groups that
     are not in the map are the site's own and stay as they are."""
     mapping: dict[str, list[str]] = settings.MRTRWEB_OIDC_GROUP_MAP

@@ -13,8 +13,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol, cast
 
+from django.contrib.auth.models import AnonymousUser, User
 from django.db import transaction
 from django_otp import DEVICE_ID_SESSION_KEY, devices_for_user
 from django_otp.models import Device
@@ -33,7 +34,20 @@ CODE_PENDING = "mrtrweb.two_step_pending"
 _APP_CODE = re.compile(r"^\d{6}$")
 
 
-def is_required(user: Any) -> bool:
+class Verifiable(Protocol):
+    """The request's person as django-otp's middleware leaves them (its documented
+    ``user.is_verified()``), which the user model's type does not name."""
+
+    def is_verified(self) -> bool: ...
+
+
+def is_verified(user: User | AnonymousUser) -> bool:
+    """Whether this session passed a second factor (django-otp's ``user.is_verified()``; the
+    request's user only, which the middleware prepared)."""
+    return cast(Verifiable, user).is_verified()
+
+
+def is_required(user: User) -> bool:
     """Admins and operators (superusers count as both) and staff, who reach the Django admin,
     must verify every session with a second factor; others may."""
     return bool(
@@ -42,7 +56,7 @@ def is_required(user: Any) -> bool:
     )
 
 
-def session_passed(session: Mapping[str, Any], user: Any) -> bool:
+def session_passed(session: Mapping[str, Any], user: User) -> bool:
     """Whether a session of ``user`` may be used as far as the second factor goes: it passed
     one (the device django-otp's ``login`` stored is still this person's and confirmed), or
     it needs none. For code that reads a session without ``OTPMiddleware`` (websockets), by
@@ -55,19 +69,19 @@ def session_passed(session: Mapping[str, Any], user: Any) -> bool:
     return not (session.get(CODE_PENDING) or is_required(user))
 
 
-def has_code_device(user: Any) -> bool:
+def has_code_device(user: User) -> bool:
     return TOTPDevice.objects.filter(user=user, confirmed=True).exists()
 
 
-def app_device(user: Any) -> TOTPDevice | None:
+def app_device(user: User) -> TOTPDevice | None:
     return TOTPDevice.objects.filter(user=user, confirmed=True).first()
 
 
-def backup_codes_left(user: Any) -> int:
+def backup_codes_left(user: User) -> int:
     return StaticToken.objects.filter(device__user=user, device__confirmed=True).count()
 
 
-def enrolment_device(user: Any) -> TOTPDevice:
+def enrolment_device(user: User) -> TOTPDevice:
     """The unconfirmed app device this person is enrolling, made on first asking.
 
     Kept until confirmed, so reloading the enrolment page shows the same secret as the app
@@ -89,7 +103,7 @@ def normalise(code: str) -> str:
     return re.sub(r"[\s-]+", "", code).lower()
 
 
-def check_code(user: Any, code: str) -> Checked:
+def check_code(user: User, code: str) -> Checked:
     """Try ``code`` on this person's devices: six digits on the app, anything else as a
     backup code (which is used up). Each wrong code makes that device wait longer before the
     next try (django-otp's throttling: 1, 2, 4, ... seconds)."""
@@ -128,7 +142,7 @@ def finish_enrolment(device: TOTPDevice) -> list[str]:
 
 
 @transaction.atomic
-def new_backup_codes(user: Any) -> list[str]:
+def new_backup_codes(user: User) -> list[str]:
     """Replace this person's backup codes with BACKUP_CODES new ones (shown once: only the
     person's page ever has them in clear)."""
     StaticDevice.objects.filter(user=user).delete()
@@ -141,7 +155,7 @@ def new_backup_codes(user: Any) -> list[str]:
 
 
 @transaction.atomic
-def remove_devices(user: Any) -> int:
+def remove_devices(user: User) -> int:
     """Every second-factor device of this person, gone (turning it off, or a lost phone).
     Returns how many were removed."""
     removed = 0

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.auth import BACKEND_SESSION_KEY, SESSION_KEY
+from django.contrib.auth.models import User
 from django.contrib.sessions.backends.db import SessionStore as DatabaseSessionStore
 from django.contrib.sessions.models import Session
 from django.utils import timezone
@@ -27,7 +28,7 @@ _LIVE = Prepared(
 
 
 class SessionStore(DatabaseSessionStore):
-    def decode(self, session_data: str) -> dict[str, Any]:
+    def decode(self, session_data: bytes | str) -> dict[str, Any]:
         session = super().decode(session_data)
         # Signed in before the app's own backend (the same one).
         if session.get(BACKEND_SESSION_KEY) == backends.DJANGOS:
@@ -46,7 +47,7 @@ class SessionStore(DatabaseSessionStore):
         return super().load()
 
 
-def end_other_sessions(user: Any, keep: str | None) -> int:
+def end_other_sessions(user: User, keep: str | None) -> int:
     """Delete every session ``user`` is signed in with, but ``keep`` (the session of the
     request that changed the password); how many ended.
 

@@ -8,7 +8,7 @@ from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils import translation
@@ -16,7 +16,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
 
-from mrtrweb.http import SeeOther
+from mrtrweb.http import SeeOther, SignedInRequest
 
 from . import languages
 from .models import Preferences
@@ -60,7 +60,7 @@ class LanguageForm(forms.Form):
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def account(request: HttpRequest) -> HttpResponse:
+def account(request: SignedInRequest) -> HttpResponse:
     browser = request.COOKIES.get(COOKIE, "")
     browser_zone = browser if zone(browser) is not None else ""
     form = TimeZoneForm(

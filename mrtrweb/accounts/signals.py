@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.contrib.auth.signals import user_logged_in
 from django.dispatch import receiver
 
@@ -13,7 +14,7 @@ from .timezones import SESSION_KEY
 
 
 @receiver(user_logged_in, dispatch_uid="mrtrweb.accounts.code_pending")
-def note_code_device(sender: Any, request: Any, user: Any, **kwargs: Any) -> None:
+def note_code_device(sender: Any, request: Any, user: User, **kwargs: Any) -> None:
     session = getattr(request, "session", None)
     if session is None:
         return
@@ -24,7 +25,7 @@ def note_code_device(sender: Any, request: Any, user: Any, **kwargs: Any) -> Non
 
 
 @receiver(user_logged_in, dispatch_uid="mrtrweb.accounts.time_zone")
-def note_time_zone(sender: Any, request: Any, user: Any, **kwargs: Any) -> None:
+def note_time_zone(sender: Any, request: Any, user: User, **kwargs: Any) -> None:
     """The account's time zone and language, kept in the new session: pages then need no query
     for them."""
     session = getattr(request, "session", None)

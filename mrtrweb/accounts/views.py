@@ -22,7 +22,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 from django_otp import login as otp_login
 
-from mrtrweb.http import SeeOther
+from mrtrweb.http import SeeOther, SignedInRequest
 
 from . import second_factor
 from .forms import CodeForm
@@ -51,10 +51,10 @@ def _verified(request: HttpRequest, device: Any) -> None:
 @never_cache
 @login_required
 @require_http_methods(["GET", "POST"])
-def verify(request: HttpRequest) -> HttpResponse:
+def verify(request: SignedInRequest) -> HttpResponse:
     """The code asked of a person with a device before their session counts as verified."""
     user = request.user
-    if user.is_verified():
+    if second_factor.is_verified(user):
         return SeeOther(_next(request))
     if not second_factor.has_code_device(user):
         request.session.pop(second_factor.CODE_PENDING, None)
@@ -79,13 +79,13 @@ def verify(request: HttpRequest) -> HttpResponse:
 @never_cache
 @login_required
 @require_http_methods(["GET", "POST"])
-def enrol(request: HttpRequest) -> HttpResponse:
+def enrol(request: SignedInRequest) -> HttpResponse:
     """Set up an authenticator app: scan (or type) the secret, confirm with a code, then the
     backup codes, once."""
     user = request.user
     if second_factor.has_code_device(user):
         # Replacing an app is turning two-step off first (or an admin's reset).
-        if not user.is_verified():
+        if not second_factor.is_verified(user):
             return SeeOther(f"{reverse('accounts:verify')}?{request.GET.urlencode()}")
         return SeeOther(reverse("accounts:two_step"))
     device = second_factor.enrolment_device(user)
@@ -117,7 +117,7 @@ def enrol(request: HttpRequest) -> HttpResponse:
 @never_cache
 @login_required
 @require_http_methods(["GET"])
-def two_step(request: HttpRequest) -> HttpResponse:
+def two_step(request: SignedInRequest) -> HttpResponse:
     """A person's own page: whether two-step sign-in is on, and what they can do about it."""
     user = request.user
     context = {
@@ -131,7 +131,7 @@ def two_step(request: HttpRequest) -> HttpResponse:
 @never_cache
 @login_required
 @require_POST
-def backup_codes(request: HttpRequest) -> HttpResponse:
+def backup_codes(request: SignedInRequest) -> HttpResponse:
     """New backup codes (the old ones stop working), shown once."""
     if not second_factor.has_code_device(request.user):
         return SeeOther(reverse("accounts:two_step"))
@@ -145,7 +145,7 @@ def backup_codes(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def turn_off(request: HttpRequest) -> HttpResponse:
+def turn_off(request: SignedInRequest) -> HttpResponse:
     user = request.user
     if second_factor.is_required(user):
         messages.error(

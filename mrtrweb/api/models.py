@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.db import models
 from django.utils import timezone
 
@@ -53,7 +53,7 @@ class ApiToken(models.Model):
         return f"{self.name} ({TOKEN_PREFIX}{self.prefix}_…)"
 
     @classmethod
-    def issue(cls, user: Any, name: str) -> tuple[ApiToken, str]:
+    def issue(cls, user: User, name: str) -> tuple[ApiToken, str]:
         """A new token for ``user`` and its plain text, which is never available again."""
         prefix = secrets.token_hex(4)
         plain = f"{TOKEN_PREFIX}{prefix}_{secrets.token_urlsafe(32)}"

@@ -9,7 +9,7 @@ same classes, is what the API really sends.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from pydantic.alias_generators import to_camel
@@ -19,8 +19,13 @@ from mrtrweb.calls.models import Call, Round
 Method = Literal["tools/call", "prompts/get", "resources/read"]
 Action = Literal["accept", "decline", "cancel"]
 # Taken from the models, so a status they gain is one the API can send (and documents).
-CallStatus = Literal[tuple(Call.Status.values)]  # type: ignore[valid-type]
-RoundStatus = Literal[tuple(Round.Status.values)]  # type: ignore[valid-type]
+# A type checker cannot build a Literal at runtime: for it they are text.
+if TYPE_CHECKING:
+    CallStatus = str
+    RoundStatus = str
+else:
+    CallStatus = Literal[tuple(Call.Status.values)]
+    RoundStatus = Literal[tuple(Round.Status.values)]
 Name = Annotated[str, StringConstraints(min_length=1, max_length=2000)]
 # JSON objects coming from a server (arguments, schemas, results): any JSON object.
 JsonObject = dict[str, Any]

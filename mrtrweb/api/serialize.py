@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.http import HttpRequest
 from django.urls import reverse
 from pydantic.alias_generators import to_camel
@@ -31,7 +32,7 @@ from .schemas import (
 )
 
 
-def _username(user: Any) -> str | None:
+def _username(user: User | None) -> str | None:
     return user.get_username() if user is not None else None
 
 
@@ -133,7 +134,7 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def server_out(user: Any, connection: Connection) -> ServerOut:
+def server_out(user: User, connection: Connection) -> ServerOut:
     everything = sees_whole_catalog(user)
     catalog = connection.catalog or {}
     tools = [

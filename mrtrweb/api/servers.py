@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Annotated, Any
 
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, User
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from ninja import Status
@@ -157,7 +157,7 @@ def _save(form: ConnectionForm) -> Connection:
     return form.save()
 
 
-def _log(user: Any, connection: Connection, form: ConnectionForm, verb: str) -> None:
+def _log(user: User, connection: Connection, form: ConnectionForm, verb: str) -> None:
     # Names of what changed, never values: the values may be secrets.
     secret = ("bearer_token", "headers", "oauth_client_secret", "oauth_private_key")
     changed = [f for f in form.changed_data if f not in secret]
@@ -171,7 +171,7 @@ def _log(user: Any, connection: Connection, form: ConnectionForm, verb: str) -> 
     )
 
 
-def create(request: HttpRequest, response: HttpResponse, user: Any, body: CreateServer) -> Status:
+def create(request: HttpRequest, response: HttpResponse, user: User, body: CreateServer) -> Status:
     form = ConnectionForm(_form_data(body, Connection()))
     connection = _save(form)
     _log(user, connection, form, "created")
@@ -193,7 +193,7 @@ def show(name: str) -> ServerSettingsOut:
     return server_settings_out(_connection(name))
 
 
-def update(user: Any, name: str, body: UpdateServer) -> ServerSettingsOut:
+def update(user: User, name: str, body: UpdateServer) -> ServerSettingsOut:
     connection = _connection(name)
     form = ConnectionForm(_form_data(body, connection), instance=connection)
     connection = _save(form)
@@ -201,7 +201,7 @@ def update(user: Any, name: str, body: UpdateServer) -> ServerSettingsOut:
     return server_settings_out(_connection(name))
 
 
-def test(user: Any, name: str) -> ServerTestOut:
+def test(user: User, name: str) -> ServerTestOut:
     connection = _connection(name)
     report = refresh_catalog(connection)
     summary = probe_summary(report, connection)

@@ -10,7 +10,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, User
 from django.urls import reverse
 from pydantic.alias_generators import to_camel
 
@@ -73,7 +73,7 @@ def routing(body: StartCall) -> tuple[Any, Any]:
     return None, None
 
 
-def policy(user: Any, connection: Connection, body: StartCall) -> PolicySnapshot | None:
+def policy(user: User, connection: Connection, body: StartCall) -> PolicySnapshot | None:
     """The call's own policy, when the body gives one: only operators and admins may, since an
     end user's program could otherwise lift the quorum an organisation set. Checked as the
     console's form is (``policies.validation``)."""
@@ -133,7 +133,7 @@ def check_webhook(url: str) -> None:
         raise field_error("webhook", f"The webhook cannot be used: {exc}.") from None
 
 
-def check_startable(user: Any, connection: Connection, method: str, target: str) -> None:
+def check_startable(user: User, connection: Connection, method: str, target: str) -> None:
     """The start page's rules: end users only exposed tools; prompts and resources only for
     those who see the whole catalog; tools and prompts as the (fresh) catalog lists them."""
     if method != Call.Method.TOOL and not sees_whole_catalog(user):

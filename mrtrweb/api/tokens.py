@@ -20,7 +20,7 @@ from django.utils.translation import gettext_lazy as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
-from mrtrweb.http import SeeOther
+from mrtrweb.http import SeeOther, SignedInRequest
 
 from .models import ApiToken
 
@@ -36,7 +36,7 @@ class TokenForm(forms.Form):
 @never_cache
 @login_required
 @require_http_methods(["GET", "POST"])
-def token_list(request: HttpRequest) -> HttpResponse:
+def token_list(request: SignedInRequest) -> HttpResponse:
     form = TokenForm(request.POST or None)
     created = None
     status = 200
@@ -52,7 +52,7 @@ def token_list(request: HttpRequest) -> HttpResponse:
 
 
 def _render(
-    request: HttpRequest,
+    request: SignedInRequest,
     form: TokenForm,
     *,
     created: dict[str, Any] | None = None,
@@ -67,7 +67,7 @@ def _render(
 @never_cache
 @login_required
 @require_POST
-def token_secret(request: HttpRequest, pk: int) -> HttpResponse:
+def token_secret(request: SignedInRequest, pk: int) -> HttpResponse:
     """The page again, with this token's webhook secret shown (receivers verify with it)."""
     token = get_object_or_404(ApiToken, pk=pk, user=request.user)
     return _render(request, TokenForm(), secret_of=token)

@@ -24,8 +24,10 @@ def redact(target: str) -> str:
 class RedactAuthorizationResponse(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         args = record.args
-        if isinstance(args, tuple) and len(args) > _TARGET and isinstance(args[_TARGET], str):
-            record.args = (*args[:_TARGET], redact(args[_TARGET]), *args[_TARGET + 1 :])
+        if isinstance(args, tuple) and len(args) > _TARGET:
+            target = args[_TARGET]
+            if isinstance(target, str):
+                record.args = (*args[:_TARGET], redact(target), *args[_TARGET + 1 :])
         return True
 
 

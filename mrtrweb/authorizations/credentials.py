@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping
-from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.contrib.auth.models import User
 
 from mrtrweb import oauth
 from mrtrweb.mcp import AuthorizationRequired, NotDelivered
@@ -39,7 +39,7 @@ __all__ = ["REFRESH_AHEAD", "DatabaseAuthenticator", "authenticator_for"]
 REFRESH_AHEAD = 60.0
 
 
-def authenticator_for(connection: Connection, user: Any) -> DatabaseAuthenticator | None:
+def authenticator_for(connection: Connection, user: User) -> DatabaseAuthenticator | None:
     """The authenticator of ``user``'s calls on ``connection``; None when the connection uses
     no OAuth (no credentials, or a static header: the call's own snapshot of them)."""
     if store.kind_of(connection) is None:
@@ -60,7 +60,7 @@ class DatabaseAuthenticator:
     reconnect): the engine's words for the wait.
     """
 
-    def __init__(self, connection: Connection, user: Any) -> None:
+    def __init__(self, connection: Connection, user: User) -> None:
         self.connection = connection
         self.kind = store.kind_of(connection)
         self.user = user if self.kind == Authorization.Kind.PERSON else None

@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 import httpx
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.http import HttpRequest
 from django.urls import reverse
@@ -34,6 +35,7 @@ from django.utils import timezone
 
 from mrtrweb import oauth
 from mrtrweb.db.prepared import Prepared
+from mrtrweb.http import SignedInRequest
 from mrtrweb.mcp import io_loop
 from mrtrweb.servers.models import Connection
 
@@ -275,13 +277,15 @@ def _owner_of(request: HttpRequest, kind: str) -> Any:
     return request.user if kind == Authorization.Kind.PERSON else None
 
 
-def scopes_to_ask(connection: Connection, user: Any, discovery: oauth.Discovery) -> tuple[str, ...]:
+def scopes_to_ask(
+    connection: Connection, user: User | None, discovery: oauth.Discovery
+) -> tuple[str, ...]:
     """The scopes a connect asks for: the server's, with what ``user`` (None: the
     connection's own) was granted and wanted before."""
     return oauth.choose_scopes(discovery, None, _scopes_before(connection, user))
 
 
-def _scopes_before(connection: Connection, user: Any) -> tuple[str, ...]:
+def _scopes_before(connection: Connection, user: User | None) -> tuple[str, ...]:
     """What was granted (and wanted) before: a reconnect keeps asking for it."""
     existing = Authorization.objects.filter(connection=connection, user=user).first()
     if existing is None:
@@ -290,7 +294,7 @@ def _scopes_before(connection: Connection, user: Any) -> tuple[str, ...]:
 
 
 def begin(
-    request: HttpRequest,
+    request: SignedInRequest,
     connection: Connection,
     kind: str,
     return_to: str,
@@ -421,7 +425,7 @@ def complete(request: HttpRequest, params: Mapping[str, str]) -> Completed:
 
 def save_tokens(
     connection: Connection,
-    user: Any,
+    user: User | None,
     kind: str,
     registration: ClientRegistration | None,
     issuer: str,
@@ -450,14 +454,14 @@ def save_tokens(
 # -- whether a person must connect -----------------------------------------------------------
 
 
-def has_active(connection: Connection, user: Any) -> bool:
+def has_active(connection: Connection, user: User) -> bool:
     """Whether ``user`` holds a working authorization of their own on ``connection``."""
     return Authorization.objects.filter(
         connection=connection, user=user, status=Authorization.Status.ACTIVE
     ).exists()
 
 
-def must_connect(connection: Connection, user: Any, *, refused: bool = False) -> bool:
+def must_connect(connection: Connection, user: User, *, refused: bool = False) -> bool:
     """Whether ``user`` must connect their account before using ``connection``: it is OAuth
     per person, they hold no working authorization, and the server is known to want one
     (it was discovered, or it just ``refused`` them)."""

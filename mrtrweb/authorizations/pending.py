@@ -17,6 +17,7 @@ from django.db import transaction
 from django.http import HttpRequest
 from django.utils import timezone
 
+from mrtrweb.http import SignedInRequest
 from mrtrweb.servers.models import Connection
 
 from .addresses import safe_return_to
@@ -60,7 +61,7 @@ def forget_expired() -> None:
 # -- what a person typed, kept while they connect ----------------------------------------
 
 
-def hold_draft(request: HttpRequest, connection: Connection, return_to: str, draft: Any) -> str:
+def hold_draft(request: SignedInRequest, connection: Connection, return_to: str, draft: Any) -> str:
     """Keep ``draft`` (encrypted, bound to this person and session, ten minutes) and give
     the key that :func:`.flow.begin` (``held=``) or :func:`take_draft` gets it back with."""
     key = secrets.token_urlsafe(24)
@@ -79,7 +80,7 @@ def hold_draft(request: HttpRequest, connection: Connection, return_to: str, dra
     return key
 
 
-def take_draft(request: HttpRequest, connection: Connection, key: str) -> Any:
+def take_draft(request: SignedInRequest, connection: Connection, key: str) -> Any:
     """The draft kept under ``key`` for this person, session and connection (once), or None."""
     if not key:
         return None

@@ -41,7 +41,11 @@ def revoke(authorization: Authorization) -> str:
     if not tokens:
         return ""
     endpoint = discovery.server_metadata.get("revocation_endpoint") if discovery else None
-    if not isinstance(endpoint, str) or not endpoint.startswith(("https://", "http://")):
+    if (
+        discovery is None
+        or not isinstance(endpoint, str)
+        or not endpoint.startswith(("https://", "http://"))
+    ):
         return NOT_OFFERED
     # The client the tokens were issued to (for client credentials: the operator's).
     identity = store.client_identity(connection, discovery, client_id=client_pk)

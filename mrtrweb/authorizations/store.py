@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -73,11 +74,12 @@ class Held:
 
 def kind_of(connection: Connection) -> str | None:
     """Which authorization a connection's calls use, None when it uses none."""
-    return {
+    kinds: dict[str, str] = {
         Connection.Auth.OAUTH_PERSON: Authorization.Kind.PERSON,
         Connection.Auth.OAUTH_SHARED: Authorization.Kind.SHARED,
         Connection.Auth.CLIENT_CREDENTIALS: Authorization.Kind.CLIENT_CREDENTIALS,
-    }.get(connection.auth)
+    }
+    return kinds.get(connection.auth)
 
 
 def _rows(connection_id: int, user_id: int | None) -> Any:
@@ -290,13 +292,13 @@ def _auth_method(connection: Connection, discovery: oauth.Discovery) -> str:
 # -- words for people ----------------------------------------------------------------------
 
 
-def person_name(user: Any) -> str:
+def person_name(user: User | None) -> str:
     if user is None:
         return "an operator"
     return user.get_full_name() or user.get_username()
 
 
-def who_must_reconnect(connection: Connection, user: Any) -> str:
+def who_must_reconnect(connection: Connection, user: User) -> str:
     """ "Ada Lovelace" for a person's own account, "an operator" for the connection's."""
     kind = kind_of(connection)
     return person_name(user if kind == Authorization.Kind.PERSON else None)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.contrib.auth.models import User
+
 from mrtrweb.servers.models import Connection
 
 from . import engine
@@ -19,7 +21,7 @@ logger = logging.getLogger(__name__)
 
 
 def account_connected(
-    sender: Any, *, connection: Connection, user: Any = None, **kwargs: Any
+    sender: Any, *, connection: Connection, user: User | None = None, **kwargs: Any
 ) -> None:
     """Send what waited for this account: the person's calls, or every call on the
     connection for its own account."""

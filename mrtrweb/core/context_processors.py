@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
 from django.db import connections, router
 from django.http import HttpRequest
 from django.utils import timezone
@@ -32,7 +34,7 @@ def people(request: HttpRequest) -> dict[str, Any]:
 INBOX_COUNT_CAP = 99
 
 
-def _waiting(user: Any) -> int | str:
+def _waiting(user: User) -> int | str:
     """How many rounds wait for ``user``, up to the cap: what their inbox lists
     (``calls.access.waiting_for``: theirs, their groups' that nobody else claimed, the rounds
     they stand in for now and those handed to someone standing in for them, split
@@ -50,7 +52,7 @@ def _waiting(user: Any) -> int | str:
     me = user.pk
     waiting = [Round.Status.PENDING, ""]
     whole, split = [*waiting, False], [*waiting, True]
-    params = [
+    params: list[Any] = [
         *whole, me, limit,  # theirs
         *whole, me, me, limit,  # their groups', unclaimed or claimed by them
         *whole, now, now, me, bool(user.is_active), now, now, me, limit,  # they stand in for
@@ -76,7 +78,8 @@ def _waiting_sql(alias: str) -> str:
     the ORM's definition (``waiting_for``) in every routing. Its parameters, branch by branch:
     the round's status, the empty reason and whether it is split, then the branch's own (see
     :func:`_waiting`; a part's status and person first), then the cap."""
-    quote = connections[alias].ops.quote_name
+    # Any: it quotes concrete fields' columns, which django-stubs types as optional.
+    quote: Callable[[Any], str] = connections[alias].ops.quote_name
     rounds, parts = Round._meta, RoundPart._meta
     users = get_user_model()
     delegations = Delegation._meta

@@ -126,7 +126,7 @@ def server_error(request: HttpRequest) -> HttpResponseServerError:
     # No request passed to the template: no context processor runs (they read the database,
     # which may be what failed), and no user is looked up.
     try:
-        body = loader.render_to_string("500.html", {})
+        body: str = loader.render_to_string("500.html", {})
     except Exception:
         logger.exception("the 500 page could not be rendered")
         body = PLAIN_500

@@ -182,7 +182,7 @@ def _is_state(name: str) -> bool:
     return "requeststate" in flat and not flat.endswith("sha256")
 
 
-def _parked_requests(events: list[Event]) -> dict[int, Any]:
+def _parked_requests(events: list[Event]) -> dict[int | None, Any]:
     """The inputRequests of the rounds parked by these events (the round row holds what was
     asked; the event does not copy it), in one query."""
     ids = {

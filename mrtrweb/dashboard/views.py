@@ -117,7 +117,7 @@ def admin_only(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]
 
 def _partial(request: HttpRequest) -> bool:
     """Whether to answer with the results fragment: an htmx swap, not a history restore."""
-    htmx = getattr(request, "htmx", None)
+    htmx: Any = getattr(request, "htmx", None)
     return bool(htmx) and not htmx.history_restore_request and not htmx.boosted
 
 

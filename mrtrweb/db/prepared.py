@@ -145,7 +145,7 @@ class Prepared(Generic[M]):
             if not isinstance(value, kind) or isinstance(value, bool):
                 raise TypeError(f"{self!r}: {value!r} is not {kind.__name__}")
             # The ORM would make a naive one aware (with a warning) first.
-            if kind is datetime and value.tzinfo is None:
+            if isinstance(value, datetime) and kind is datetime and value.tzinfo is None:
                 raise TypeError(f"{self!r}: {value!r} has no time zone")
 
     def _params(self, statement: _Statement, values: tuple[Any, ...], alias: str) -> list[Any]:
@@ -243,7 +243,7 @@ def _objects(statement: _Statement, values: list[Any], alias: str, connection: A
         if row[pk_at] is not None:  # None: no related row (a nullable key, a LEFT JOIN)
             obj = each.model.from_db(alias, [f.attname for f in each.fields], row)
         made.append(obj)
-        if each.parent is not None and made[each.parent] is not None:
+        if each.parent is not None and each.via is not None and made[each.parent] is not None:
             setattr(made[each.parent], each.via, obj)
     return made[0]
 

@@ -130,7 +130,8 @@ def _compile(
                 rows = rows.exclude(**walk.unless)
             query = rows.query.chain(UpdateQuery)
             walk.send_as_lookups_do(query.where)
-            query.add_update_values(walk.values)
+            # django-stubs types chain() as giving a Query, not the class it is asked for.
+            query.add_update_values(walk.values)  # type: ignore[attr-defined]
             query.clear_select_clause()
             try:
                 sql, params = query.get_compiler(alias).as_sql()
@@ -220,7 +221,8 @@ class _Walk:
         for lookup in _lookups(where):
             if not isinstance(lookup, FieldGetDbPrepValueMixin):
                 continue
-            rhs = lookup.rhs if lookup.get_db_prep_lookup_value_is_iterable else [lookup.rhs]
+            # django-stubs' mixin does not name the rhs of the lookups it is mixed into.
+            rhs = lookup.rhs if lookup.get_db_prep_lookup_value_is_iterable else [lookup.rhs]  # type: ignore[attr-defined]
             for value in rhs:
                 for i, standing_in in enumerate(self.stand_ins):
                     if _same(value, standing_in):
@@ -262,12 +264,14 @@ class _Walk:
         if kind is None:
             self.values[name] = value
             return ("=", value)
-        self.values[name] = self._slot(value, kind, lambda _: field.get_db_prep_save)
+        # A concrete field: the ORM refused a relation's other side above.
+        self.values[name] = self._slot(value, kind, lambda _: field.get_db_prep_save)  # type: ignore[union-attr]
         return (kind.__name__, type(field).__name__)
 
     def _expression(self, expression: Any) -> tuple[Hashable, Any]:
         if isinstance(expression, F) and type(expression) is F:
-            return ("F", expression.name), expression
+            # django-stubs leaves out F's name.
+            return ("F", expression.name), expression  # type: ignore[attr-defined]
         if type(expression) is Value:
             # An output field given (or worked out already) might send the value otherwise.
             if "output_field" in vars(expression):

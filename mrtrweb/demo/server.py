@@ -296,13 +296,13 @@ def build_server(base_url: str, state_key: str | None = None) -> FastMCP:
             return ask(ctx, {"approval": approval_question(version)}, {"asked": "approval"})
         if reply.action != "accept":
             return not_done(reply.action, f"Deployment of {version}", version=version)
-        content = dict(reply.content or {})
+        content: dict[str, Any] = dict(reply.content or {})
         problems = approval_problems(content)
         if problems:
             # Ask again rather than fail: the person can fix the answer.
             question = approval_question(version, "; ".join(problems))
             return ask(ctx, {"approval": question}, {"asked": "approval"})
-        details = {
+        details: dict[str, Any] = {
             "version": version,
             "service": content["service"],
             "replicas": content["replicas"],
@@ -345,7 +345,7 @@ def build_server(base_url: str, state_key: str | None = None) -> FastMCP:
                 return ask(ctx, {"payment": payment_question(item, quantity, shipping)}, state)
             if reply.action != "accept":
                 return not_done(reply.action, f"Purchase of {item}", step="payment")
-            payment = dict(reply.content or {})
+            payment: dict[str, Any] = dict(reply.content or {})
             if payment.get("confirm") is not True:
                 return done(
                     f"Payment not confirmed; {item} was not ordered and nothing was charged.",

@@ -114,7 +114,7 @@ def _normalised(spec: FieldSpec, value: Any) -> Any:
     return value  # booleans and single choices are taken as they are
 
 
-def _string(spec: FieldSpec, value: Any) -> str | None:
+def _string(spec: FieldSpec, value: object) -> str | None:
     if not isinstance(value, str):
         raise AnswerProblem(_("Enter text."))
     # NUL is legal in JSON but PostgreSQL refuses it in text and jsonb, where answers are kept.

@@ -6,11 +6,20 @@ import base64
 import binascii
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import models
 
 from .crypto import decrypt, encrypt, seal, unseal
+
+if TYPE_CHECKING:
+    # What the fields below give and take, for the type checker: any JSON value; text (or
+    # None). django-stubs' fields are generic in both; Django's classes are not at runtime.
+    JSONTextField = models.Field[Any, Any]
+    CompactTextField = models.BinaryField[str | None, str | None]
+else:
+    JSONTextField = models.TextField
+    CompactTextField = models.BinaryField
 
 
 class EncryptedTextField(models.TextField):
@@ -35,7 +44,7 @@ class EncryptedTextField(models.TextField):
 _EMPTY_OBJECT = "{}"
 
 
-class EncryptedJSONField(models.TextField):
+class EncryptedJSONField(JSONTextField):
     """A JSON value stored as one Fernet token (headers may carry API keys).
 
     ``None`` is ``NULL``; an empty object is the text ``{}`` (nothing to hide); anything else
@@ -102,7 +111,7 @@ def _expand(plain: bytes) -> str:
     return prefix + base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
 
 
-class EncryptedCompactTextField(models.BinaryField):
+class EncryptedCompactTextField(CompactTextField):
     """A text value encrypted at rest, in as few bytes as it takes: sealed with
     :func:`~.crypto.seal` (AES-GCM under the FERNET_KEYS, 31 bytes over the plaintext), the
     text's base64 decoded first when it is a base64url token.

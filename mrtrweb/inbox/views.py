@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.core.paginator import Page, Paginator
 from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet
 from django.db.models.fields.json import KT
@@ -28,7 +29,7 @@ from mrtrweb.calls.models import Call, Round
 from mrtrweb.calls.presenting.outcome_badges import Outcome, outcomes_for, round_action
 from mrtrweb.calls.presenting.policies import policy_states
 from mrtrweb.calls.presenting.rounds import present
-from mrtrweb.http import whole_number
+from mrtrweb.http import SignedInRequest, whole_number
 
 PAGE_SIZE = 25
 SNIPPET_CHARS = 200
@@ -50,7 +51,7 @@ _ROUND_HEAVY = (
 # -- queries ---------------------------------------------------------------------------------
 
 
-def pending_rounds(user: Any) -> QuerySet[Round]:
+def pending_rounds(user: User) -> QuerySet[Round]:
     """Pending rounds routed to ``user`` (theirs, or their groups' unclaimed; split rounds
     while a part of theirs waits), newest first."""
     return (
@@ -68,7 +69,7 @@ def pending_rounds(user: Any) -> QuerySet[Round]:
     )
 
 
-def answered_rounds(user: Any) -> QuerySet[Round]:
+def answered_rounds(user: User) -> QuerySet[Round]:
     """Rounds ``user`` answered (or cancelled, for admins), newest answer first."""
     return (
         Round.objects.filter(answered_by=user)
@@ -83,7 +84,7 @@ def answered_rounds(user: Any) -> QuerySet[Round]:
     )
 
 
-def started_calls(user: Any) -> QuerySet[Call]:
+def started_calls(user: User) -> QuerySet[Call]:
     """Calls ``user`` started, newest first, with a short text of the result or the error.
 
     The snippets are cut in the database so a large result never leaves it for a list.
@@ -142,7 +143,7 @@ class StartedRow:
     outcome: Outcome
 
 
-def _pending_row(round: Round, user: Any, now: Any, policy: list[str]) -> PendingRow:
+def _pending_row(round: Round, user: User, now: Any, policy: list[str]) -> PendingRow:
     part = None
     if round.split:
         # Only their part's questions, never another's (one query more for such a row).
@@ -181,13 +182,15 @@ class CappedPaginator(Paginator):
     least), so a page costs the same however many rows match. ``capped`` says there are more.
     """
 
+    object_list: QuerySet[Any]
+
     def __init__(self, object_list: QuerySet[Any], per_page: int, number: int = 1) -> None:
         super().__init__(object_list, per_page)
         self.cap = max(COUNT_CAP, (min(number, 100_000) + 1) * per_page)
 
     @cached_property
     def count(self) -> int:
-        queryset = self.object_list.order_by().values("pk")  # type: ignore[union-attr]
+        queryset = self.object_list.order_by().values("pk")
         return min(queryset[: self.cap + 1].count(), self.cap + 1)
 
     @property
@@ -244,7 +247,7 @@ def _vary(response: HttpResponse) -> HttpResponse:
 
 @login_required
 @require_safe
-def index(request: HttpRequest) -> HttpResponse:
+def index(request: SignedInRequest) -> HttpResponse:
     user = request.user
     number = page_asked(request, "page")
     page = CappedPaginator(pending_rounds(user), PAGE_SIZE, number).get_page(number)
@@ -263,7 +266,7 @@ def index(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_safe
-def history(request: HttpRequest) -> HttpResponse:
+def history(request: SignedInRequest) -> HttpResponse:
     user = request.user
     wanted = _partial_for(request)
     context: dict[str, Any] = {"tab": "history"}
@@ -272,7 +275,7 @@ def history(request: HttpRequest) -> HttpResponse:
         answered = CappedPaginator(answered_rounds(user), PAGE_SIZE, number).get_page(number)
         rounds = list(answered)
         for r in rounds:  # what the call's outcome needs of its (deferred) result
-            r.call.result_is_error = r.call_is_error  # type: ignore[attr-defined]
+            r.call.result_is_error = r.call_is_error
         outcomes = outcomes_for([r.call for r in rounds])
         # A split round they sent last: only their own part's question and answer.
         rounds = [shown_to(user, r) if r.split else r for r in rounds]

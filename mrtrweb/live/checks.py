@@ -60,7 +60,8 @@ def _users(wanted: dict[str, set[Any]]) -> dict[tuple[str, Any], Any]:
     any other backend is asked per user, as ``auth.get_user`` would."""
     found: dict[tuple[str, Any], Any] = {}
     for path, ids in wanted.items():
-        backend = load_backend(path)
+        # Any: a backend with ModelBackend's get_user has its user_can_authenticate too.
+        backend: Any = load_backend(path)
         if type(backend).get_user in _MODEL_BACKENDS_GET_USER:
             users = get_user_model()._default_manager.filter(pk__in=ids)
             by_id = {user.pk: user for user in users}

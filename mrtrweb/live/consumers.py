@@ -15,11 +15,14 @@ operator who typed the password but not yet the code is not listened to either).
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypeGuard
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.urls import reverse
 
 from . import checks, frames
@@ -47,12 +50,12 @@ _KEEPS_ROUND_FORM = frozenset({"claimed", "released", "part_answered"})
 PROGRESS_RECHECK = 2.0
 
 
-def _query(scope: dict[str, Any]) -> dict[str, str]:
+def _query(scope: Mapping[str, Any]) -> dict[str, str]:
     raw = scope.get("query_string", b"").decode("latin-1")
     return {key: values[-1] for key, values in parse_qs(raw).items()}
 
 
-def _signed_in(user: Any) -> bool:
+def _signed_in(user: AbstractBaseUser | None) -> TypeGuard[AbstractBaseUser]:
     return bool(getattr(user, "is_authenticated", False) and getattr(user, "is_active", False))
 
 
@@ -76,7 +79,7 @@ class PersonSocket(AsyncWebsocketConsumer):
     closing = False
     checked_at = 0.0
 
-    async def listen_as(self, user: Any) -> bool:
+    async def listen_as(self, user: AbstractBaseUser | None) -> bool:
         """Whether ``user`` (the scope's) is signed in with the scope's session; if so the
         socket is in the groups that close it."""
         session_key = getattr(self.scope.get("session"), "session_key", None)
@@ -112,7 +115,8 @@ class PersonSocket(AsyncWebsocketConsumer):
         self.closing = True
         await super().close(code=code, reason=reason)
 
-    async def send(
+    # AsyncWebsocketConsumer's own send, which types-channels leaves typed as AsyncConsumer's.
+    async def send(  # type: ignore[override]
         self, text_data: str | None = None, bytes_data: bytes | None = None, close: bool = False
     ) -> None:
         if self.closing:
@@ -123,7 +127,7 @@ class PersonSocket(AsyncWebsocketConsumer):
         """Browsers have nothing to say on these sockets."""
 
 
-async def _sees_call(user: Any, call_id: int) -> bool:
+async def _sees_call(user: User, call_id: int) -> bool:
     """Whether ``user`` may see the call, checked with the other sockets' checks."""
     return bool(await checked(checks.sees_calls_now, (user, call_id)))
 
@@ -268,7 +272,7 @@ class InboxConsumer(PersonSocket):
             self.refetch_url, self.select = _inbox_parts(_query(self.scope).get("page", ""))
             # Its own group for events of a few people, everyone's for events of many
             # (events.inbox_sends: each event goes one way, so it is heard once).
-            for group in (user_group(user.pk), INBOX_GROUP):
+            for group in (user_group(self.person_id), INBOX_GROUP):
                 await self.channel_layer.group_add(group, self.channel_name)
                 self.groups.append(group)
         await self.accept()

@@ -92,4 +92,5 @@ class SameOriginValidator:
             raise ValueError("SameOriginValidator guards websockets only")
         if origin_allowed(scope):
             return await self.application(scope, receive, send)
-        return await WebsocketDenier.as_asgi()(scope, receive, send)
+        # types-channels wants asgiref's typed scope; this is the plain dict it is at runtime.
+        return await WebsocketDenier.as_asgi()(scope, receive, send)  # type: ignore[arg-type]

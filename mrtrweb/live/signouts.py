@@ -25,6 +25,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model, user_logged_out
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 
@@ -48,7 +49,7 @@ def close_sockets(group: str) -> None:
     transaction.on_commit(send)
 
 
-def on_logged_out(sender: Any, request: Any = None, user: Any = None, **_: Any) -> None:
+def on_logged_out(sender: Any, request: Any = None, user: User | None = None, **_: Any) -> None:
     session_key = getattr(getattr(request, "session", None), "session_key", None)
     if session_key:
         close_sockets(session_group(session_key))

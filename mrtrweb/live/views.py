@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from asgiref.sync import sync_to_async
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.contrib.auth.models import User
+from django.http import Http404, HttpResponse
 from django.views.decorators.http import require_safe
 
 from mrtrweb.calls.access import can_answer, newest_pending, visible_call
 from mrtrweb.calls.models import Call
 from mrtrweb.calls.pages import watching
-from mrtrweb.http import SeeOther
+from mrtrweb.http import SeeOther, SignedInRequest
 
 # How long ``?hold=1`` (the call page's reload without JavaScript) holds the request while
 # the call is on its way: well under the read timeouts of proxies (a minute, commonly); a
@@ -22,7 +21,7 @@ HOLD_SECONDS = 15.0
 
 @login_required
 @require_safe
-async def next_step(request: HttpRequest, pk: int) -> HttpResponse:
+async def next_step(request: SignedInRequest, pk: int) -> HttpResponse:
     """The newest round of the call that waits for this person's answer, else the call page.
 
     A round page that watches its call fetches this when the call moves on, so it shows the
@@ -46,7 +45,7 @@ def _arrived(first: watching.Seen, now: watching.Seen) -> bool:
     return not watching.in_flight(now)
 
 
-def _next_page(user: Any, call: Call) -> str:
+def _next_page(user: User, call: Call) -> str:
     waiting = newest_pending(user, call)
     if waiting is not None and can_answer(user, waiting):
         return waiting.get_absolute_url()

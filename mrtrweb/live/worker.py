@@ -173,7 +173,7 @@ def _serving() -> None:
     start_inprocess_worker()
 
 
-def with_inprocess_worker(app: ASGIApp) -> ASGIApp:
+def with_inprocess_worker(app: Callable[..., Awaitable[None]]) -> ASGIApp:
     """Wrap the ASGI app: answer the lifespan protocol, and start the worker when serving."""
 
     async def application(scope: Scope, receive: Receive, send: Send) -> None:

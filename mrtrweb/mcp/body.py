@@ -12,7 +12,7 @@ so the transport can; an event with empty data is never handed on as a message.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass
 
@@ -63,7 +63,7 @@ class SSEEvent:
     is_message: bool
 
 
-async def sse_events(response: httpx.Response, limit: int) -> AsyncIterator[SSEEvent]:
+async def sse_events(response: httpx.Response, limit: int) -> AsyncGenerator[SSEEvent, None]:
     """Every event of an SSE body, within ``limit`` bytes (see :func:`sse_data`)."""
     # httpx-sse reads an httpx.Response: this one streams the limited bytes of the real one.
     limited = httpx.Response(

@@ -146,9 +146,8 @@ class UnsupportedProtocolVersion(JSONRPCError):
 
     @property
     def requested(self) -> str | None:
-        if isinstance(self.data, dict) and isinstance(self.data.get("requested"), str):
-            return self.data["requested"]
-        return None
+        requested = self.data.get("requested") if isinstance(self.data, dict) else None
+        return requested if isinstance(requested, str) else None
 
 
 class MethodNotFound(JSONRPCError):

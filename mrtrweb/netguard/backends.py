@@ -61,7 +61,7 @@ class GuardedBackend(httpcore.NetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.NetworkStream:
-        options = {"timeout": timeout, "local_address": local_address}
+        options: dict[str, Any] = {"timeout": timeout, "local_address": local_address}
         if _trusted(self._trusts, host, port):
             return self._inner.connect_tcp(host, port, socket_options=socket_options, **options)
         try:
@@ -112,7 +112,7 @@ class AsyncGuardedBackend(httpcore.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        options = {"timeout": timeout, "local_address": local_address}
+        options: dict[str, Any] = {"timeout": timeout, "local_address": local_address}
         if _trusted(self._trusts, host, port):
             return await self._inner.connect_tcp(
                 host, port, socket_options=socket_options, **options

@@ -125,7 +125,7 @@ def _signing_alg(discovery: Discovery, key: RSAKey | ECKey | OKPKey) -> str:
     }[type(key)]
     if isinstance(offered, list):
         for alg in offered:
-            if alg in by_key:
+            if isinstance(alg, str) and alg in by_key:
                 return alg
     return by_key[0]
 

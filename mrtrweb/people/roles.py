@@ -9,13 +9,13 @@ Superusers count as admins and operators.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group, Permission
+from django.contrib.auth.models import AnonymousUser, Group, Permission, User
 from django.contrib.contenttypes.models import ContentType
 from django.db import connections, router
 
@@ -92,16 +92,16 @@ def load_permissions(*users: Any) -> None:
         _keep(user, mine[user.pk], theirs[user.pk])
 
 
-def _keep(user: Any, mine: set[str], theirs: set[str]) -> None:
+def _keep(user: User, mine: set[str], theirs: set[str]) -> None:
     setattr(user, KEPT, Permissions(mine, theirs, mine | theirs))
 
 
-def keep_permissions(user: Any, mine: set[str], theirs: set[str]) -> None:
+def keep_permissions(user: User, mine: set[str], theirs: set[str]) -> None:
     """Keep on ``user`` their own permissions and their groups', read some other way."""
     _keep(user, set(mine), set(theirs))
 
 
-def kept_permissions(user: Any, obj: Any = None) -> Permissions | None:
+def kept_permissions(user: User | AnonymousUser, obj: Any = None) -> Permissions | None:
     """The permissions kept on ``user`` (None: none were), for a question about no object
     in particular by an active person, as ModelBackend answers from its own cache."""
     if obj is not None or not getattr(user, "is_active", False) or user.is_anonymous:
@@ -110,7 +110,7 @@ def kept_permissions(user: Any, obj: Any = None) -> Permissions | None:
     return kept
 
 
-def keep_read_permissions(user: Any, rows: Iterable[tuple[Any, Any, Any]]) -> None:
+def keep_read_permissions(user: User, rows: Iterable[tuple[Any, Any, Any]]) -> None:
     """Keep on ``user`` the permissions read with them (:func:`person_sql`'s last columns,
     ``(app label, codename, own)``; one row of None for a person with none), as
     :func:`load_permissions` keeps them. A superuser's and an inactive person's are not kept:
@@ -143,7 +143,8 @@ def person_sql(alias: str) -> tuple[str, tuple[Any, ...]]:
     person's row comes back once per permission (once, with no permission, when they have
     none)."""
     User = get_user_model()
-    quote = connections[alias].ops.quote_name
+    # Any: it quotes concrete fields' columns, which django-stubs types as optional.
+    quote: Callable[[Any], str] = connections[alias].ops.quote_name
     table = User._meta.db_table
     columns = tuple(field.get_col(table) for field in User._meta.concrete_fields)
     selected = ", ".join(f"u.{quote(column.target.column)}" for column in columns)
@@ -165,7 +166,8 @@ def _permissions_sql_parts(alias: str) -> tuple[str, str]:
     second-factor check asks whether the person is an admin), and Django compiles the union
     of two three-table joins anew each time, 30 times what the database takes to answer it
     (1.6 ms of CPU against 0.05 ms)."""
-    quote = connections[alias].ops.quote_name
+    # Any: it quotes concrete fields' columns, which django-stubs types as optional.
+    quote: Callable[[Any], str] = connections[alias].ops.quote_name
     User = get_user_model()
     own = User.user_permissions.field
     grouped = User.groups.field
@@ -208,15 +210,15 @@ def _permissions_sql(alias: str, count: int) -> str:
     return f"{mine}{ids} UNION ALL {theirs}{ids}"
 
 
-def is_admin(user: Any) -> bool:
+def is_admin(user: User | AnonymousUser) -> bool:
     return _has_role(user, "calls.manage_rounds")
 
 
-def is_operator(user: Any) -> bool:
+def is_operator(user: User | AnonymousUser) -> bool:
     return _has_role(user, "servers.manage_connections")
 
 
-def knows_roles(user: Any) -> bool:
+def knows_roles(user: User | AnonymousUser) -> bool:
     """Whether :func:`is_admin` and :func:`is_operator` answer for ``user`` without a query:
     their permissions were read (:func:`load_permissions`, :func:`keep_read_permissions`),
     or there are none to read (a superuser, who has every one; an inactive person, none)."""
@@ -227,7 +229,7 @@ def knows_roles(user: Any) -> bool:
     )
 
 
-def _has_role(user: Any, permission: str) -> bool:
+def _has_role(user: User | AnonymousUser, permission: str) -> bool:
     """``user.has_perm(permission)`` for an active person, answered once per user object.
 
     Why: a page asks who its person is a dozen times (the second-factor check, the header,

@@ -16,21 +16,22 @@ from contextlib import contextmanager
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.utils import timezone, translation
 
 
-def _preferences(user: Any) -> Any:
+def _preferences(user: User) -> Any:
     # No row yet: RelatedObjectDoesNotExist is an AttributeError, so getattr's default covers it.
     return getattr(user, "preferences", None) if user is not None else None
 
 
-def language_of(user: Any) -> str:
+def language_of(user: User) -> str:
     """The language to write to ``user`` in: their choice if the site offers it, else its own."""
     code = getattr(_preferences(user), "language", "")
     return code if code in dict(settings.LANGUAGES) else settings.LANGUAGE_CODE
 
 
-def zone_of(user: Any) -> dt.tzinfo:
+def zone_of(user: User) -> dt.tzinfo:
     """The zone to give ``user`` times in: their choice if it is a known zone, else the site's."""
     name = getattr(_preferences(user), "time_zone", "")
     if isinstance(name, str) and name:
@@ -42,7 +43,7 @@ def zone_of(user: Any) -> dt.tzinfo:
 
 
 @contextmanager
-def writing_to(user: Any) -> Iterator[None]:
+def writing_to(user: User) -> Iterator[None]:
     """While rendering what ``user`` will read: their language and their time zone."""
     with translation.override(language_of(user)), timezone.override(zone_of(user)):
         yield

@@ -83,9 +83,10 @@ def relative(at: dt.datetime, now: dt.datetime | None = None) -> str:
         return _("just now")
     # Two units at most ("1 hour, 50 minutes"): one alone rounds 1 h 50 down to "1 hour".
     if at > now:
-        span = timeuntil(at, now, time_strings=RELATIVE_UNITS, depth=2)
+        # django-stubs types time_strings as plain str; Django's own defaults are lazy too.
+        span = timeuntil(at, now, time_strings=RELATIVE_UNITS, depth=2)  # type: ignore[arg-type]
         return (_("in %(time)s") % {"time": span}).replace("\xa0", " ")
-    span = timesince(at, now, time_strings=RELATIVE_UNITS, depth=2)
+    span = timesince(at, now, time_strings=RELATIVE_UNITS, depth=2)  # type: ignore[arg-type]
     return (_("%(time)s ago") % {"time": span}).replace("\xa0", " ")
 
 

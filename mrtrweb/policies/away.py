@@ -14,6 +14,7 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
@@ -23,7 +24,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods, require_POST
 
-from mrtrweb.http import SeeOther
+from mrtrweb.http import SeeOther, SignedInRequest
 
 from .models import Delegation
 
@@ -73,7 +74,7 @@ class AwayForm(forms.Form):
         return until
 
 
-def _mine(user: Any) -> Any:
+def _mine(user: User) -> Any:
     """The person's delegations still running or to come, and those others gave them."""
     now = timezone.now()
     return (
@@ -85,7 +86,7 @@ def _mine(user: Any) -> Any:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def away(request: HttpRequest) -> HttpResponse:
+def away(request: SignedInRequest) -> HttpResponse:
     if request.method == "POST":
         form = AwayForm(request.POST, person=request.user)
         if form.is_valid():

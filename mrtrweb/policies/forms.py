@@ -169,7 +169,8 @@ class PolicyForm(forms.Form):
         return tuple(shares)
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         if self.errors:
             return data
         hours = data.get("escalate_after_hours")

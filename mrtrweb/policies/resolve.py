@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
@@ -61,7 +62,7 @@ def policy_for(connection: Any, tool_name: str | None) -> PolicySnapshot:
     return PolicySnapshot.from_json(merged)
 
 
-def delegate_of(user: Any, at: Any = None) -> Any:
+def delegate_of(user: User, at: Any = None) -> Any:
     """Whom ``user``'s rounds go to now (``user`` when nobody stands in): the delegation
     that started last among those running at ``at``. Not followed further: a delegate's own
     delegation does not pass the rounds on again."""
@@ -75,7 +76,7 @@ def delegate_of(user: Any, at: Any = None) -> Any:
     return delegation.delegate if delegation is not None and delegation.delegate.is_active else user
 
 
-def delegating_to(user: Any, at: Any = None) -> Any:
+def delegating_to(user: User, at: Any = None) -> Any:
     """The people whose rounds ``user`` stands in for at ``at`` (a queryset of their ids, for
     a subquery): those whose current delegate (:func:`delegate_of`) ``user`` is."""
     at = at or timezone.now()

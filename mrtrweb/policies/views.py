@@ -9,14 +9,14 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.http import urlencode
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
 
-from mrtrweb.http import SeeOther, text_param
+from mrtrweb.http import SeeOther, SignedInRequest, text_param
 from mrtrweb.people.roles import active_usernames, is_operator
 from mrtrweb.servers.models import Connection
 
@@ -38,7 +38,7 @@ def _here(connection: Connection, tool_name: str) -> str:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def policy(request: HttpRequest, name: str) -> HttpResponse:
+def policy(request: SignedInRequest, name: str) -> HttpResponse:
     if not is_operator(request.user):
         raise PermissionDenied(_("The console is for operators."))
     connection = get_object_or_404(Connection, name=name)

@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from asgiref.sync import async_to_sync
+from django.contrib.auth.models import User
 from django.utils import timezone
 
 from mrtrweb.mcp import Authenticator, AuthorizationRequired, LegacyServer, MCPClient, MCPError
@@ -27,7 +28,7 @@ def provide_authenticators(source: AuthenticatorSource) -> None:
     _source[:] = [source]
 
 
-def authenticator_for(connection: Connection, user: Any) -> Authenticator | None:
+def authenticator_for(connection: Connection, user: User) -> Authenticator | None:
     """The authenticator ``user``'s listing of ``connection`` goes with (their own account
     on an OAuth-per-person connection, else the connection's), if OAuth is installed."""
     return _source[0](connection, user) if _source else None

@@ -10,9 +10,8 @@ server failed its last test, would only greet them with a connection error.
 
 from __future__ import annotations
 
-from typing import Any
-
 import mcp_types
+from django.contrib.auth.models import User
 from django.db.models import Exists, OuterRef, QuerySet
 
 from mrtrweb.db.prepared import Prepared
@@ -30,12 +29,12 @@ __all__ = [
 ]
 
 
-def sees_whole_catalog(user: Any) -> bool:
+def sees_whole_catalog(user: User) -> bool:
     """Operators and admins: every tool, prompt and resource, exposed or not."""
     return is_operator(user) or is_admin(user)
 
 
-def _is_person(user: Any) -> bool:
+def _is_person(user: User) -> bool:
     return bool(getattr(user, "is_authenticated", False) and getattr(user, "is_active", False))
 
 
@@ -47,7 +46,7 @@ def exposed_names(connection: Connection) -> set[str]:
     )
 
 
-def startable_tools(user: Any, connection: Connection) -> list[mcp_types.Tool]:
+def startable_tools(user: User, connection: Connection) -> list[mcp_types.Tool]:
     """The tools of ``connection``'s cached catalog that ``user`` may start, in catalog order."""
     if not _is_person(user) or not connection.enabled:
         return []
@@ -58,7 +57,7 @@ def startable_tools(user: Any, connection: Connection) -> list[mcp_types.Tool]:
     return [tool for tool in tools if tool.name in allowed]
 
 
-def may_start(user: Any, connection: Connection, tool_name: str) -> bool:
+def may_start(user: User, connection: Connection, tool_name: str) -> bool:
     """May ``user`` start ``tool_name`` on ``connection``? (Whether the server still offers the
     tool is the caller's to check against the catalog.)"""
     if not _is_person(user) or not connection.enabled:
@@ -78,7 +77,7 @@ _EXPOSED = Prepared(
 )
 
 
-def startable_connections(user: Any) -> QuerySet[Connection]:
+def startable_connections(user: User) -> QuerySet[Connection]:
     """Enabled connections on which ``user`` may start something (for the pick list)."""
     if not _is_person(user):
         return Connection.objects.none()
@@ -87,7 +86,7 @@ def startable_connections(user: Any) -> QuerySet[Connection]:
     return _startable_by_end_users()
 
 
-def offered_connections(user: Any) -> QuerySet[Connection]:
+def offered_connections(user: User) -> QuerySet[Connection]:
     """The connections the start pages offer ``user``: :func:`startable_connections`, and for
     end users only those whose last test passed (an operator tests a new or failing one
     first). Operators and admins see them all, with ``Connection.not_offered_reason``."""
@@ -96,7 +95,7 @@ def offered_connections(user: Any) -> QuerySet[Connection]:
     return startable_connections(user)
 
 
-def offered_connection(user: Any, name: str) -> Connection | None:
+def offered_connection(user: User, name: str) -> Connection | None:
     """The connection called ``name``, if :func:`offered_connections` offers it to ``user``
     (every start page and start asks)."""
     if not _is_person(user):

@@ -4,7 +4,7 @@ answers its rounds."""
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.contrib.auth.models import Group
@@ -45,9 +45,10 @@ class ExposureForm(forms.ModelForm):
         self.row_id = f"tool-{digest}"
         self.initial["tool"] = tool_name
         self.initial.setdefault("route_user", self.instance.route_user)
-        self.fields["routing"].choices = EXPOSURE_ROUTING
+        cast(forms.ChoiceField, self.fields["routing"]).choices = EXPOSURE_ROUTING
         self.fields["routing"].required = False
-        self.fields["route_group"].queryset = Group.objects.order_by("name")
+        route_group = cast(forms.ModelChoiceField, self.fields["route_group"])
+        route_group.queryset = Group.objects.order_by("name")
         self.fields["route_group"].required = False
 
     def clean_tool(self) -> str:
@@ -56,6 +57,7 @@ class ExposureForm(forms.ModelForm):
         return self.tool_name
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         apply_routing(self, cleaned)
         return cleaned

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from cryptography.exceptions import UnsupportedAlgorithm
@@ -235,7 +235,8 @@ class ConnectionForm(forms.ModelForm):
         self.fields["max_response_bytes"].widget.attrs["min"] = 1024
         # Left empty (or not posted, by a client of the API written before it), the default.
         self.fields["question_deadline"].required = False
-        self.fields["route_group"].queryset = Group.objects.order_by("name")
+        route_group = cast(forms.ModelChoiceField, self.fields["route_group"])
+        route_group.queryset = Group.objects.order_by("name")
         self.fields["route_group"].required = False
         self.initial.setdefault("state_lifetime", lifetime_minutes(instance.state_lifetime))
         self.initial.setdefault("route_user", instance.route_user)
@@ -248,10 +249,10 @@ class ConnectionForm(forms.ModelForm):
         if not (self.editing and instance.oauth_private_key):
             del self.fields["clear_private_key"]
         self.fields["auth"].help_text = AUTH_HELP
-        self.fields["auth"].choices = AUTH_CHOICES
+        cast(forms.ChoiceField, self.fields["auth"]).choices = AUTH_CHOICES
         # The API posts this form without the fields it does not know (see _check_auth).
         self.fields["auth"].required = False
-        self.fields["oauth_client_id"].max_length = 2000
+        cast(forms.CharField, self.fields["oauth_client_id"]).max_length = 2000
 
     # -- what the template says about the stored secrets (never their values) ----------
 
@@ -348,7 +349,8 @@ class ConnectionForm(forms.ModelForm):
         return timedelta(seconds=int((minutes * 60).to_integral_value(ROUND_HALF_UP)))
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         if cleaned.get("bearer_token") and cleaned.get("clear_token"):
             self.add_error("clear_token", "Either enter a new token or remove it, not both.")
         if cleaned.get("headers") and cleaned.get("clear_headers"):

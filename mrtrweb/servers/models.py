@@ -238,9 +238,7 @@ class ToolExposure(RoutingTarget):
     connection = models.ForeignKey(Connection, on_delete=models.CASCADE, related_name="exposures")
     tool_name = models.CharField(max_length=2000)
     exposed = models.BooleanField(default=False, help_text="End users may start this tool.")
-    routing = models.CharField(  # type: ignore[assignment]
-        max_length=8, choices=Routing.choices, blank=True, default=""
-    )
+    routing = models.CharField(max_length=8, choices=Routing.choices, blank=True, default="")
 
     class Meta:
         constraints = [

@@ -76,7 +76,7 @@ GENERIC_FAILURE = ("protocol", "The server answered something mrtrweb cannot use
 
 
 # A refusal on an OAuth connection: what to do, by how the connection authenticates.
-OAUTH_FAILURES = {
+OAUTH_FAILURES: dict[str, str] = {
     Connection.Auth.OAUTH_PERSON: "The server asks who is calling: each person connects their "
     "own account the first time they use it. To list the catalog now, connect your own "
     "account, then test again. If the server expects a static token instead, choose “A "

@@ -26,7 +26,7 @@ from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from mrtrweb.http import SeeOther, text_param
+from mrtrweb.http import SeeOther, SignedInRequest, text_param
 from mrtrweb.people.roles import active_usernames, is_operator
 
 from .catalog import ProbeReport, authenticator_for, ensure_catalog, refresh_catalog
@@ -173,7 +173,7 @@ def _next_url(request: HttpRequest, default: str) -> str:
 
 @operator_required
 @require_POST
-def connection_test(request: HttpRequest, name: str) -> HttpResponse:
+def connection_test(request: SignedInRequest, name: str) -> HttpResponse:
     connection = get_object_or_404(Connection, name=name)
     report = refresh_catalog(connection, authenticator_for(connection, request.user))
     logger.info(
@@ -193,7 +193,7 @@ def connection_test(request: HttpRequest, name: str) -> HttpResponse:
 
 @operator_required
 @require_http_methods(["GET", "POST"])
-def catalog(request: HttpRequest, name: str) -> HttpResponse:
+def catalog(request: SignedInRequest, name: str) -> HttpResponse:
     connection = get_object_or_404(Connection, name=name)
     authenticator = authenticator_for(connection, request.user)
     if request.method == "POST":
@@ -229,7 +229,7 @@ def _exposed_names(connection: Connection) -> set[str]:
 
 @operator_required
 @require_http_methods(["GET", "POST"])
-def exposure(request: HttpRequest, name: str) -> HttpResponse:
+def exposure(request: SignedInRequest, name: str) -> HttpResponse:
     connection = get_object_or_404(Connection, name=name)
     if request.method == "POST":
         return _save_exposure(request, connection)

@@ -67,7 +67,8 @@ def expand_uri_template(template: str, values: Mapping[str, str]) -> str:
 
 def _expand(body: str, values: Mapping[str, str]) -> str:
     if body[:1] not in ("+", "#"):
-        return URITemplate("{" + body + "}").expand(values)
+        variables: dict[str, Any] = dict(values)
+        return URITemplate("{" + body + "}").expand(variables)
     # Prefixes apply to the value, before encoding, so they are applied here and dropped.
     given: dict[str, Any] = {}
     names = []

@@ -13,6 +13,7 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import render
 from django.urls import reverse
@@ -25,7 +26,7 @@ from mrtrweb.calls import engine
 from mrtrweb.calls.access import next_page
 from mrtrweb.calls.models import Call
 from mrtrweb.calls.presenting.server_content import pretty_json
-from mrtrweb.http import SeeOther
+from mrtrweb.http import SeeOther, SignedInRequest
 from mrtrweb.servers.catalog import ProbeReport, ensure_catalog, refresh_catalog
 from mrtrweb.servers.exposure import (
     may_start,
@@ -47,7 +48,7 @@ SELECTION_KINDS = ("tool", "prompt", "resource", "template")
 
 @login_required
 @require_safe
-def start(request: HttpRequest) -> HttpResponse:
+def start(request: SignedInRequest) -> HttpResponse:
     connections = offered_connections(request.user)
     return render(
         request,
@@ -58,7 +59,7 @@ def start(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def start_on(request: HttpRequest, connection: str) -> HttpResponse:
+def start_on(request: SignedInRequest, connection: str) -> HttpResponse:
     conn = offered_connection(request.user, connection)
     if conn is None:
         raise Http404("No connection matches the given query.")
@@ -131,7 +132,7 @@ def start_on(request: HttpRequest, connection: str) -> HttpResponse:
     return response
 
 
-def _connect_first(request: HttpRequest, conn: Connection) -> HttpResponse:
+def _connect_first(request: SignedInRequest, conn: Connection) -> HttpResponse:
     """Send the person to connect their account, keeping what they typed (encrypted, for
     them and this session only): the form comes back filled in afterwards."""
     here = _without_restore(request)
@@ -151,7 +152,7 @@ def _without_restore(request: HttpRequest) -> str:
     return request.path + (f"?{query.urlencode()}" if query else "")
 
 
-def _restored(request: HttpRequest, conn: Connection) -> QueryDict | None:
+def _restored(request: SignedInRequest, conn: Connection) -> QueryDict | None:
     """What the person typed before connecting their account (``?restore=``), once."""
     if request.method != "GET" or not request.GET.get("restore"):
         return None
@@ -194,7 +195,9 @@ def _selection(request: HttpRequest, conn: Connection) -> tuple[str, dict[str, A
     return None
 
 
-def _allowed_selection(request: HttpRequest, conn: Connection) -> tuple[str, dict[str, Any]] | None:
+def _allowed_selection(
+    request: SignedInRequest, conn: Connection
+) -> tuple[str, dict[str, Any]] | None:
     """The picked item, if this person may start it (else as if it were not listed)."""
     selection = _selection(request, conn)
     if selection is None:
@@ -265,14 +268,14 @@ def _arguments(kind: str, form: Any) -> dict[str, Any] | str | None:
 
 
 def _render_catalog(
-    request: HttpRequest, conn: Connection, context: dict[str, Any]
+    request: SignedInRequest, conn: Connection, context: dict[str, Any]
 ) -> HttpResponse:
     """The connection's page: its catalog, and the form of what was picked, if anything."""
     context = _catalog_context(request.user, conn, context)
     return render(request, "starting/connection.html", context)
 
 
-def _catalog_context(user: Any, conn: Connection, context: dict[str, Any]) -> dict[str, Any]:
+def _catalog_context(user: User, conn: Connection, context: dict[str, Any]) -> dict[str, Any]:
     catalog = conn.catalog or {}
     server = conn.server_info()
     everything = sees_whole_catalog(user)

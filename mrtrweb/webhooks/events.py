@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable
+from functools import partial
 from typing import Any
 
 from django.conf import settings
@@ -133,7 +134,7 @@ def _create(
         except IntegrityError:
             continue  # already created by another process or an earlier signal
         created.append(delivery)
-        transaction.on_commit(lambda pk=delivery.pk: _enqueue(pk))
+        transaction.on_commit(partial(_enqueue, delivery.pk))
     return created
 
 

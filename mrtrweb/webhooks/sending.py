@@ -124,7 +124,9 @@ def attempt(delivery_id: int) -> float | None:
 def _post(delivery: Delivery) -> tuple[int | None, str, float | None, bool, float]:
     """POST the delivery: (status code, error, Retry-After seconds, refused, elapsed)."""
     body = delivery.body.encode()
-    secret = delivery.subscription.token.webhook_secret
+    token = delivery.subscription.token
+    assert token is not None  # can_send held before the post
+    secret = token.webhook_secret
     # Signed afresh on every attempt: a retry half an hour later is still fresh.
     now = int(time.time())
     headers = {

@@ -30,6 +30,7 @@ import copy
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
+from django.contrib.auth.models import User
 from django.db.models import F, Model, Q, QuerySet
 from django.urls import reverse
 
@@ -55,11 +56,11 @@ def by_key(rows: QuerySet[M], pk: Any) -> M | None:
     return next(iter(rows.filter(pk=pk).order_by()[:1]), None)
 
 
-def _active(user: Any) -> bool:
+def _active(user: User) -> bool:
     return bool(getattr(user, "is_authenticated", False) and user.is_active)
 
 
-def _own(user: Any) -> Q:
+def _own(user: User) -> Q:
     """Rounds (not split) routed to ``user``: theirs, or their groups' that nobody else
     claimed; and with delegations (``policies.Delegation``), those ``user`` stands in for now
     (:func:`standing_in`), and those routed to someone standing in for ``user``."""
@@ -74,7 +75,7 @@ def _own(user: Any) -> Q:
     )
 
 
-def standing_in(user: Any) -> Q:
+def standing_in(user: User) -> Q:
     """Rounds ``user`` answers for someone away now: pending, routed to that person (and not
     held by them as someone's stand-in: no chains), of a call neither that person nor
     ``user`` started."""
@@ -89,20 +90,20 @@ def standing_in(user: Any) -> Q:
     )
 
 
-def parts_of(user: Any) -> QuerySet[RoundPart]:
+def parts_of(user: User) -> QuerySet[RoundPart]:
     """Parts of split rounds routed to ``user`` (theirs or their groups'), or answered by them."""
     return RoundPart.objects.filter(
         Q(assigned_user=user) | Q(assigned_group__in=user.groups.all()) | Q(answered_by=user)
     )
 
 
-def routed_to(user: Any) -> Q:
+def routed_to(user: User) -> Q:
     """Rounds routed to ``user``: theirs, or their groups' that nobody else claimed; a split
     round through one of its parts only."""
     return (Q(split=False) & _own(user)) | Q(split=True, pk__in=parts_of(user).values("round_id"))
 
 
-def waiting_for(user: Any) -> Q:
+def waiting_for(user: User) -> Q:
     """:func:`routed_to`, less split rounds whose parts for ``user`` are all answered: what
     the inbox lists as waiting (with the rounds' own status)."""
     mine = RoundPart.objects.filter(status=RoundPart.Status.PENDING).filter(
@@ -111,7 +112,7 @@ def waiting_for(user: Any) -> Q:
     return (Q(split=False) & _own(user)) | Q(split=True, pk__in=mine.values("round_id"))
 
 
-def part_for(user: Any, round: Round) -> RoundPart | None:
+def part_for(user: User, round: Round) -> RoundPart | None:
     """The part of split ``round`` that ``user`` sees: the first one waiting for them, else
     the first they answered or were asked; None for anyone else (and for rounds not split).
     Admins see the part routed to them, if any, else the whole round (read only)."""
@@ -131,7 +132,7 @@ def part_for(user: Any, round: Round) -> RoundPart | None:
     return (waiting or parts or [None])[0]
 
 
-def shown_to(user: Any, round: Round) -> Round:
+def shown_to(user: User, round: Round) -> Round:
     """``round`` as ``user`` may read it: a split round narrowed to their part (its questions
     and answers only, never another part's), else the round itself.
 
@@ -153,9 +154,9 @@ def narrowed(round: Round, part: RoundPart) -> Round:
     requests = round.input_requests or {}
     shown.input_requests = {key: requests[key] for key in part.keys if key in requests}
     shown.answers = part.answers
-    shown.part = part  # type: ignore[attr-defined]
+    shown.part = part
     # What the live socket compares with the database (templates/calls/_live_socket.html).
-    shown.live_status = round.status  # type: ignore[attr-defined]
+    shown.live_status = round.status
     if not part.is_pending:
         shown.answered_by = part.answered_by
         shown.answered_at = part.answered_at
@@ -164,7 +165,7 @@ def narrowed(round: Round, part: RoundPart) -> Round:
     return shown
 
 
-def readings(user: Any, rounds: Sequence[Round]) -> dict[int, Round | None]:
+def readings(user: User, rounds: Sequence[Round]) -> dict[int, Round | None]:
     """What ``user`` may read of each of ``rounds`` (a call's, as its page or the API list
     them), by key: the round whole, a split round narrowed to their part (:func:`shown_to`),
     or None, only that it exists and its status.
@@ -215,7 +216,7 @@ _NEWEST_PENDING_SHOWN = Prepared(
 )
 
 
-def visible_rounds(user: Any) -> QuerySet[Round]:
+def visible_rounds(user: User) -> QuerySet[Round]:
     """The rounds ``user`` may look at."""
     rounds = Round.objects.select_related(*_ROUND_RELATIONS)
     if not _active(user):
@@ -227,7 +228,7 @@ def visible_rounds(user: Any) -> QuerySet[Round]:
     return rounds.filter(routed_to(user) | Q(answered_by=user) | Q(call__started_by=user))
 
 
-def visible_round(user: Any, pk: int) -> Round | None:
+def visible_round(user: User, pk: int) -> Round | None:
     """Round ``pk`` if ``user`` may look at it (:func:`visible_rounds`), else None.
 
     Read by its key first: when :func:`_sees_round_at_once` says the round is theirs to see,
@@ -245,7 +246,7 @@ def visible_round(user: Any, pk: int) -> Round | None:
     return by_key(visible_rounds(user), pk)
 
 
-def _sees_round_at_once(user: Any, round: Round) -> bool:
+def _sees_round_at_once(user: User, round: Round) -> bool:
     """Whether one of :func:`visible_rounds`' own terms holds for ``round`` as read, with no
     query beyond the person's permissions: they are an admin, the call's starter, the
     round's answerer or (a round not split) its assignee. False says only "ask the rule"."""
@@ -257,7 +258,7 @@ def _sees_round_at_once(user: Any, round: Round) -> bool:
     )
 
 
-def newest_pending(user: Any, call: Call) -> Round | None:
+def newest_pending(user: User, call: Call) -> Round | None:
     """The newest pending round of ``call`` that ``user`` may look at, or None.
 
     The call's newest pending round is read first, and is the answer when
@@ -278,7 +279,7 @@ def newest_pending(user: Any, call: Call) -> Round | None:
     )
 
 
-def visible_call(user: Any, pk: int) -> Call | None:
+def visible_call(user: User, pk: int) -> Call | None:
     """Call ``pk`` if ``user`` may look at it (:func:`visible_calls`), else None.
 
     As :func:`visible_round`: read by its key first, and theirs to see when they started it
@@ -293,7 +294,7 @@ def _calls() -> QuerySet[Call]:
     return Call.objects.select_related("connection", "started_by")
 
 
-def sees_call(user: Any, call: Call) -> bool:
+def sees_call(user: User, call: Call) -> bool:
     """Whether ``user`` may look at ``call`` (:func:`visible_calls`): at once for its starter
     and admins, else by the whole rule."""
     if not _active(user):
@@ -304,14 +305,14 @@ def sees_call(user: Any, call: Call) -> bool:
     )
 
 
-def sees_call_at_once(user: Any, started_by_id: int) -> bool:
+def sees_call_at_once(user: User, started_by_id: int) -> bool:
     """Whether one of :func:`visible_calls`' own terms holds for the call that person
     ``started_by_id`` started (a call's starter never changes), with no query beyond the
     person's permissions: they started it, or are an admin. False says only "ask the rule"."""
     return started_by_id == user.pk or is_admin(user)
 
 
-def restarts_of(user: Any, call: Call) -> list[Call]:
+def restarts_of(user: User, call: Call) -> list[Call]:
     """The calls started again from ``call`` that ``user`` may look at, newest first.
 
     Read as they are first (nearly always none, or the person's own): the whole rule is
@@ -325,7 +326,7 @@ def restarts_of(user: Any, call: Call) -> list[Call]:
     return list(visible_calls(user).filter(restarted_from=call))
 
 
-def visible_calls(user: Any) -> QuerySet[Call]:
+def visible_calls(user: User) -> QuerySet[Call]:
     """The calls ``user`` may look at: started by them, or with a round routed to them."""
     calls = _calls()
     if not _active(user):
@@ -336,7 +337,7 @@ def visible_calls(user: Any) -> QuerySet[Call]:
     return calls.filter(Q(started_by=user) | Q(pk__in=mine))
 
 
-def taken_from(user: Any, pk: int) -> Round | None:
+def taken_from(user: User, pk: int) -> Round | None:
     """Round ``pk`` when ``user`` may no longer see it only because another member of its
     group took it (claimed or answered it): they were asked too, so they are told who took
     it and when, instead of a 404. None for anyone else (a 404 as before: nothing leaks)."""
@@ -352,7 +353,7 @@ def taken_from(user: Any, pk: int) -> Round | None:
     )
 
 
-def can_answer(user: Any, round: Round) -> bool:
+def can_answer(user: User, round: Round) -> bool:
     """Whether ``user`` may answer (or abandon) ``round``."""
     if not _active(user):
         return False
@@ -365,7 +366,7 @@ def can_answer(user: Any, round: Round) -> bool:
     return answers_as_routed(user, round)
 
 
-def can_act_on_call(user: Any, call: Call) -> bool:
+def can_act_on_call(user: User, call: Call) -> bool:
     """Whether ``user`` may restart ``call``: they see it, and may start it themselves.
 
     Starting again is starting a call, so the start pages' rule applies too: end users only
@@ -379,7 +380,7 @@ def can_act_on_call(user: Any, call: Call) -> bool:
     return call.connection.enabled and sees_whole_catalog(user)
 
 
-def next_page(call: Call, user: Any = None) -> str:
+def next_page(call: Call, user: User | None = None) -> str:
     """Where a person goes after acting on a call: its pending round (if ``user``, given, may
     see it), or the call page. Shared by the start page and the round and call pages."""
     if call.status == Call.Status.WAITING:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, User
 
 from mrtrweb.db.prepared import Prepared
 from mrtrweb.policies.resolve import delegate_of
@@ -58,7 +58,7 @@ def _approvers(call: Call) -> Group | None:
     return Group.objects.filter(name=policy.approvers_group).first()
 
 
-def stand_in(call: Call, user: Any) -> tuple[Any, Any]:
+def stand_in(call: Call, user: User) -> tuple[Any, Any]:
     """``(whom to ask, for whom)`` for a round of ``call`` routed to ``user``: their delegate
     and them while a delegation of theirs runs, else ``(user, None)``. Groups are not
     delegated (the other members are there), nor a round of a call its own person started
@@ -93,7 +93,7 @@ def standing_in_now(round: Any) -> Any:
     return delegate
 
 
-def answering_for(round: Any, user: Any) -> Any:
+def answering_for(round: Any, user: User) -> Any:
     """The person ``user`` answers ``round`` for as their stand-in, or None (their own round,
     a group's, or an admin's answer): the round went to ``user`` for someone away when it was
     parked (``delegated_from``), or ``user`` stands in now for the person it is routed to
@@ -108,7 +108,7 @@ def answering_for(round: Any, user: Any) -> Any:
     return round.assigned_user if stand_in is not None and stand_in.pk == user.pk else None
 
 
-def answers_as_routed(user: Any, round: Round) -> bool:
+def answers_as_routed(user: User, round: Round) -> bool:
     """Whether ``user`` may answer ``round`` (not split) by its routing alone, an admin's
     power left aside: a quorum's votes are only theirs (``engine.quorum``)."""
     if round.assigned_user_id is not None:

@@ -7,6 +7,7 @@ import logging
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.core.mail import send_mass_mail
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
@@ -46,7 +47,7 @@ def _send(messages: list[tuple[str, str, None, list[str]]]) -> None:
     send_mass_mail(messages)
 
 
-def _new_round_message(round: Any, user: Any) -> tuple[str, str, None, list[str]]:
+def _new_round_message(round: Any, user: User) -> tuple[str, str, None, list[str]]:
     """The email to ``user`` about ``round``, in their language and time zone."""
     call = round.call
     link = settings.MRTRWEB_BASE_URL.rstrip("/") + round.get_absolute_url()
@@ -132,7 +133,7 @@ def _notify_new(round: Any) -> None:
         logger.exception("could not email round %s to %s", round.pk, [u.email for u in to])
 
 
-def _expired_message(round: Any, user: Any) -> tuple[str, str, None, list[str]]:
+def _expired_message(round: Any, user: User) -> tuple[str, str, None, list[str]]:
     call = round.call
     link = settings.MRTRWEB_BASE_URL.rstrip("/") + call.get_absolute_url()
     facts = {
@@ -168,7 +169,8 @@ def notify_expired(round: Any) -> None:
     A split round's are its parts' people, each told of their own part: not the round's own
     assignee, who may have no part in it (nor see its call)."""
     if getattr(round, "split", False):
-        messages, to = [], []
+        messages: list[Any] = []
+        to: list[Any] = []
         for shown in parts_as_rounds(round):
             for user in recipients(shown):
                 if user.email not in {u.email for u in to}:  # one email an address

@@ -9,6 +9,7 @@ import logging
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.core.mail import send_mass_mail
 from django.utils.translation import gettext as _
 
@@ -28,7 +29,10 @@ Message = tuple[str, str, None, list[str]]
 
 
 def _people(
-    user: Any = None, group: Any = None, claimed_by: Any = None, stand_in: Any = None
+    user: User | None = None,
+    group: Any = None,
+    claimed_by: User | None = None,
+    stand_in: User | None = None,
 ) -> list[Any]:
     """Whom a round so routed waits for: its claimer, else its person (and ``stand_in``, who
     stands in for them on it now), else its group's active members; one per address."""
@@ -60,12 +64,12 @@ def _send(what: str, round: Any, messages: list[Message]) -> None:
         logger.exception("could not email the %s of round %s", what, round.pk)
 
 
-def _reminder(round: Any, user: Any, fraction: float) -> Message:
+def _reminder(round: Any, user: User, fraction: float) -> Message:
     with writing_to(user):  # their language and zone, not the worker's
         return _reminder_text(round, user, fraction)
 
 
-def _reminder_text(round: Any, user: Any, fraction: float) -> Message:
+def _reminder_text(round: Any, user: User, fraction: float) -> Message:
     call = round.call
     link = settings.MRTRWEB_BASE_URL.rstrip("/") + round.get_absolute_url()
     question = one_line(present(round).first_message, SUBJECT_LENGTH)
@@ -127,12 +131,12 @@ def notify_reminder(round: Any, fraction: float) -> None:
     _send("reminder", round, [_reminder(round, user, fraction) for user in waiting_for(round)])
 
 
-def _escalated(round: Any, user: Any, fallback: str) -> Message:
+def _escalated(round: Any, user: User, fallback: str) -> Message:
     with writing_to(user):
         return _escalated_text(round, user, fallback)
 
 
-def _escalated_text(round: Any, user: Any, fallback: str) -> Message:
+def _escalated_text(round: Any, user: User, fallback: str) -> Message:
     call = round.call
     facts = {
         "asker": person_name(call.started_by),
@@ -162,10 +166,10 @@ def _escalated_text(round: Any, user: Any, fallback: str) -> Message:
 def notify_escalated_away(
     round: Any,
     *,
-    user: Any = None,
+    user: User | None = None,
     group: Any = None,
-    claimed_by: Any = None,
-    stand_in: Any = None,
+    claimed_by: User | None = None,
+    stand_in: User | None = None,
 ) -> None:
     """Tell whoever ``round`` waited for before its escalation (``user`` and their
     ``stand_in``, ``group`` or its ``claimed_by``) that it went to the fallback (the round's

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -29,7 +30,7 @@ __all__ = [
 _PENDING = Round.Status.PENDING
 
 
-def claim(round: Round, user: Any) -> None:
+def claim(round: Round, user: User) -> None:
     """Take a group's round; it leaves the other members' inboxes. Raises if already taken."""
     with transaction.atomic():
         if not transition(
@@ -63,7 +64,7 @@ def reassign(
     round: Round,
     actor: Any,
     *,
-    user: Any = None,
+    user: User | None = None,
     group: Any = None,
     kind: str = "reassigned",
     **detail: Any,
@@ -114,7 +115,7 @@ def cancel_round(round: Round, actor: Any) -> None:
     )
 
 
-def abandon(round: Round, user: Any) -> None:
+def abandon(round: Round, user: User) -> None:
     """Give up on a round nobody can answer; the server is not waiting, so nothing is sent."""
     with transaction.atomic():
         if not transition(round, (_PENDING, Round.Status.FAILED), Round.Status.CANCELLED):
@@ -124,7 +125,7 @@ def abandon(round: Round, user: Any) -> None:
         record(call, "abandoned", round=round, actor=user)
 
 
-def retry_delivery(round: Round, user: Any) -> None:
+def retry_delivery(round: Round, user: User) -> None:
     """Queue a failed delivery again; the answers are the ones already stored."""
     with transaction.atomic():
         if not transition(
@@ -144,7 +145,7 @@ def retry_delivery(round: Round, user: Any) -> None:
 # -- what admins do with a round whose outcome is unknown ---------------------------------
 
 
-def resend(round: Round, user: Any) -> None:
+def resend(round: Round, user: User) -> None:
     """An admin's choice: send a flagged round's stored answers again."""
     with transaction.atomic():
         if not transition(
@@ -155,7 +156,7 @@ def resend(round: Round, user: Any) -> None:
         queue_resubmission(round.pk)
 
 
-def abandon_flagged(round: Round, user: Any) -> None:
+def abandon_flagged(round: Round, user: User) -> None:
     """An admin's choice: stop a flagged round; nothing is sent. The answers stay stored."""
     with transaction.atomic():
         if not transition(round, Round.Status.UNKNOWN, Round.Status.CANCELLED):

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import F, Value
 from django.db.models.functions import Coalesce
@@ -34,7 +35,7 @@ ANSWER_POLL = 0.1
 def answer(
     round: Round,
     responses: Mapping[str, Mapping[str, Any]],
-    user: Any,
+    user: User,
     *,
     deliver_within: float | None = None,
     comment: str = "",
@@ -74,12 +75,14 @@ def answer(
         now = timezone.now()
         comment = quorum.clean_comment(comment)
         if round.split:
-            answers = splitting.answer_part(round, answers, user, now, comment=comment)
+            whole = splitting.answer_part(round, answers, user, now, comment=comment)
             # The part's entry keeps its comment; the round's own "answered" does not repeat it.
             comment = ""
-            if answers is None:
-                return Round.objects.get(pk=round.pk)  # a part answered; the rest still wait
-        submitted = {
+            if whole is None:
+                current: Round = Round.objects.get(pk=round.pk)
+                return current  # a part answered; the rest still wait
+            answers = whole
+        submitted: dict[str, Any] = {
             "answers": answers,
             "answered_by": user,
             "answered_at": now,
@@ -106,7 +109,7 @@ def answer(
             # Registered before the event's hooks, so the delivery starts once the answers are
             # committed, while this thread tells the receivers.
             transaction.on_commit(lambda: sending.append(handoff.start(resubmit, round.pk)))
-        note = {"comment": comment} if comment else {}
+        note: dict[str, Any] = {"comment": comment} if comment else {}
         # "answered by bob for ada": a delegate's answer says whom it stood in for.
         for_whom = answering_for(round, user)
         if for_whom is not None:

@@ -62,6 +62,7 @@ def expire(round: Round, actor: Any, *, notify: bool = False) -> None:
             waiting_for_authorization_since=None,
             waiting_for_authorization_reason="",
         )
+        waiting: dict[str, Any] = {"waiting_for_authorization": True} if waited else {}
         record(
             call,
             "expired",
@@ -69,7 +70,7 @@ def expire(round: Round, actor: Any, *, notify: bool = False) -> None:
             actor=actor,
             expires_at=round.expires_at.isoformat() if round.expires_at else None,
             swept=notify,
-            **({"waiting_for_authorization": True} if waited else {}),
+            **waiting,
         )
         if notify:
             transaction.on_commit(lambda: notify_expired(round))

@@ -178,7 +178,7 @@ def backoff(attempt: int) -> float:
     """
     first = float(settings.MRTRWEB_DELIVERY_BACKOFF)
     cap = float(settings.MRTRWEB_DELIVERY_BACKOFF_MAX)
-    delay = min(cap, first * 2 ** max(attempt - 1, 0))
+    delay: float = min(cap, first * 2 ** max(attempt - 1, 0))
     return delay / 2 + random.uniform(0, delay / 2)  # timing, not secrets
 
 
@@ -236,6 +236,7 @@ def outcome_unknown(call: Call, round: Round | None, exc: MCPError) -> None:
     round.refresh_from_db(fields=["attempts", "auto_resent"])
     message, http_status = _describe(exc)
     resend = _idempotent(call) and not round.auto_resent
+    fields: dict[str, Any]
     with transaction.atomic():
         if resend:
             to, fields = Round.Status.SUBMITTED, {"auto_resent": True}

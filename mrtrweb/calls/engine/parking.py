@@ -119,6 +119,7 @@ def park(
         transaction.on_commit(lambda: notify_new_round(parked), robust=True)
         # Its expiry, due when its state dies: one task per minute of deadlines, not per round
         # (a task row per round was a third of what a parked round stored).
+        assert parked.expires_at is not None  # set above, from the state's lifetime
         schedule_expiry(parked.expires_at)
         plan_reminders(parked)  # reminders and escalation, as the call's policy says
     return parked

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from concurrent.futures import Future
 from typing import Any
 
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, User
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -79,13 +79,13 @@ class NotEligible(EngineError):
     exception: they cancel or reassign a quorum round, they do not vote on it."""
 
 
-def cast_for(round: Round, user: Any) -> Any:
+def cast_for(round: Round, user: User) -> Any:
     """Whose vote ``user`` casts on ``round``: the absent person's when standing in for them
     (``routing.answering_for``), else their own."""
     return answering_for(round, user) or user
 
 
-def eligible(round: Round, user: Any, policy: PolicySnapshot | None = None) -> bool:
+def eligible(round: Round, user: User, policy: PolicySnapshot | None = None) -> bool:
     """Whether the policy counts ``user``'s proposal or vote on ``round``: the round is routed
     to them (their group's, theirs, or theirs to stand in for), and under an approvers group
     they cast the vote of one of its members."""
@@ -100,7 +100,7 @@ def eligible(round: Round, user: Any, policy: PolicySnapshot | None = None) -> b
     return approvers.user_set.filter(pk=cast_for(round, user).pk).exists()
 
 
-def _already_cast(round: Round, user: Any) -> bool:
+def _already_cast(round: Round, user: User) -> bool:
     """Whether ``user`` voted (for anyone), or the vote they would cast (:func:`cast_for`)
     was cast, by them or for them."""
     whose = cast_for(round, user).pk
@@ -126,7 +126,7 @@ def clean_comment(comment: str) -> str:
     return (comment or "").strip()[:COMMENT_MAX]
 
 
-def _counts_as_approval(round: Round, user: Any, policy: PolicySnapshot) -> bool:
+def _counts_as_approval(round: Round, user: User, policy: PolicySnapshot) -> bool:
     return policy.allow_self_approval or round.call.started_by_id != user.pk
 
 
@@ -141,7 +141,7 @@ def tally(round: Round) -> tuple[int, int]:
     return approvals, rejections
 
 
-def why_cannot_vote(round: Round, user: Any) -> str:
+def why_cannot_vote(round: Round, user: User) -> str:
     """ "" when ``user`` may approve or reject ``round``'s proposal now, else why not: one of
     ``not_pending``, ``not_eligible``, ``no_proposal``, ``proposer``, ``voted``, ``self`` (the
     page says it in words). Access to the round itself is the caller's check
@@ -164,7 +164,7 @@ def why_cannot_vote(round: Round, user: Any) -> str:
 def propose(
     round: Round,
     responses: Mapping[str, Mapping[str, Any]],
-    user: Any,
+    user: User,
     *,
     comment: str = "",
     deliver_within: float | None = None,
@@ -178,7 +178,7 @@ def propose(
         raise NotEligible("Your answers would not count: this round's approvers are others.")
     answers = {key: dict(value) for key, value in responses.items()}
     comment = clean_comment(comment)
-    sending: list[Future[None]] = []
+    sending: list[Future[Round | None]] = []
     with transaction.atomic():
         now = timezone.now()
         # No status change: the round waits for the approvals. The guard is the proposal
@@ -210,7 +210,7 @@ def propose(
             answers=answers,
             approvals_required=policy.approvals_required,
             counted=counted,
-            **({"comment": comment} if comment else {}),
+            **_commented(comment),
         )
         # A quorum of one approval more than the proposer's is never met by proposing; the
         # check keeps the rule in one place should the proposer's vote alone suffice.
@@ -220,7 +220,7 @@ def propose(
 
 def vote(
     round: Round,
-    user: Any,
+    user: User,
     verdict: str,
     *,
     comment: str = "",
@@ -236,7 +236,7 @@ def vote(
         raise EngineError(f"Unknown verdict {verdict!r}.")
     policy = policy_of(round.call)
     comment = clean_comment(comment)
-    sending: list[Future[None]] = []
+    sending: list[Future[Round | None]] = []
     with transaction.atomic():
         # Votes on one round queue here (PostgreSQL): the count below sees every vote
         # committed before this one, so the deciding vote is never missed.
@@ -277,13 +277,13 @@ def vote(
             verdict=verdict,
             approvals=approvals,
             rejections=rejections,
-            **({"comment": comment} if comment else {}),
+            **_commented(comment),
         )
         _settle(locked, policy, sending, deliver_within, user)
     return _finish(round, sending, deliver_within)
 
 
-def _stood_in(round: Round, user: Any) -> Any:
+def _stood_in(round: Round, user: User) -> Any:
     whose = cast_for(round, user)
     return None if whose.pk == user.pk else whose
 
@@ -291,7 +291,7 @@ def _stood_in(round: Round, user: Any) -> Any:
 def _settle(
     round: Round,
     policy: PolicySnapshot,
-    sending: list[Future[None]],
+    sending: list[Future[Round | None]],
     deliver_within: float | None,
     deciding: Any,
 ) -> None:
@@ -339,8 +339,15 @@ def _settle(
         queue_resubmission(round.pk)
 
 
-def _finish(round: Round, sending: list[Future[None]], deliver_within: float | None) -> Round:
+def _finish(
+    round: Round, sending: list[Future[Round | None]], deliver_within: float | None
+) -> Round:
     if sending:
         handoff.wait_for(sending[0], deliver_within or 0.0)
     round.refresh_from_db()
     return round
+
+
+def _commented(comment: str) -> dict[str, Any]:
+    """The audit entry's comment, when there is one."""
+    return {"comment": comment} if comment else {}

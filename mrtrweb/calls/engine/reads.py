@@ -37,7 +37,7 @@ def call_as_now(pk: int) -> Call:
 
 def round_to_send(pk: int) -> Round:
     """Round ``pk`` with its call, the call's connection and the person who started it."""
-    round = _ROUND_TO_SEND.first(pk)
+    round: Round | None = _ROUND_TO_SEND.first(pk)
     if round is None:
         raise Round.DoesNotExist(f"No round {pk}.")
     return round
@@ -45,7 +45,7 @@ def round_to_send(pk: int) -> Round:
 
 def round_with_call(pk: int) -> Round:
     """Round ``pk`` with its call, as they are now."""
-    round = _ROUND_WITH_CALL.first(pk)
+    round: Round | None = _ROUND_WITH_CALL.first(pk)
     if round is None:
         raise Round.DoesNotExist(f"No round {pk}.")
     return round

@@ -11,8 +11,7 @@ every send is (``submitted -> delivering`` for a round, ``sent_at`` for a first 
 
 from __future__ import annotations
 
-from typing import Any
-
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from mrtrweb.servers.models import Connection
@@ -24,7 +23,7 @@ from .trail import record
 __all__ = ["resume_authorized"]
 
 
-def resume_authorized(connection: Connection, user: Any | None) -> int:
+def resume_authorized(connection: Connection, user: User | None) -> int:
     """Queue the waiting requests of ``user``'s calls on ``connection`` (every call's when the
     account is the connection's own: shared, client credentials). How many were queued."""
     waiting = Call.objects.filter(
@@ -39,7 +38,7 @@ def resume_authorized(connection: Connection, user: Any | None) -> int:
     return resumed
 
 
-def _resume(call_id: int, user: Any | None) -> int:
+def _resume(call_id: int, user: User | None) -> int:
     with transaction.atomic():
         # The claim: only the one that clears the wait queues the send.
         if not Call.objects.filter(

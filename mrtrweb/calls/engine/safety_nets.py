@@ -54,13 +54,14 @@ def net_start(now: datetime) -> None:
 def unclaimed_rounds(before: datetime) -> QuerySet[Round]:
     """Answers taken before ``before`` that nobody has tried to deliver: not on a stream (the
     process holding it answers those), not waiting for an account (its resume sends them)."""
-    return Round.objects.filter(
+    unclaimed: QuerySet[Round] = Round.objects.filter(
         status=Round.Status.SUBMITTED,
         carrier=Round.Carrier.RETRY,
         attempts=0,
         answered_at__lte=before,
         call__waiting_for_authorization_since__isnull=True,
     )
+    return unclaimed
 
 
 def unsent_calls(before: datetime) -> QuerySet[Call]:

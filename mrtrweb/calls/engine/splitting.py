@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, User
 from django.utils.translation import gettext
 
 from mrtrweb.policies.snapshot import PolicySnapshot
@@ -121,7 +121,7 @@ def _refusal(answers: Mapping[str, Mapping[str, Any]]) -> str:
 def answer_part(
     round: Round,
     responses: Mapping[str, Mapping[str, Any]],
-    user: Any,
+    user: User,
     now: dt.datetime,
     *,
     comment: str = "",
@@ -168,6 +168,10 @@ def answer_part(
     ):
         raise AlreadyAnswered(gettext("This part of the round was already answered."))
     policy = PolicySnapshot.from_json(call.policy)
+    said: dict[str, Any] = {
+        **({"declined": refusal} if refusal else {}),
+        **({"comment": comment} if comment else {}),
+    }
     record(
         call,
         "part_answered",
@@ -176,8 +180,7 @@ def answer_part(
         part=part.key,
         keys=part.keys,
         answers=answers,
-        **({"declined": refusal} if refusal else {}),
-        **({"comment": comment} if comment else {}),
+        **said,
     )
     if refusal and policy.split_decline != SEND_WITH_OTHERS:
         # decline-round: the whole round is refused now; the other parts are not asked.

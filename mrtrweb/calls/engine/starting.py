@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import Any, Required, TypedDict, Unpack
 
+from django.contrib.auth.models import Group, User
 from django.db import OperationalError, transaction
 from django.utils import timezone
 
@@ -50,12 +51,12 @@ class StartRequest(TypedDict, total=False):
     target: Required[str]
     # A mapping, or JSON text sent exactly as given (a restart resends the first bytes).
     arguments: Required[Mapping[str, Any] | str | None]
-    user: Required[Any]
+    user: Required[User]
     restarted_from: Call | None
     # Sends its rounds to that person or group (at most one) instead of following the
     # connection's routing policy.
-    route_user: Any
-    route_group: Any
+    route_user: User | None
+    route_group: Group | None
     # Writes what belongs with the call in its transaction (a webhook subscription, the
     # idempotency key of the request that started it).
     with_call: Callable[[Call], None] | None
@@ -113,13 +114,8 @@ def create_call(**start: Unpack[StartRequest]) -> Call:
         call.save(force_insert=True)
         # Announced like every event, not stored as one: the call row holds all of it, and
         # the trail shows the start from there (calls.presenting.history).
-        announce(
-            call,
-            "started",
-            method=method,
-            target=target,
-            **({"restarted_from": restarted_from.pk} if restarted_from else {}),
-        )
+        restart: dict[str, Any] = {"restarted_from": restarted_from.pk} if restarted_from else {}
+        announce(call, "started", method=method, target=target, **restart)
         if with_call is not None:
             with_call(call)
     return call
@@ -199,7 +195,8 @@ def start_call(*, deliver_within: float | None = None, **start: Unpack[StartRequ
             queue.enqueue("send_call", call.pk)
 
     try:
-        call = create_call(**{**start, "with_call": and_then})
+        made: StartRequest = {**start, "with_call": and_then}
+        call = create_call(**made)
     except OperationalError as exc:
         # Only the one transaction ran, and it rolled back: no call, no task, nothing sent.
         raise NothingStarted(str(exc)) from exc
@@ -210,7 +207,7 @@ def start_call(*, deliver_within: float | None = None, **start: Unpack[StartRequ
     return sent or call_as_now(call.pk)
 
 
-def restart(call: Call, user: Any, *, deliver_within: float | None = None) -> Call:
+def restart(call: Call, user: User, *, deliver_within: float | None = None) -> Call:
     """Start the same call again (same arguments, exactly), e.g. after its state expired.
 
     Its policy is today's, as a fresh start of the same tool by ``user`` would get it

@@ -132,7 +132,8 @@ def park_question(call_id: int, request: dict[str, Any], owner: str, deadline: f
             lifetime=timedelta(seconds=deadline),
         )
         queue.enqueue("watch_stream", parked.pk, at=timezone.now() + grace(), deferred_only=True)
-    return parked.pk
+    parked_pk: int | None = parked.pk
+    return parked_pk
 
 
 def _unsupported(requests: dict[str, Any]) -> str:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from django.contrib.auth.models import User
+
 from mrtrweb.policies.snapshot import PolicySnapshot
 
 from .. import engine
@@ -16,7 +18,7 @@ from ..presenting.policies import comments_of, proposal_view, votes_of
 __all__ = ["QuorumView", "is_quorum", "quorum_view", "round_comments"]
 
 
-def round_comments(round: Round, call: Call, user: Any, quorum: bool) -> list[Any]:
+def round_comments(round: Round, call: Call, user: User, quorum: bool) -> list[Any]:
     """The comments left on ``round``. While it waits, only proposals, votes (quorum) and
     parts' answers (split) carry them; a plain pending round has none yet (rounds never go
     back to pending once answered), so its page does not read the audit trail for them."""
@@ -44,7 +46,7 @@ class QuorumView:
     may_vote: bool
 
 
-def quorum_view(round: Round, user: Any, labels: list[str]) -> QuorumView | None:
+def quorum_view(round: Round, user: User, labels: list[str]) -> QuorumView | None:
     policy = PolicySnapshot.from_json(round.call.policy)
     if not policy.quorum:
         return None

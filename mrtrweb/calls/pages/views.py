@@ -12,17 +12,20 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.functional import Promise
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 from django_htmx.http import HttpResponseClientRefresh
+from django_htmx.middleware import HtmxDetails
 
-from mrtrweb.http import SeeOther
+from mrtrweb.http import SeeOther, SignedInRequest
 from mrtrweb.live import frames
 from mrtrweb.people.roles import is_admin
 from mrtrweb.servers.models import Connection
@@ -58,9 +61,16 @@ from .round_approvals import is_quorum, quorum_view, round_comments
 # -- the round page ------------------------------------------------------------------------------
 
 
+class HtmxRequest(SignedInRequest):
+    """A signed-in request as django-htmx's middleware leaves it: ``htmx`` says whether htmx
+    sent it. A type only."""
+
+    htmx: HtmxDetails
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
-def round_page(request: HttpRequest, pk: int) -> HttpResponse:
+def round_page(request: SignedInRequest, pk: int) -> HttpResponse:
     round = visible_round(request.user, pk)
     if round is None:
         return _taken_or_404(request, pk)
@@ -178,7 +188,7 @@ def round_page(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 def _render_round(
-    request: HttpRequest,
+    request: SignedInRequest,
     round: Round,
     answers: RoundAnswers,
     *,
@@ -212,7 +222,7 @@ def _render_round(
     return render(request, "calls/round.html", context, status=status)
 
 
-def _taken_or_404(request: HttpRequest, pk: int) -> HttpResponse:
+def _taken_or_404(request: SignedInRequest, pk: int) -> HttpResponse:
     """A round this person no longer sees: the "taken" page when another member of their
     group took it (what they posted kept), else the 404 anyone else gets."""
     round = taken_from(request.user, pk)
@@ -224,7 +234,7 @@ def _taken_or_404(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 def _taken(
-    request: HttpRequest, round: Round, answers: RoundAnswers | None, *, status: int = 409
+    request: SignedInRequest, round: Round, answers: RoundAnswers | None, *, status: int = 409
 ) -> HttpResponse:
     """Who took (or closed) ``round`` and when, what this person typed (read back, nothing
     dropped), and where to go on: never a dead end."""
@@ -256,7 +266,7 @@ LIST_DEFERRED = ("result", "arguments_json", "credentials", "tool")
 
 @login_required
 @require_safe
-def call_list(request: HttpRequest) -> HttpResponse:
+def call_list(request: SignedInRequest) -> HttpResponse:
     calls = with_error_flag(visible_calls(request.user)).defer(*LIST_DEFERRED)
     if is_admin(request.user) and request.GET.get("mine"):
         calls = calls.filter(started_by=request.user)
@@ -265,7 +275,7 @@ def call_list(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_safe
-def call_page(request: HttpRequest, pk: int) -> HttpResponse:
+def call_page(request: SignedInRequest, pk: int) -> HttpResponse:
     call = _visible_call_or_404(request.user, pk)
     rounds = list(
         call.rounds.select_related(
@@ -315,14 +325,14 @@ def _read_whole(read: dict[int, Round | None]) -> set[int]:
     return {pk for pk, shown in read.items() if shown is not None and not shown.split}
 
 
-def _visible_call_or_404(user: Any, pk: int) -> Call:
+def _visible_call_or_404(user: User, pk: int) -> Call:
     call = visible_call(user, pk)
     if call is None:
         raise Http404("No call matches the given query.")
     return call
 
 
-def _crumb(user: Any, call: Call) -> tuple[str, str]:
+def _crumb(user: User, call: Call) -> tuple[str | Promise, str]:
     """Where the call page's breadcrumb leads: "My calls" for its caller only; an admin's
     way in is the dashboard, anyone else's their inbox."""
     if call.started_by_id == user.pk:
@@ -363,7 +373,7 @@ def _pretty_arguments(text: str) -> str:
 
 @login_required
 @require_POST
-def restart(request: HttpRequest, pk: int) -> HttpResponse:
+def restart(request: SignedInRequest, pk: int) -> HttpResponse:
     call = _visible_call_or_404(request.user, pk)
     if not can_act_on_call(request.user, call):
         raise Http404("No call matches the given query.")
@@ -382,7 +392,7 @@ def restart(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def retry_delivery(request: HttpRequest, pk: int) -> HttpResponse:
+def retry_delivery(request: SignedInRequest, pk: int) -> HttpResponse:
     round = get_object_or_404(visible_rounds(request.user), pk=pk)
     if not can_answer(request.user, round):
         raise Http404("No round matches the given query.")
@@ -401,7 +411,7 @@ def retry_delivery(request: HttpRequest, pk: int) -> HttpResponse:
 # -- claiming a group's round ----------------------------------------------------------------
 
 
-def _can_claim(user: Any, round: Round) -> bool:
+def _can_claim(user: User, round: Round) -> bool:
     return (
         round.is_pending
         and not round.split  # a split round's parts are answered, not claimed
@@ -413,7 +423,7 @@ def _can_claim(user: Any, round: Round) -> bool:
     )
 
 
-def _can_release(user: Any, round: Round) -> bool:
+def _can_release(user: User, round: Round) -> bool:
     """Admins release any claim; a member may give back the round they claimed."""
     if not (round.is_pending and round.claimed_by_id is not None):
         return False
@@ -430,7 +440,7 @@ def _next_or(request: HttpRequest, default: str) -> str:
     return default
 
 
-def _claim_conflict(request: HttpRequest, round: Round, problem: str) -> HttpResponse:
+def _claim_conflict(request: SignedInRequest, round: Round, problem: str) -> HttpResponse:
     round.refresh_from_db()
     answers = RoundAnswers(round, consented=url_consent.consented(request, round), tz=_tz())
     return _render_round(request, round, answers, status=409, claim_problem=problem)
@@ -438,7 +448,7 @@ def _claim_conflict(request: HttpRequest, round: Round, problem: str) -> HttpRes
 
 @login_required
 @require_POST
-def claim(request: HttpRequest, pk: int) -> HttpResponse:
+def claim(request: HtmxRequest, pk: int) -> HttpResponse:
     """Take a group's round: it leaves the other members' inboxes."""
     round = by_key(visible_rounds(request.user), pk)
     if round is None or not can_answer(request.user, round):
@@ -464,7 +474,7 @@ def claim(request: HttpRequest, pk: int) -> HttpResponse:
     return SeeOther(_next_or(request, round.get_absolute_url()))
 
 
-def _claim_lost(request: HttpRequest, pk: int) -> HttpResponse:
+def _claim_lost(request: SignedInRequest, pk: int) -> HttpResponse:
     """From the inbox (htmx), a claim someone else won: say so and reload the list.
 
     htmx swaps nothing on an error status, so the Claim button would just do nothing. A
@@ -486,7 +496,7 @@ def _claim_lost(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def release(request: HttpRequest, pk: int) -> HttpResponse:
+def release(request: SignedInRequest, pk: int) -> HttpResponse:
     """Put a claimed round back into every member's inbox."""
     round = get_object_or_404(visible_rounds(request.user), pk=pk)
     if not (is_admin(request.user) or round.claimed_by_id == request.user.pk):

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+from django.contrib.auth.models import User
 from django.urls import NoReverseMatch, reverse
 from django.utils.translation import gettext as _
 
@@ -35,7 +36,7 @@ class AuthorizationWait:
     reconnect_url: str | None
 
 
-def _name(user: Any) -> str:
+def _name(user: User) -> str:
     return user.get_full_name() or user.get_username()
 
 
@@ -60,7 +61,7 @@ def reconnect_url(call: Call) -> str:
     return f"{connect}?{urlencode({'next': back})}"
 
 
-def can_reconnect(call: Call, user: Any) -> bool:
+def can_reconnect(call: Call, user: User) -> bool:
     """The caller reconnects their own account; an operator the connection's."""
     if call.connection.auth == Connection.Auth.OAUTH_PERSON:
         return bool(user.is_authenticated and user.pk == call.started_by_id)

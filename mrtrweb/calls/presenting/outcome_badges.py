@@ -11,11 +11,12 @@ How a round reads (its questions, headline and answers) is ``presenting``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet
+from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy
 
 from ..models import Call, Round
@@ -28,7 +29,7 @@ class Outcome:
     """What came of a call, as one badge: ``key`` (its CSS class) and ``label``."""
 
     key: str
-    label: str  # translated when shown (a lazy string)
+    label: str | Promise  # translated when shown (a lazy string)
     tone: str  # live, good, refused, stopped, bad: the badge's colour
 
     def __str__(self) -> str:
@@ -64,14 +65,14 @@ def call_outcome(status: str, *, is_error: bool = False, actions: Sequence[str] 
     """The outcome of a call in ``status``, from its result's ``isError`` and the answers
     given to its rounds in order (``round_action`` of each): the last answer decides."""
     if status != Call.Status.COMPLETED:
-        key = {
+        keys: dict[str, str] = {
             Call.Status.RUNNING: "running",
             Call.Status.WAITING: "waiting",
             Call.Status.FAILED: "failed",
             Call.Status.CANCELLED: "cancelled",
             Call.Status.EXPIRED: "expired",
-        }.get(status, "failed")
-        return OUTCOMES[key]
+        }
+        return OUTCOMES[keys.get(status, "failed")]
     if is_error:
         return OUTCOMES["tool_error"]
     answered = [a for a in actions if a]
@@ -107,7 +108,7 @@ def outcome_of(call: Call, rounds: Sequence[Round]) -> Outcome:
     )
 
 
-def outcomes_for(calls: Sequence[Call]) -> dict[int, Outcome]:
+def outcomes_for(calls: Collection[Call]) -> dict[int, Outcome]:
     """The outcome of each call of a list, in one query for all their answers (the calls
     should come through ``with_error_flag``, or their results are read)."""
     finished = [c.pk for c in calls if c.status == Call.Status.COMPLETED]
@@ -134,7 +135,7 @@ class ListedCall:
     outcome: Outcome
 
 
-def listed_calls(calls: Sequence[Call]) -> list[ListedCall]:
+def listed_calls(calls: Collection[Call]) -> list[ListedCall]:
     outcomes = outcomes_for(calls)
     return [ListedCall(c, outcomes[c.pk]) for c in calls]
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext as _
 
@@ -472,7 +473,7 @@ def changes_said(changes: Any) -> list[str]:
 # -- people ---------------------------------------------------------------------------------
 
 
-def person_name(user: Any) -> str:
+def person_name(user: User | None) -> str:
     """A person as others read them: their full name, else their username ("" for nobody)."""
     if user is None:
         return ""

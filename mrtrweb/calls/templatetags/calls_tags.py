@@ -6,6 +6,7 @@ import datetime as dt
 from typing import Any
 
 from django import template
+from django.contrib.auth.models import User
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
@@ -52,7 +53,7 @@ def when(context: Any, at: dt.datetime | None, style: str = "both") -> SafeStrin
 
 
 @register.filter
-def who(user: Any) -> str:
+def who(user: User) -> str:
     """A person as others read them: their full name, else their username."""
     return person_name(user)
 

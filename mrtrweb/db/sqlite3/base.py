@@ -141,7 +141,8 @@ class DatabaseWrapper(base.DatabaseWrapper):
         )
         self._opened_on, self._constraints_off = None, False
         if not kept:
-            super()._close()
+            # django-stubs leaves out the backend's own close.
+            super()._close()  # type: ignore[misc]
 
     def _pool_name(self) -> str | None:
         """The file this wrapper's connections open, None when they are not pooled (an

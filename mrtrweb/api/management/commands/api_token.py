@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from mrtrweb.api.models import TOKEN_PREFIX, ApiToken
@@ -50,7 +51,7 @@ class Command(BaseCommand):
                 f"The same secret for X-Mrtr-Signature (until 0.3.0): {token.webhook_secret}"
             )
 
-    def _list(self, user: Any) -> None:
+    def _list(self, user: User) -> None:
         tokens = ApiToken.objects.filter(user=user)
         if not tokens:
             self.stdout.write("no tokens")
@@ -62,7 +63,7 @@ class Command(BaseCommand):
                 f"(made {token.created_at:%Y-%m-%d %H:%M}, last used {used}, {state})"
             )
 
-    def _revoke(self, user: Any, prefix: str) -> None:
+    def _revoke(self, user: User, prefix: str) -> None:
         prefix = prefix.removeprefix(TOKEN_PREFIX).rstrip("_…").split("_")[0]
         tokens = list(ApiToken.objects.filter(user=user, prefix=prefix, revoked_at__isnull=True))
         if not tokens:

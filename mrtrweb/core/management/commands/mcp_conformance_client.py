@@ -400,6 +400,9 @@ async def run_scenario(
         authenticator = None
         if scenario and scenario.startswith("auth/"):
             authenticator = authenticator_for(oauth_http, url, scenario, context)
+        version_given: dict[str, Any] = (
+            {"protocol_version": version} if version in MODERN_PROTOCOL_VERSIONS else {}
+        )
         settings = ConnectionSettings(
             url=url,
             connect_timeout=5.0,
@@ -407,7 +410,7 @@ async def run_scenario(
             read_timeout=20.0,
             capabilities=CAPABILITIES,
             authenticator=authenticator,
-            **({"protocol_version": version} if version in MODERN_PROTOCOL_VERSIONS else {}),
+            **version_given,
         )
         async with MCPClient(settings) as client:
             runner = Runner(client, log, context)
