@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
+from functools import reduce
+from operator import or_
 from typing import Any, TypeVar
 
-from django.db.models import F, Model, Q, QuerySet
+from django.db.models import Exists, F, Model, OuterRef, Q, QuerySet
 from django.urls import reverse
 
-from mrtrweb.db.prepared import Prepared
 from mrtrweb.people.roles import is_admin
 from mrtrweb.policies.resolve import delegating_to
 from mrtrweb.servers.exposure import may_start, sees_whole_catalog
@@ -58,31 +59,38 @@ def _active(user: Any) -> bool:
     return bool(getattr(user, "is_authenticated", False) and user.is_active)
 
 
+def _own_ways(user: Any, *, pending: bool = False) -> list[Q]:
+    """Each way a round (not split) is routed to ``user``: theirs; those ``user`` stands in
+    for now (:func:`standing_in`, with delegations: ``policies.Delegation``); those routed to
+    someone standing in for ``user``; their groups' that nobody else claimed.
+
+    ``pending``: for rounds already filtered to pending ones, the stand-in's own check of the
+    status is left out. Said twice, it makes SQLite's planner (no statistics: nobody runs
+    ``ANALYZE``) read every pending round instead of the assignee index's short range."""
+    return [
+        Q(assigned_user=user),
+        _standing_in(user, pending=pending),
+        Q(delegated_from=user),
+        Q(assigned_group__in=user.groups.all()) & (Q(claimed_by__isnull=True) | Q(claimed_by=user)),
+    ]
+
+
 def _own(user: Any) -> Q:
-    """Rounds (not split) routed to ``user``: theirs, or their groups' that nobody else
-    claimed; and with delegations (``policies.Delegation``), those ``user`` stands in for now
-    (:func:`standing_in`), and those routed to someone standing in for ``user``."""
-    return (
-        Q(assigned_user=user)
-        | standing_in(user)
-        | Q(delegated_from=user)
-        | (
-            Q(assigned_group__in=user.groups.all())
-            & (Q(claimed_by__isnull=True) | Q(claimed_by=user))
-        )
-    )
+    """Rounds (not split) routed to ``user``: any of :func:`_own_ways`."""
+    return reduce(or_, _own_ways(user))
 
 
 def standing_in(user: Any) -> Q:
     """Rounds ``user`` answers for someone away now: pending, routed to that person (and not
     held by them as someone's stand-in: no chains), of a call neither that person nor
     ``user`` started."""
+    return _standing_in(user, pending=False)
+
+
+def _standing_in(user: Any, *, pending: bool) -> Q:
+    status = {} if pending else {"status": Round.Status.PENDING}
     return (
-        Q(
-            status=Round.Status.PENDING,
-            delegated_from__isnull=True,
-            assigned_user__in=delegating_to(user),
-        )
+        Q(**status, delegated_from__isnull=True, assigned_user__in=delegating_to(user))
         & ~Q(call__started_by=F("assigned_user"))
         & ~Q(call__started_by=user)
     )
@@ -101,13 +109,38 @@ def routed_to(user: Any) -> Q:
     return (Q(split=False) & _own(user)) | Q(split=True, pk__in=parts_of(user).values("round_id"))
 
 
+def _part_ways(user: Any) -> list[Q]:
+    """Each way a part of a split round is routed to ``user``: theirs, their groups'."""
+    return [Q(assigned_user=user), Q(assigned_group__in=user.groups.all())]
+
+
 def waiting_for(user: Any) -> Q:
     """:func:`routed_to`, less split rounds whose parts for ``user`` are all answered: what
-    the inbox lists as waiting (with the rounds' own status)."""
+    the inbox lists as waiting (with the rounds' own status). :func:`waiting_ways` asks the
+    same one way at a time."""
     mine = RoundPart.objects.filter(status=RoundPart.Status.PENDING).filter(
-        Q(assigned_user=user) | Q(assigned_group__in=user.groups.all())
+        reduce(or_, _part_ways(user))
     )
     return (Q(split=False) & _own(user)) | Q(split=True, pk__in=mine.values("round_id"))
+
+
+def waiting_ways(user: Any, pending: QuerySet[Round]) -> list[QuerySet[Any]]:
+    """The keys of the rounds of ``pending`` (pending rounds) that wait for ``user``, one
+    query per way of being routed (their union is ``pending.filter(waiting_for(user))``'s),
+    made of :func:`waiting_for`'s terms: for counting them one way at a time.
+
+    Each reads a short range of one index (the rounds' assignee, group and delegator indexes,
+    the parts' assignee and group ones), where :func:`waiting_for`'s OR of them reads every
+    pending round of everyone. A split round's ways start from its parts, each part's round
+    looked up by its key: with the round's columns in the outer query, SQLite without
+    statistics reads every pending round to match them against the parts' list."""
+    whole = pending.filter(split=False).order_by()
+    parts = RoundPart.objects.filter(status=RoundPart.Status.PENDING).order_by()
+    its_round = Exists(pending.filter(split=True, pk=OuterRef("round_id")))
+    return [whole.filter(way).values("pk") for way in _own_ways(user, pending=True)] + [
+        parts.filter(way).filter(its_round).values("round_id").distinct()
+        for way in _part_ways(user)
+    ]
 
 
 def part_for(user: Any, round: Round) -> RoundPart | None:
@@ -200,20 +233,6 @@ _ROUND_RELATIONS = (
 )
 
 
-# The pages' reads by key, compiled once (db.prepared): a round with all of the above, a
-# call with its connection and starter, and a call's newest pending round.
-_ROUND = Prepared(lambda pk: Round.objects.select_related(*_ROUND_RELATIONS).filter(pk=pk), int)
-_CALL = Prepared(lambda pk: _calls().filter(pk=pk), int)
-_NEWEST_PENDING_SHOWN = Prepared(
-    lambda call_id: (
-        Round.objects.select_related(*_ROUND_RELATIONS)
-        .filter(call_id=call_id, status=Round.Status.PENDING)
-        .order_by("-index")
-    ),
-    int,
-)
-
-
 def visible_rounds(user: Any) -> QuerySet[Round]:
     """The rounds ``user`` may look at."""
     rounds = Round.objects.select_related(*_ROUND_RELATIONS)
@@ -236,7 +255,7 @@ def visible_round(user: Any, pk: int) -> Round | None:
     """
     if not _active(user):
         return None
-    found = _ROUND.first(pk)
+    found = by_key(Round.objects.select_related(*_ROUND_RELATIONS), pk)
     if found is None:
         return None
     if _sees_round_at_once(user, found):
@@ -266,7 +285,12 @@ def newest_pending(user: Any, call: Call) -> Round | None:
     if not _active(user):
         return None
 
-    newest = _NEWEST_PENDING_SHOWN.first(call.pk)
+    newest = (
+        Round.objects.select_related(*_ROUND_RELATIONS)
+        .filter(call=call, status=Round.Status.PENDING)
+        .order_by("-index")
+        .first()
+    )
     if newest is None or _sees_round_at_once(user, newest):
         return newest
     return (
@@ -284,7 +308,7 @@ def visible_call(user: Any, pk: int) -> Call | None:
     or are an admin (the call page of a person following their own call, every reload);
     anyone else is asked the whole rule.
     """
-    found = _CALL.first(pk) if _active(user) else None
+    found = by_key(_calls(), pk) if _active(user) else None
     return found if found is not None and sees_call(user, found) else None
 
 
@@ -383,8 +407,12 @@ def next_page(call: Call, user: Any = None) -> str:
     see it), or the call page. Shared by the start page and the round and call pages."""
     if call.status == Call.Status.WAITING:
         if user is None:
-            newest = _NEWEST_PENDING.first(call.pk)
-            pending = newest.pk if newest is not None else None
+            pending = (
+                Round.objects.filter(call=call, status=Round.Status.PENDING)
+                .order_by("-index")
+                .values_list("pk", flat=True)
+                .first()
+            )
         else:
             # Not a split round whose parts for them are answered: it waits for the others.
             pending = (
@@ -398,14 +426,3 @@ def next_page(call: Call, user: Any = None) -> str:
         if pending is not None:
             return reverse("calls:round", kwargs={"pk": pending})
     return call.get_absolute_url()
-
-
-# Where every start goes (mrtrweb.db.prepared: compiled once).
-_NEWEST_PENDING = Prepared(
-    lambda call_id: (
-        Round.objects.filter(call_id=call_id, status=Round.Status.PENDING)
-        .order_by("-index")
-        .only("pk")
-    ),
-    int,
-)

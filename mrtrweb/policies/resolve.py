@@ -8,8 +8,6 @@ from typing import Any
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from mrtrweb.db.prepared import Prepared
-
 from .models import Delegation, Policy
 from .snapshot import PolicySnapshot
 
@@ -36,23 +34,14 @@ def _snapshot(row: Policy) -> dict[str, Any]:
     ).to_json()
 
 
-# Read on every start (mrtrweb.db.prepared: compiled once).
-_ROWS = Prepared(
-    lambda connection_id, tool_name: Policy.objects.filter(
-        connection_id=connection_id, tool_name__in=["", tool_name]
-    ),
-    int,
-    str,
-)
-
-
 def policy_for(connection: Any, tool_name: str | None) -> PolicySnapshot:
     """The policy of ``tool_name`` on ``connection`` (``None`` for prompts and resources,
     which follow the connection's own). A field the tool's row leaves at its default keeps
     the connection's value."""
     # Most tools have no row, nor the connection: the related group or person of a row that
     # names one is read when the snapshot asks for it.
-    rows = {row.tool_name: row for row in _ROWS.all(connection.pk, tool_name or "")}
+    found = Policy.objects.filter(connection_id=connection.pk, tool_name__in=["", tool_name or ""])
+    rows = {row.tool_name: row for row in found}
     merged: dict[str, Any] = {}
     if "" in rows:
         merged.update(_snapshot(rows[""]))
