@@ -79,13 +79,15 @@ def database_config(
     *,
     pool_size: int = 10,
     pool_timeout: int = 20,
+    prepare_threshold: int = 5,
     sqlite_synchronous: Synchronous = "FULL",
 ) -> dict[str, Any]:
     """``DATABASES["default"]``: the URL's database, or the embedded SQLite file.
 
     PostgreSQL connections come from a pool of up to ``pool_size`` per process (0: none); a
-    request waits up to ``pool_timeout`` seconds for a free one. SQLite flushes its log to
-    disk as ``sqlite_synchronous`` says (:func:`sqlite_synchronous`).
+    request waits up to ``pool_timeout`` seconds for a free one; a statement sent
+    ``prepare_threshold`` times on a connection is prepared there (0: none is). SQLite
+    flushes its log to disk as ``sqlite_synchronous`` says (:func:`sqlite_synchronous`).
     """
     if database_url:
         # Persistent connections are per thread, and under ASGI every sync_to_async call may
@@ -105,6 +107,15 @@ def database_config(
                 # fail after a few seconds (it did: 70 of 100 starts were server errors).
                 # /readyz bounds its own wait (core.readiness.CHECK_TIMEOUT).
                 options["pool"] = {"min_size": 1, "max_size": pool_size, "timeout": pool_timeout}
+            if prepare_threshold > 0:
+                # The app sends the same few statements over and over (a flow's guarded
+                # updates, its reads by key): prepared on the server, each is parsed and
+                # planned once per connection, which the pool keeps open. psycopg prepares
+                # only statements whose parameters the server binds (Django binds them on the
+                # client unless told); Django leaves preparing off by default for poolers
+                # such as PgBouncer in transaction mode, where 0 is the setting to use.
+                options["server_side_binding"] = True
+                options["prepare_threshold"] = prepare_threshold
         return config
     return {
         # Django's SQLite backend with a pool (mrtrweb/db/sqlite3): each request runs in a

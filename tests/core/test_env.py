@@ -212,6 +212,23 @@ def test_postgresql_connections_come_from_a_pool_unless_its_size_is_zero(tmp_pat
     assert "pool" not in unpooled["OPTIONS"]
 
 
+def test_postgresql_prepares_its_statements_unless_the_threshold_is_zero(tmp_path: Path):
+    prepared = env.database_config("postgres://app@db.internal/mrtr", tmp_path)
+    # psycopg prepares only statements the server binds.
+    assert prepared["OPTIONS"]["server_side_binding"] is True
+    assert prepared["OPTIONS"]["prepare_threshold"] == 5
+    sooner = env.database_config("postgres://app@db.internal/mrtr", tmp_path, prepare_threshold=2)
+    assert sooner["OPTIONS"]["prepare_threshold"] == 2
+    # For a pooler in transaction mode (PgBouncer): Django's defaults, nothing prepared.
+    unprepared = env.database_config(
+        "postgres://app@db.internal/mrtr", tmp_path, prepare_threshold=0
+    )
+    assert "server_side_binding" not in unprepared["OPTIONS"]
+    assert "prepare_threshold" not in unprepared["OPTIONS"]
+    sqlite = env.database_config(None, tmp_path / "db.sqlite3")
+    assert "prepare_threshold" not in sqlite["OPTIONS"]
+
+
 def test_a_connect_timeout_in_the_url_wins(tmp_path: Path):
     config = env.database_config("postgres://app@db.internal/mrtr?connect_timeout=2", tmp_path)
 
