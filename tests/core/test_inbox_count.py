@@ -197,7 +197,11 @@ def test_the_ways_find_the_rounds_waiting_for_finds_for_everyone() -> None:
         [(user, group, status)]
         for user, group, status in itertools.product(people, groups, (pending, answered))
         if (user is None) != (group is None)
-    ] + [[(pat, None, answered), (None, team, pending)], [(kim, None, pending), (pat, None, pending)]]
+    ]
+    split += [
+        [(pat, None, answered), (None, team, pending)],
+        [(kim, None, pending), (pat, None, pending)],
+    ]
     server = Connection.objects.create(
         name="bench", url="http://127.0.0.1:9/mcp", catalog={"tools": [TOOL]}
     )
