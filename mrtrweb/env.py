@@ -79,14 +79,14 @@ def database_config(
     *,
     pool_size: int = 10,
     pool_timeout: int = 20,
-    prepare_threshold: int = 5,
+    prepare_threshold: int = 0,
     sqlite_synchronous: Synchronous = "FULL",
 ) -> dict[str, Any]:
     """``DATABASES["default"]``: the URL's database, or the embedded SQLite file.
 
     PostgreSQL connections come from a pool of up to ``pool_size`` per process (0: none); a
-    request waits up to ``pool_timeout`` seconds for a free one; a statement sent
-    ``prepare_threshold`` times on a connection is prepared there (0: none is). SQLite
+    request waits up to ``pool_timeout`` seconds for a free one; with ``prepare_threshold``, a
+    statement sent that many times on a connection is prepared there (0: none is). SQLite
     flushes its log to disk as ``sqlite_synchronous`` says (:func:`sqlite_synchronous`).
     """
     if database_url:
@@ -112,8 +112,10 @@ def database_config(
                 # updates, its reads by key): prepared on the server, each is parsed and
                 # planned once per connection, which the pool keeps open. psycopg prepares
                 # only statements whose parameters the server binds (Django binds them on the
-                # client unless told); Django leaves preparing off by default for poolers
-                # such as PgBouncer in transaction mode, where 0 is the setting to use.
+                # client unless told). Off by default, as Django has it: the server takes at
+                # most 65,535 parameters a statement and Django does not split a bulk insert
+                # or a cascade's delete for it, and a pooler in transaction mode (PgBouncer)
+                # cannot keep prepared statements.
                 options["server_side_binding"] = True
                 options["prepare_threshold"] = prepare_threshold
         return config
