@@ -124,21 +124,26 @@ def waiting_for(user: Any) -> Q:
     return (Q(split=False) & _own(user)) | Q(split=True, pk__in=mine.values("round_id"))
 
 
-def waiting_ways(user: Any, pending: QuerySet[Round]) -> list[QuerySet[Any]]:
-    """The keys of the rounds of ``pending`` (pending rounds) that wait for ``user``, one
-    query per way of being routed (their union is ``pending.filter(waiting_for(user))``'s),
-    made of :func:`waiting_for`'s terms: for counting them one way at a time.
+def waiting_ways(user: Any, pending: Q) -> list[QuerySet[Any]]:
+    """The keys of the rounds that match ``pending`` (pending rounds, and whatever else the
+    caller asks) and wait for ``user``, one query per way of being routed (their union is
+    ``Round.objects.filter(pending & waiting_for(user))``'s), made of :func:`waiting_for`'s
+    terms: for counting them one way at a time.
 
     Each reads a short range of one index (the rounds' assignee, group and delegator indexes,
     the parts' assignee and group ones), where :func:`waiting_for`'s OR of them reads every
     pending round of everyone. A split round's ways start from its parts, each part's round
     looked up by its key: with the round's columns in the outer query, SQLite without
-    statistics reads every pending round to match them against the parts' list."""
-    whole = pending.filter(split=False).order_by()
-    parts = RoundPart.objects.filter(status=RoundPart.Status.PENDING).order_by()
-    its_round = Exists(pending.filter(split=True, pk=OuterRef("round_id")))
-    return [whole.filter(way).values("pk") for way in _own_ways(user, pending=True)] + [
-        parts.filter(way).filter(its_round).values("round_id").distinct()
+    statistics reads every pending round to match them against the parts' list. Each query
+    is built with one ``filter()``: a page asks for them all on every request."""
+    rounds, parts = Round.objects.order_by(), RoundPart.objects.order_by()
+    its_round = Exists(rounds.filter(pending & Q(split=True, pk=OuterRef("round_id"))))
+    part_pending = Q(status=RoundPart.Status.PENDING)
+    return [
+        rounds.filter(pending & Q(split=False) & way).values("pk")
+        for way in _own_ways(user, pending=True)
+    ] + [
+        parts.filter(part_pending & way & its_round).values("round_id").distinct()
         for way in _part_ways(user)
     ]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import Q
 from django.http import HttpRequest
 
 from mrtrweb.calls.access import waiting_ways
@@ -40,16 +41,12 @@ def _waiting(user: Any) -> int | str:
     counts a round routed more than one way once. Every way is asked every time, so every page
     costs the same.
     """
-    shown = (
-        Round.objects.filter(status=Round.Status.PENDING)
-        .exclude(unsupported_reason__gt="")
-        .order_by()
-    )
+    shown = Q(status=Round.Status.PENDING) & ~Q(unsupported_reason__gt="")
     # Each branch capped in a subquery of its own (SQLite takes no LIMIT on a member of a
     # compound SELECT); more than the cap in any branch is more than the cap in all.
+    rounds = Round.objects.order_by().values("pk")
     first, *rest = (
-        Round.objects.filter(pk__in=keys[: INBOX_COUNT_CAP + 1]).order_by().values("pk")
-        for keys in waiting_ways(user, shown)
+        rounds.filter(pk__in=keys[: INBOX_COUNT_CAP + 1]) for keys in waiting_ways(user, shown)
     )
     count = first.union(*rest).count()
     return f"{INBOX_COUNT_CAP}+" if count > INBOX_COUNT_CAP else count

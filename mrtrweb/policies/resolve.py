@@ -68,14 +68,17 @@ def delegating_to(user: Any, at: Any = None) -> Any:
     """The people whose rounds ``user`` stands in for at ``at`` (a queryset of their ids, for
     a subquery): those whose current delegate (:func:`delegate_of`) ``user`` is."""
     at = at or timezone.now()
-    running = Delegation.objects.filter(starts_at__lte=at, until__gt=at)
-    # A later delegation of the same person to someone else wins (delegate_of's rule).
-    later = running.filter(person=OuterRef("person")).filter(
-        Q(starts_at__gt=OuterRef("starts_at"))
-        | Q(starts_at=OuterRef("starts_at"), pk__gt=OuterRef("pk"))
+    running = Q(starts_at__lte=at, until__gt=at)
+    # A later delegation of the same person to someone else wins (delegate_of's rule). Each
+    # query built with one filter(): every page's inbox count asks for this one.
+    later = Delegation.objects.filter(
+        running
+        & Q(person=OuterRef("person"))
+        & (
+            Q(starts_at__gt=OuterRef("starts_at"))
+            | Q(starts_at=OuterRef("starts_at"), pk__gt=OuterRef("pk"))
+        )
     )
-    return (
-        running.filter(delegate=user, delegate__is_active=True)
-        .exclude(Exists(later))
-        .values("person")
-    )
+    return Delegation.objects.filter(
+        running & Q(delegate=user, delegate__is_active=True) & ~Exists(later)
+    ).values("person")
