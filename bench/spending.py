@@ -40,7 +40,7 @@ _PLACES = {
     "orm": (
         ("django.db.models.sql.query", "Query", "add_q"),
         ("django.db.models.query", "QuerySet", "_fetch_all"),
-        # Lookups compiled once (mrtrweb/db/prepared.py) make their rows here.
+        # The sign-in's person and permissions (accounts.backends, through raw()).
         ("django.db.models.query", "RawQuerySet", "_fetch_all"),
         ("django.db.models.query", "QuerySet", "count"),
         ("django.db.models.query", "QuerySet", "exists"),

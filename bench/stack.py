@@ -154,7 +154,9 @@ def _drop_pg_database(name: str) -> None:
 
 # Settings a run may vary to compare (e.g. MRTRWEB_DB_POOL_SIZE=0 python -m bench ...); every
 # other setting of the calling shell is left out, so a run measures the defaults.
-PASSED_THROUGH = frozenset({"MRTRWEB_DB_POOL_SIZE", "MRTRWEB_BENCH_TRACEMALLOC"})
+PASSED_THROUGH = frozenset(
+    {"MRTRWEB_DB_POOL_SIZE", "MRTRWEB_DB_PREPARE_THRESHOLD", "MRTRWEB_BENCH_TRACEMALLOC"}
+)
 
 
 @contextlib.contextmanager

@@ -79,13 +79,15 @@ def database_config(
     *,
     pool_size: int = 10,
     pool_timeout: int = 20,
+    prepare_threshold: int = 0,
     sqlite_synchronous: Synchronous = "FULL",
 ) -> dict[str, Any]:
     """``DATABASES["default"]``: the URL's database, or the embedded SQLite file.
 
     PostgreSQL connections come from a pool of up to ``pool_size`` per process (0: none); a
-    request waits up to ``pool_timeout`` seconds for a free one. SQLite flushes its log to
-    disk as ``sqlite_synchronous`` says (:func:`sqlite_synchronous`).
+    request waits up to ``pool_timeout`` seconds for a free one; with ``prepare_threshold``, a
+    statement sent that many times on a connection is prepared there (0: none is). SQLite
+    flushes its log to disk as ``sqlite_synchronous`` says (:func:`sqlite_synchronous`).
     """
     if database_url:
         # Persistent connections are per thread, and under ASGI every sync_to_async call may
@@ -107,6 +109,17 @@ def database_config(
                 # fail after a few seconds (it did: 70 of 100 starts were server errors).
                 # /readyz bounds its own wait (core.readiness.CHECK_TIMEOUT).
                 options["pool"] = {"min_size": 1, "max_size": pool_size, "timeout": pool_timeout}
+            if prepare_threshold > 0:
+                # The app sends the same few statements over and over (a flow's guarded
+                # updates, its reads by key): prepared on the server, each is parsed and
+                # planned once per connection, which the pool keeps open. psycopg prepares
+                # only statements whose parameters the server binds (Django binds them on the
+                # client unless told). Off by default, as Django has it: the server takes at
+                # most 65,535 parameters a statement and Django does not split a bulk insert
+                # or a cascade's delete for it, and a pooler in transaction mode (PgBouncer)
+                # cannot keep prepared statements.
+                options["server_side_binding"] = True
+                options["prepare_threshold"] = prepare_threshold
         return config
     return {
         # Django's SQLite backend with a pool (mrtrweb/db/sqlite3): each request runs in a

@@ -131,6 +131,7 @@ DATABASES = {
         VAR_DIR / "db.sqlite3",
         pool_size=env.env_int(ENV, "MRTRWEB_DB_POOL_SIZE", 10),
         pool_timeout=env.env_int(ENV, "MRTRWEB_DB_POOL_TIMEOUT", 20),
+        prepare_threshold=env.env_int(ENV, "MRTRWEB_DB_PREPARE_THRESHOLD", 0),
         sqlite_synchronous=env.sqlite_synchronous(ENV),
     )
 }

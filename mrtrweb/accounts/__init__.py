@@ -4,7 +4,7 @@
   our form, pages and email; the link on ``MRTRWEB_BASE_URL``); a new password, changed or
   reset, ends the person's other sessions at once (``sessions.end_other_sessions``);
 - ``backends``: ``AccountBackend``, Django's ``ModelBackend`` whose read of the signed-in person
-  on every request is one written-out statement that brings their permissions too
+  on every request is one written-out statement (`raw()`) that brings their permissions too
   (``people.roles.person_sql``);
 - ``sessions``: the session store (Django's database sessions) and ending a person's other
   sessions;

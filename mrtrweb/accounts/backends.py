@@ -1,6 +1,6 @@
 """Signing in with a password: Django's ``ModelBackend``, the person read back on every
-signed-in request in one statement with their permissions (``people.roles.person_sql``),
-written once instead of built and compiled by the ORM on every request.
+signed-in request in one statement with their permissions (``people.roles.person_sql``, run
+through the documented ``Manager.raw``).
 
 Why: every page, websocket and held reload reads its person by the key the session holds;
 through the ORM that read costs more CPU than the database takes to answer it, and the
@@ -17,9 +17,8 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
-from django.db import connections, router
+from django.db import router
 
-from mrtrweb.db.prepared import Prepared, RowConversions
 from mrtrweb.people import roles
 
 __all__ = ["DJANGOS", "OURS", "AccountBackend"]
@@ -27,8 +26,6 @@ __all__ = ["DJANGOS", "OURS", "AccountBackend"]
 # The paths a session stores (``BACKEND_SESSION_KEY``).
 DJANGOS = "django.contrib.auth.backends.ModelBackend"
 OURS = "mrtrweb.accounts.backends.AccountBackend"
-
-_BY_KEY = Prepared(lambda pk: get_user_model()._default_manager.filter(pk=pk), int)
 
 
 class KeptPermissions:
@@ -63,31 +60,25 @@ class AccountBackend(KeptPermissions, ModelBackend):
             return super().get_user(user_id)
         # The person and their permissions in one statement where both live in one database:
         # the second-factor check asks every signed-in request whether they are an admin.
-        user = _with_permissions(user_id) if roles.reads_together() else _BY_KEY.first(user_id)
+        if roles.reads_together():
+            user = _with_permissions(user_id)
+        else:
+            user = get_user_model()._default_manager.filter(pk=user_id).first()
         return user if user is not None and self.user_can_authenticate(user) else None
-
-
-# Per database: the person's columns' conversions (db.prepared), made on its first read.
-_CONVERSIONS: dict[str, RowConversions] = {}
 
 
 def _with_permissions(pk: int) -> Any | None:
     """The person whose key is ``pk`` (None: there is none) with their permissions, read in
-    one statement (``people.roles.person_sql``) and kept where :class:`KeptPermissions`
-    answers from."""
+    one statement (``people.roles.person_sql``: the person's row once per permission) and
+    kept where :class:`KeptPermissions` answers from."""
     User = get_user_model()
     alias = router.db_for_read(User)
-    connection = connections[alias]
-    sql, columns = roles.person_sql(alias)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [pk, pk, pk])
-        rows = cursor.fetchall()
+    rows = list(User._default_manager.db_manager(alias).raw(roles.person_sql(alias), [pk] * 3))
     if not rows:
         return None
-    conversions = _CONVERSIONS.get(alias) or _CONVERSIONS.setdefault(alias, RowConversions(columns))
-    count = len(columns)
-    values = list(rows[0][:count])
-    conversions.convert(values, connection)
-    user = User.from_db(alias, [column.target.attname for column in columns], values)
-    roles.keep_read_permissions(user, (row[count:] for row in rows))
+    read = [tuple(getattr(row, name) for name in roles.PERMISSION_COLUMNS) for row in rows]
+    user = rows[0]
+    for name in roles.PERMISSION_COLUMNS:
+        delattr(user, name)  # not the user's own: only the permissions they make are kept
+    roles.keep_read_permissions(user, read)
     return user

@@ -1,6 +1,5 @@
-"""The session store: Django's database one, its lookup on every signed-in request
-compiled once (``db.prepared``) in the documented ``load``; and ending a person's other
-sessions when their password changes (:func:`end_other_sessions`).
+"""The session store: Django's database one; and ending a person's other sessions when
+their password changes (:func:`end_other_sessions`).
 
 The same table, rows and cookie as ``django.contrib.sessions.backends.db``: switching to it (or
 back) signs nobody out. A session signed in through Django's ``ModelBackend`` is read as signed
@@ -9,22 +8,14 @@ in through the app's (:mod:`mrtrweb.accounts.backends`, the same backend), which
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from django.contrib.auth import BACKEND_SESSION_KEY, SESSION_KEY
 from django.contrib.auth.models import User
 from django.contrib.sessions.backends.db import SessionStore as DatabaseSessionStore
 from django.contrib.sessions.models import Session
-from django.utils import timezone
-
-from mrtrweb.db.prepared import Prepared
 
 from . import backends
-
-_LIVE = Prepared(
-    lambda key, now: Session.objects.filter(session_key=key, expire_date__gt=now), str, datetime
-)
 
 
 class SessionStore(DatabaseSessionStore):
@@ -34,17 +25,6 @@ class SessionStore(DatabaseSessionStore):
         if session.get(BACKEND_SESSION_KEY) == backends.DJANGOS:
             session[BACKEND_SESSION_KEY] = backends.OURS
         return session
-
-    def load(self) -> dict[str, Any]:
-        key = self.session_key
-        # Only the default model, by a key: anything else is Django's own way.
-        if isinstance(key, str) and self.get_model_class() is Session:
-            found = _LIVE.first(key, timezone.now())
-            if found is not None:
-                return self.decode(found.session_data)
-        # None found (expired, or a key nobody holds): Django's own way, which forgets the
-        # key so that a new one is made, never the one the browser sent.
-        return super().load()
 
 
 def end_other_sessions(user: User, keep: str | None) -> int:

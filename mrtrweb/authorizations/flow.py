@@ -34,7 +34,6 @@ from django.urls import reverse
 from django.utils import timezone
 
 from mrtrweb import oauth
-from mrtrweb.db.prepared import Prepared
 from mrtrweb.http import SignedInRequest
 from mrtrweb.mcp import io_loop
 from mrtrweb.servers.models import Connection
@@ -469,17 +468,9 @@ def must_connect(connection: Connection, user: User, *, refused: bool = False) -
         return False
     # Whether the server wants an account first: most never asked, and then the person's
     # authorizations need not be read at all (one query on every start instead of two).
-    if not (refused or _DISCOVERED.exists(connection.pk)):
+    if not (refused or Discovery.objects.filter(connection_id=connection.pk).exists()):
         return False
     return not has_active(connection, user)
-
-
-# Asked on every start on a connection with OAuth per person, the default (compiled once:
-# mrtrweb.db.prepared).
-_DISCOVERED = Prepared(
-    lambda connection_id: Discovery.objects.filter(connection_id=connection_id),
-    int,
-)
 
 
 def connect_url(connection: Connection, *, next_: str, held: str | None = None) -> str:

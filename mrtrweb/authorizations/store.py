@@ -20,7 +20,6 @@ from django.db.models import F
 from django.utils import timezone
 
 from mrtrweb import oauth
-from mrtrweb.db.prepared import Prepared
 from mrtrweb.servers.models import Connection
 
 from .models import Authorization, ClientRegistration, Discovery
@@ -103,18 +102,11 @@ def _held(row: Authorization) -> Held:
     )
 
 
-# Read before every request of every call on a connection with OAuth (the default: per
-# person), most often to find nothing; compiled once (mrtrweb.db.prepared).
-_PERSONS = Prepared(_rows, int, int)
-_CONNECTIONS = Prepared(lambda connection_id: _rows(connection_id, None), int)
-
-
 def held(connection_id: int, user_id: int | None) -> Held | None:
     """The authorization of ``user_id`` (None: the connection's own) as stored now."""
-    if user_id is None:
-        row = _CONNECTIONS.first(connection_id)
-    else:
-        row = _PERSONS.first(connection_id, user_id)
+    # Read before every request of every call on a connection with OAuth (the default: per
+    # person), most often to find nothing.
+    row = _rows(connection_id, user_id).first()
     return _held(row) if row is not None else None
 
 

@@ -131,11 +131,16 @@ def reads_together() -> bool:
     return router.db_for_read(get_user_model()) == router.db_for_read(Permission)
 
 
+# The columns :func:`person_sql` reads after the person's: each permission's app label,
+# codename and whether it is their own (1) or a group's (0); ``raw()`` sets them on each row.
+PERMISSION_COLUMNS = ("mrtrweb_app", "mrtrweb_codename", "mrtrweb_own")
+
+
 @cache
-def person_sql(alias: str) -> tuple[str, tuple[Any, ...]]:
+def person_sql(alias: str) -> str:
     """One statement for a person and their permissions, own and their groups' (its
-    parameters: the key three times), and the person's columns it reads first (``Col``
-    expressions, which hold no connection); :func:`keep_read_permissions` takes the rest.
+    parameters: the key three times), for ``User.objects.raw``: the person's columns, then
+    :data:`PERMISSION_COLUMNS`, which :func:`keep_read_permissions` takes.
 
     Why: every signed-in request reads its person (the sign-in backend's ``get_user``) and
     then, when the second-factor check asks whether they are an admin, their permissions: two
@@ -146,15 +151,14 @@ def person_sql(alias: str) -> tuple[str, tuple[Any, ...]]:
     # Any: it quotes concrete fields' columns, which django-stubs types as optional.
     quote: Callable[[Any], str] = connections[alias].ops.quote_name
     table = User._meta.db_table
-    columns = tuple(field.get_col(table) for field in User._meta.concrete_fields)
-    selected = ", ".join(f"u.{quote(column.target.column)}" for column in columns)
+    selected = ", ".join(f"u.{quote(field.column)}" for field in User._meta.concrete_fields)
+    app, codename, own = (quote(name) for name in PERMISSION_COLUMNS)
     mine, theirs = _permissions_sql_parts(alias)
-    sql = (
-        f"SELECT {selected}, x.app, x.codename, x.own FROM {quote(table)} u "
-        f"LEFT JOIN ({mine}(%s) UNION ALL {theirs}(%s)) x ON 1 = 1 "
+    return (
+        f"SELECT {selected}, x.app AS {app}, x.codename AS {codename}, x.own AS {own} "
+        f"FROM {quote(table)} u LEFT JOIN ({mine}(%s) UNION ALL {theirs}(%s)) x ON 1 = 1 "
         f"WHERE u.{quote(User._meta.pk.column)} = %s"
     )
-    return sql, columns
 
 
 @cache

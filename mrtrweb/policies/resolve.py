@@ -9,8 +9,6 @@ from django.contrib.auth.models import User
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from mrtrweb.db.prepared import Prepared
-
 from .models import Delegation, Policy
 from .snapshot import PolicySnapshot
 
@@ -37,23 +35,14 @@ def _snapshot(row: Policy) -> dict[str, Any]:
     ).to_json()
 
 
-# Read on every start (mrtrweb.db.prepared: compiled once).
-_ROWS = Prepared(
-    lambda connection_id, tool_name: Policy.objects.filter(
-        connection_id=connection_id, tool_name__in=["", tool_name]
-    ),
-    int,
-    str,
-)
-
-
 def policy_for(connection: Any, tool_name: str | None) -> PolicySnapshot:
     """The policy of ``tool_name`` on ``connection`` (``None`` for prompts and resources,
     which follow the connection's own). A field the tool's row leaves at its default keeps
     the connection's value."""
     # Most tools have no row, nor the connection: the related group or person of a row that
     # names one is read when the snapshot asks for it.
-    rows = {row.tool_name: row for row in _ROWS.all(connection.pk, tool_name or "")}
+    found = Policy.objects.filter(connection_id=connection.pk, tool_name__in=["", tool_name or ""])
+    rows = {row.tool_name: row for row in found}
     merged: dict[str, Any] = {}
     if "" in rows:
         merged.update(_snapshot(rows[""]))
@@ -80,14 +69,17 @@ def delegating_to(user: User, at: Any = None) -> Any:
     """The people whose rounds ``user`` stands in for at ``at`` (a queryset of their ids, for
     a subquery): those whose current delegate (:func:`delegate_of`) ``user`` is."""
     at = at or timezone.now()
-    running = Delegation.objects.filter(starts_at__lte=at, until__gt=at)
-    # A later delegation of the same person to someone else wins (delegate_of's rule).
-    later = running.filter(person=OuterRef("person")).filter(
-        Q(starts_at__gt=OuterRef("starts_at"))
-        | Q(starts_at=OuterRef("starts_at"), pk__gt=OuterRef("pk"))
+    running = Q(starts_at__lte=at, until__gt=at)
+    # A later delegation of the same person to someone else wins (delegate_of's rule). Each
+    # query built with one filter(): every page's inbox count asks for this one.
+    later = Delegation.objects.filter(
+        running
+        & Q(person=OuterRef("person"))
+        & (
+            Q(starts_at__gt=OuterRef("starts_at"))
+            | Q(starts_at=OuterRef("starts_at"), pk__gt=OuterRef("pk"))
+        )
     )
-    return (
-        running.filter(delegate=user, delegate__is_active=True)
-        .exclude(Exists(later))
-        .values("person")
-    )
+    return Delegation.objects.filter(
+        running & Q(delegate=user, delegate__is_active=True) & ~Exists(later)
+    ).values("person")

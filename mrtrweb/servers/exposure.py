@@ -14,7 +14,6 @@ import mcp_types
 from django.contrib.auth.models import User
 from django.db.models import Exists, OuterRef, QuerySet
 
-from mrtrweb.db.prepared import Prepared
 from mrtrweb.people.roles import is_admin, is_operator
 
 from .models import Connection, ToolExposure
@@ -64,17 +63,9 @@ def may_start(user: User, connection: Connection, tool_name: str) -> bool:
         return False
     if sees_whole_catalog(user):
         return True
-    return _EXPOSED.exists(connection.pk, tool_name)
-
-
-# Asked on every start (mrtrweb.db.prepared: compiled once).
-_EXPOSED = Prepared(
-    lambda connection_id, tool_name: ToolExposure.objects.filter(
-        connection_id=connection_id, tool_name=tool_name, exposed=True
-    ),
-    int,
-    str,
-)
+    return ToolExposure.objects.filter(
+        connection_id=connection.pk, tool_name=tool_name, exposed=True
+    ).exists()
 
 
 def startable_connections(user: User) -> QuerySet[Connection]:
@@ -100,8 +91,8 @@ def offered_connection(user: User, name: str) -> Connection | None:
     (every start page and start asks)."""
     if not _is_person(user):
         return None
-    offered = _ENABLED if sees_whole_catalog(user) else _OFFERED_TO_END_USERS
-    return offered.first(name)
+    offered = _enabled() if sees_whole_catalog(user) else _offered_to_end_users()
+    return offered.filter(name=name).first()
 
 
 def _enabled() -> QuerySet[Connection]:
@@ -115,8 +106,3 @@ def _startable_by_end_users() -> QuerySet[Connection]:
 
 def _offered_to_end_users() -> QuerySet[Connection]:
     return _startable_by_end_users().filter(tested_at__isnull=False, test_failure="")
-
-
-# mrtrweb.db.prepared: compiled once (the statement is the same for every person it fits).
-_ENABLED = Prepared(lambda name: _enabled().filter(name=name), str)
-_OFFERED_TO_END_USERS = Prepared(lambda name: _offered_to_end_users().filter(name=name), str)

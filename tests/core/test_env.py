@@ -212,6 +212,19 @@ def test_postgresql_connections_come_from_a_pool_unless_its_size_is_zero(tmp_pat
     assert "pool" not in unpooled["OPTIONS"]
 
 
+def test_postgresql_prepares_its_statements_when_given_a_threshold(tmp_path: Path):
+    # Django's defaults unless asked: parameters bound on the client, nothing prepared.
+    unprepared = env.database_config("postgres://app@db.internal/mrtr", tmp_path)
+    assert "server_side_binding" not in unprepared["OPTIONS"]
+    assert "prepare_threshold" not in unprepared["OPTIONS"]
+    prepared = env.database_config("postgres://app@db.internal/mrtr", tmp_path, prepare_threshold=5)
+    # psycopg prepares only statements the server binds.
+    assert prepared["OPTIONS"]["server_side_binding"] is True
+    assert prepared["OPTIONS"]["prepare_threshold"] == 5
+    sqlite = env.database_config(None, tmp_path / "db.sqlite3", prepare_threshold=5)
+    assert "prepare_threshold" not in sqlite["OPTIONS"]
+
+
 def test_a_connect_timeout_in_the_url_wins(tmp_path: Path):
     config = env.database_config("postgres://app@db.internal/mrtr?connect_timeout=2", tmp_path)
 

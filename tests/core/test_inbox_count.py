@@ -1,11 +1,12 @@
-"""The header's inbox count (core/context_processors.py ``_waiting``), a statement written out
-rather than built with the ORM on every page: it counts what the inbox lists as waiting for
-this person (``calls.access.waiting_for``, less the forms this app cannot show), in every way a
-round can be routed (their groups, delegations, split rounds' parts), on either backend, in
-one query."""
+"""The header's inbox count (core/context_processors.py ``_waiting``), one query of one capped
+branch per way of being routed (``calls.access.waiting_ways``): it counts what the inbox lists
+as waiting for this person (``calls.access.waiting_for``, less the forms this app cannot
+show), in every way a round can be routed (their groups, delegations, split rounds' parts), on
+either backend, in one query; and the two rules find the same rounds."""
 
 from __future__ import annotations
 
+import itertools
 from datetime import timedelta
 from typing import Any
 
@@ -18,6 +19,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from bench.seed import seed_pending
+from mrtrweb.calls.access import waiting_ways
 from mrtrweb.calls.models import Round, RoundPart
 from mrtrweb.core import context_processors
 from mrtrweb.inbox.views import pending_rounds
@@ -166,3 +168,66 @@ def test_the_count_is_the_inbox_s_with_delegations_and_split_rounds() -> None:
     users.objects.filter(pk=pat.pk).update(is_active=False)
     pat.refresh_from_db()
     assert context_processors._waiting(pat) == _listed(pat) == 5
+
+
+def test_the_ways_find_the_rounds_waiting_for_finds_for_everyone() -> None:
+    """``waiting_ways`` (the count's branches) and ``waiting_for`` (the inbox's list) give the
+    same rounds, not only as many, for every person over every combination of routings: a
+    term added to, or changed in, one of them and not the other fails here."""
+    users = get_user_model()
+    pat, sam, kim, lee = (users.objects.create_user(name) for name in ("pat", "sam", "kim", "lee"))
+    team, ops = Group.objects.create(name="Approvers"), Group.objects.create(name="Ops")
+    pat.groups.add(team)
+    kim.groups.add(team, ops)
+    now, hour = timezone.now(), timedelta(hours=1)
+    # Pat stands in for sam; lee for kim; kim's own delegation to pat has ended.
+    Delegation.objects.create(person=sam, delegate=pat, starts_at=now - hour, until=now + hour)
+    Delegation.objects.create(person=kim, delegate=lee, starts_at=now - hour, until=now + hour)
+    Delegation.objects.create(person=kim, delegate=pat, starts_at=now - 3 * hour, until=now - hour)
+    people, groups = (None, pat, sam, kim, lee), (None, team, ops)
+    whole = [
+        (user, group, claimant, delegated_from)
+        for user, group, claimant, delegated_from in itertools.product(
+            people, groups, (None, pat, kim), (None, pat, kim)
+        )
+        if (user is None) != (group is None)
+    ]
+    pending, answered = RoundPart.Status.PENDING, RoundPart.Status.ANSWERED
+    split = [
+        [(user, group, status)]
+        for user, group, status in itertools.product(people, groups, (pending, answered))
+        if (user is None) != (group is None)
+    ]
+    split += [
+        [(pat, None, answered), (None, team, pending)],
+        [(kim, None, pending), (pat, None, pending)],
+    ]
+    server = Connection.objects.create(
+        name="bench", url="http://127.0.0.1:9/mcp", catalog={"tools": [TOOL]}
+    )
+    # Calls started by lee: sam's rounds may go to pat, and kim's to lee only as their own.
+    seed_pending(len(whole) + len(split) + 1, person=lee, connection=server)
+    rounds = list(Round.objects.order_by("pk"))
+    for row, (user, group, claimant, delegated_from) in zip(rounds, whole, strict=False):
+        Round.objects.filter(pk=row.pk).update(
+            assigned_user=user, assigned_group=group, claimed_by=claimant,
+            delegated_from=delegated_from,
+        )  # fmt: skip
+    for row, its_parts in zip(rounds[len(whole) :], split, strict=False):
+        Round.objects.filter(pk=row.pk).update(split=True, assigned_user=pat)
+        for user, group, status in its_parts:
+            RoundPart.objects.create(
+                round=row, keys=["k"], assigned_user=user, assigned_group=group, status=status
+            )
+    Round.objects.filter(pk=rounds[-1].pk).update(status=Round.Status.SUBMITTED)
+    shown = Q(status=Round.Status.PENDING)
+    found = 0
+    for person in (pat, sam, kim, lee):
+        by_ways: set[int] = set()
+        for keys in waiting_ways(person, shown):
+            by_ways.update(key for row in keys for key in row.values())
+        listed = set(pending_rounds(person).values_list("pk", flat=True))
+        assert by_ways == listed, person.username
+        assert context_processors._waiting(person) == len(listed), person.username
+        found += len(listed)
+    assert found > 20  # the routings reach everyone many ways, not none

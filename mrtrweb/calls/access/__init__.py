@@ -28,13 +28,14 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
+from functools import reduce
+from operator import or_
 from typing import Any, TypeVar
 
 from django.contrib.auth.models import User
-from django.db.models import F, Model, Q, QuerySet
+from django.db.models import Exists, F, Model, OuterRef, Q, QuerySet
 from django.urls import reverse
 
-from mrtrweb.db.prepared import Prepared
 from mrtrweb.people.roles import is_admin
 from mrtrweb.policies.resolve import delegating_to
 from mrtrweb.servers.exposure import may_start, sees_whole_catalog
@@ -60,31 +61,38 @@ def _active(user: User) -> bool:
     return bool(getattr(user, "is_authenticated", False) and user.is_active)
 
 
+def _own_ways(user: User, *, pending: bool = False) -> list[Q]:
+    """Each way a round (not split) is routed to ``user``: theirs; those ``user`` stands in
+    for now (:func:`standing_in`, with delegations: ``policies.Delegation``); those routed to
+    someone standing in for ``user``; their groups' that nobody else claimed.
+
+    ``pending``: for rounds already filtered to pending ones, the stand-in's own check of the
+    status is left out. Said twice, it makes SQLite's planner (no statistics: nobody runs
+    ``ANALYZE``) read every pending round instead of the assignee index's short range."""
+    return [
+        Q(assigned_user=user),
+        _standing_in(user, pending=pending),
+        Q(delegated_from=user),
+        Q(assigned_group__in=user.groups.all()) & (Q(claimed_by__isnull=True) | Q(claimed_by=user)),
+    ]
+
+
 def _own(user: User) -> Q:
-    """Rounds (not split) routed to ``user``: theirs, or their groups' that nobody else
-    claimed; and with delegations (``policies.Delegation``), those ``user`` stands in for now
-    (:func:`standing_in`), and those routed to someone standing in for ``user``."""
-    return (
-        Q(assigned_user=user)
-        | standing_in(user)
-        | Q(delegated_from=user)
-        | (
-            Q(assigned_group__in=user.groups.all())
-            & (Q(claimed_by__isnull=True) | Q(claimed_by=user))
-        )
-    )
+    """Rounds (not split) routed to ``user``: any of :func:`_own_ways`."""
+    return reduce(or_, _own_ways(user))
 
 
 def standing_in(user: User) -> Q:
     """Rounds ``user`` answers for someone away now: pending, routed to that person (and not
     held by them as someone's stand-in: no chains), of a call neither that person nor
     ``user`` started."""
+    return _standing_in(user, pending=False)
+
+
+def _standing_in(user: User, *, pending: bool) -> Q:
+    status = {} if pending else {"status": Round.Status.PENDING}
     return (
-        Q(
-            status=Round.Status.PENDING,
-            delegated_from__isnull=True,
-            assigned_user__in=delegating_to(user),
-        )
+        Q(**status, delegated_from__isnull=True, assigned_user__in=delegating_to(user))
         & ~Q(call__started_by=F("assigned_user"))
         & ~Q(call__started_by=user)
     )
@@ -103,13 +111,43 @@ def routed_to(user: User) -> Q:
     return (Q(split=False) & _own(user)) | Q(split=True, pk__in=parts_of(user).values("round_id"))
 
 
+def _part_ways(user: User) -> list[Q]:
+    """Each way a part of a split round is routed to ``user``: theirs, their groups'."""
+    return [Q(assigned_user=user), Q(assigned_group__in=user.groups.all())]
+
+
 def waiting_for(user: User) -> Q:
     """:func:`routed_to`, less split rounds whose parts for ``user`` are all answered: what
-    the inbox lists as waiting (with the rounds' own status)."""
+    the inbox lists as waiting (with the rounds' own status). :func:`waiting_ways` asks the
+    same one way at a time."""
     mine = RoundPart.objects.filter(status=RoundPart.Status.PENDING).filter(
-        Q(assigned_user=user) | Q(assigned_group__in=user.groups.all())
+        reduce(or_, _part_ways(user))
     )
     return (Q(split=False) & _own(user)) | Q(split=True, pk__in=mine.values("round_id"))
+
+
+def waiting_ways(user: User, pending: Q) -> list[QuerySet[Any]]:
+    """The keys of the rounds that match ``pending`` (pending rounds, and whatever else the
+    caller asks) and wait for ``user``, one query per way of being routed (their union is
+    ``Round.objects.filter(pending & waiting_for(user))``'s), made of :func:`waiting_for`'s
+    terms: for counting them one way at a time.
+
+    Each reads a short range of one index (the rounds' assignee, group and delegator indexes,
+    the parts' assignee and group ones), where :func:`waiting_for`'s OR of them reads every
+    pending round of everyone. A split round's ways start from its parts, each part's round
+    looked up by its key: with the round's columns in the outer query, SQLite without
+    statistics reads every pending round to match them against the parts' list. Each query
+    is built with one ``filter()``: a page asks for them all on every request."""
+    rounds, parts = Round.objects.order_by(), RoundPart.objects.order_by()
+    its_round = Exists(rounds.filter(pending & Q(split=True, pk=OuterRef("round_id"))))
+    part_pending = Q(status=RoundPart.Status.PENDING)
+    return [
+        rounds.filter(pending & Q(split=False) & way).values("pk")
+        for way in _own_ways(user, pending=True)
+    ] + [
+        parts.filter(part_pending & way & its_round).values("round_id").distinct()
+        for way in _part_ways(user)
+    ]
 
 
 def part_for(user: User, round: Round) -> RoundPart | None:
@@ -202,20 +240,6 @@ _ROUND_RELATIONS = (
 )
 
 
-# The pages' reads by key, compiled once (db.prepared): a round with all of the above, a
-# call with its connection and starter, and a call's newest pending round.
-_ROUND = Prepared(lambda pk: Round.objects.select_related(*_ROUND_RELATIONS).filter(pk=pk), int)
-_CALL = Prepared(lambda pk: _calls().filter(pk=pk), int)
-_NEWEST_PENDING_SHOWN = Prepared(
-    lambda call_id: (
-        Round.objects.select_related(*_ROUND_RELATIONS)
-        .filter(call_id=call_id, status=Round.Status.PENDING)
-        .order_by("-index")
-    ),
-    int,
-)
-
-
 def visible_rounds(user: User) -> QuerySet[Round]:
     """The rounds ``user`` may look at."""
     rounds = Round.objects.select_related(*_ROUND_RELATIONS)
@@ -238,7 +262,7 @@ def visible_round(user: User, pk: int) -> Round | None:
     """
     if not _active(user):
         return None
-    found = _ROUND.first(pk)
+    found = by_key(Round.objects.select_related(*_ROUND_RELATIONS), pk)
     if found is None:
         return None
     if _sees_round_at_once(user, found):
@@ -268,7 +292,12 @@ def newest_pending(user: User, call: Call) -> Round | None:
     if not _active(user):
         return None
 
-    newest = _NEWEST_PENDING_SHOWN.first(call.pk)
+    newest = (
+        Round.objects.select_related(*_ROUND_RELATIONS)
+        .filter(call=call, status=Round.Status.PENDING)
+        .order_by("-index")
+        .first()
+    )
     if newest is None or _sees_round_at_once(user, newest):
         return newest
     return (
@@ -286,7 +315,7 @@ def visible_call(user: User, pk: int) -> Call | None:
     or are an admin (the call page of a person following their own call, every reload);
     anyone else is asked the whole rule.
     """
-    found = _CALL.first(pk) if _active(user) else None
+    found = by_key(_calls(), pk) if _active(user) else None
     return found if found is not None and sees_call(user, found) else None
 
 
@@ -385,8 +414,12 @@ def next_page(call: Call, user: User | None = None) -> str:
     see it), or the call page. Shared by the start page and the round and call pages."""
     if call.status == Call.Status.WAITING:
         if user is None:
-            newest = _NEWEST_PENDING.first(call.pk)
-            pending = newest.pk if newest is not None else None
+            pending = (
+                Round.objects.filter(call=call, status=Round.Status.PENDING)
+                .order_by("-index")
+                .values_list("pk", flat=True)
+                .first()
+            )
         else:
             # Not a split round whose parts for them are answered: it waits for the others.
             pending = (
@@ -400,14 +433,3 @@ def next_page(call: Call, user: User | None = None) -> str:
         if pending is not None:
             return reverse("calls:round", kwargs={"pk": pending})
     return call.get_absolute_url()
-
-
-# Where every start goes (mrtrweb.db.prepared: compiled once).
-_NEWEST_PENDING = Prepared(
-    lambda call_id: (
-        Round.objects.filter(call_id=call_id, status=Round.Status.PENDING)
-        .order_by("-index")
-        .only("pk")
-    ),
-    int,
-)

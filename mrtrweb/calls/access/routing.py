@@ -8,21 +8,11 @@ from typing import Any
 
 from django.contrib.auth.models import Group, User
 
-from mrtrweb.db.prepared import Prepared
 from mrtrweb.policies.resolve import delegate_of
 from mrtrweb.policies.snapshot import PolicySnapshot
 from mrtrweb.servers.models import Routing, ToolExposure
 
 from ..models import Call, Round
-
-# Asked for every round parked (mrtrweb.db.prepared: compiled once).
-_TOOL_ROUTING = Prepared(
-    lambda connection_id, tool_name: ToolExposure.objects.filter(
-        connection_id=connection_id, tool_name=tool_name
-    ).exclude(routing=""),
-    int,
-    str,
-)
 
 
 def route(call: Call) -> tuple[Any, Any]:
@@ -38,7 +28,11 @@ def route(call: Call) -> tuple[Any, Any]:
     if call.method == Call.Method.TOOL:
         # Most tools follow the connection's routing; a row's named user or group is read
         # when it is the one to ask.
-        override = _TOOL_ROUTING.first(call.connection_id, call.target)
+        override = (
+            ToolExposure.objects.filter(connection_id=call.connection_id, tool_name=call.target)
+            .exclude(routing="")
+            .first()
+        )
         if override is not None:
             policy = override
     if policy.routing == Routing.USER and policy.route_user is not None:

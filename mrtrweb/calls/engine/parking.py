@@ -9,8 +9,6 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from mrtrweb.db.prepared import Prepared
-
 from ..access.routing import route, stand_in
 from ..emails.notices import notify_new_round
 from ..models import Call, Round
@@ -51,9 +49,15 @@ def park(
     # inside a transaction and goes on, so the whole transaction is rolled back anyway.
     with transaction.atomic(savepoint=False):
         # After the newest round's number, not the count of rounds: the same while no round
-        # is ever deleted alone, and never the number of a round there is.
-        newest = _NEWEST.first(call.pk)
-        index = newest.index + 1 if newest is not None else 1
+        # is ever deleted alone, and never the number of a round there is. The end of the
+        # (call, index) unique index, where a count read every round of the call.
+        newest = (
+            Round.objects.filter(call_id=call.pk)
+            .order_by("-index")
+            .values_list("index", flat=True)
+            .first()
+        )
+        index = newest + 1 if newest is not None else 1
         user, group = route(call)
         user, delegated_from = stand_in(call, user)  # a delegate answers for who is away
         requests = dict(requests)
@@ -123,10 +127,3 @@ def park(
         schedule_expiry(parked.expires_at)
         plan_reminders(parked)  # reminders and escalation, as the call's policy says
     return parked
-
-
-# Asked on every round parked (mrtrweb.db.prepared: compiled once); the end of the
-# (call, index) unique index, where a count read every round of the call.
-_NEWEST = Prepared(
-    lambda call_id: Round.objects.filter(call_id=call_id).order_by("-index").only("index"), int
-)

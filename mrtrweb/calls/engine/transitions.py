@@ -2,7 +2,8 @@
 
 Every transition is an ``UPDATE ... WHERE status IN (<expected>)`` whose row count decides
 who won, so a round is answered once and resubmitted once even when two browsers or two
-workers race. Nothing else in the engine writes ``update(...)`` behind a status.
+workers race. Nothing else in the engine writes ``update(...)`` behind a status. Each is the
+ORM's ``filter(...).exclude(...).update(...)``: one statement, no read before it.
 """
 
 from __future__ import annotations
@@ -12,8 +13,6 @@ from typing import Any
 
 from django.db.models import Model
 from django.utils import timezone
-
-from mrtrweb.db.updates import update as prepared_update
 
 from ..models import Call, Round, RoundPart
 
@@ -57,7 +56,8 @@ def _guarded(
     expected = [from_] if isinstance(from_, str) else list(from_)
     if to not in expected:
         fields["status"] = to
-    return bool(prepared_update(model, {"pk": pk, "status__in": expected, **(where or {})}, fields))
+    rows = model._default_manager.filter(pk=pk, status__in=expected, **(where or {}))
+    return bool(rows.update(**fields))
 
 
 def transition(
@@ -108,10 +108,10 @@ def counted_under_cap(call: Call, cap: int, *, unless_finished: bool, **fields: 
     """Set ``fields`` on ``call`` if it has used fewer than ``cap`` rounds (and, with
     ``unless_finished``, is not finished): the round cap's guarded update
     (:mod:`.counting`). True if it matched."""
-    unless = {"status__in": list(Call.FINISHED)} if unless_finished else None
-    return bool(
-        prepared_update(Call, {"pk": call.pk, "rounds_used__lt": cap}, fields, unless=unless)
-    )
+    rows = Call.objects.filter(pk=call.pk, rounds_used__lt=cap)
+    if unless_finished:
+        rows = rows.exclude(status__in=list(Call.FINISHED))
+    return bool(rows.update(**fields))
 
 
 def touch(from_: Statuses, where: Mapping[str, Any], **fields: Any) -> int:
@@ -120,7 +120,7 @@ def touch(from_: Statuses, where: Mapping[str, Any], **fields: Any) -> int:
     expected = [from_] if isinstance(from_, str) else list(from_)
     if "status" in fields:
         raise ValueError("touch changes fields alone: a status goes through transition()")
-    return prepared_update(Round, {"status__in": expected, **where}, fields)
+    return Round.objects.filter(status__in=expected, **where).update(**fields)
 
 
 def this_attempt(round: Round) -> dict[str, Any]:
@@ -143,4 +143,4 @@ def set_call(call: Call, **fields: Any) -> None:
     fields["updated_at"] = now
     for name, value in fields.items():
         setattr(call, name, value)
-    prepared_update(Call, {"pk": call.pk}, fields)
+    Call.objects.filter(pk=call.pk).update(**fields)

@@ -2,8 +2,8 @@
 
 Django writes ``%s`` placeholders and its SQLite cursor rewrites them to ``?`` with a regular
 expression on every statement it runs. The app sends the same few statements over and over
-(the prepared ones, ``mrtrweb.db.prepared``, are the very same strings), and a round's read
-with its call, connection and people is some 140 columns long: the rewriting was about a
+(the ORM writes the same string for the same lookup), and a round's read with its call,
+connection and people is some 140 columns long: the rewriting was about a
 fortieth of a person's whole flow (docs/performance.md). Here each statement's rewriting is
 kept (the last :data:`KEPT` of them, none longer than :data:`LONGEST` characters, so a few MB
 at most).
