@@ -22,9 +22,11 @@ def call_as_now(pk: int) -> Call:
 
 def round_to_send(pk: int) -> Round:
     """Round ``pk`` with its call, the call's connection and the person who started it."""
-    return Round.objects.select_related("call__connection", "call__started_by").get(pk=pk)
+    round: Round = Round.objects.select_related("call__connection", "call__started_by").get(pk=pk)
+    return round
 
 
 def round_with_call(pk: int) -> Round:
     """Round ``pk`` with its call, as they are now."""
-    return Round.objects.select_related("call").get(pk=pk)
+    round: Round = Round.objects.select_related("call").get(pk=pk)
+    return round

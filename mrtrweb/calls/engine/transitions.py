@@ -120,7 +120,8 @@ def touch(from_: Statuses, where: Mapping[str, Any], **fields: Any) -> int:
     expected = [from_] if isinstance(from_, str) else list(from_)
     if "status" in fields:
         raise ValueError("touch changes fields alone: a status goes through transition()")
-    return Round.objects.filter(status__in=expected, **where).update(**fields)
+    touched: int = Round.objects.filter(status__in=expected, **where).update(**fields)
+    return touched
 
 
 def this_attempt(round: Round) -> dict[str, Any]:
