@@ -47,6 +47,7 @@ from mrtrweb.policies.models import Delegation
 from mrtrweb.policies.snapshot import PolicySnapshot
 from mrtrweb.servers.models import Connection
 from tests.api.support import api_for
+from tests.factories import CallFactory, RoundFactory
 from tests.support.factories import make_user
 
 pytestmark = pytest.mark.django_db
@@ -216,10 +217,8 @@ def store(drawn: Drawn) -> Stored:
             else {}
         )
         calls.append(
-            Call.objects.create(
+            CallFactory(
                 connection=conn,
-                method=Call.Method.TOOL,
-                target="t",
                 started_by=users[starter],
                 policy=policy,
                 restarted_from=calls[restarted] if restarted is not None else None,
@@ -242,7 +241,7 @@ def store(drawn: Drawn) -> Stored:
     for r in drawn.rounds:
         index[r.call] += 1
         starter, _, quorum, approvers = drawn.calls[r.call]
-        row = Round.objects.create(
+        row = RoundFactory(
             call=calls[r.call],
             index=index[r.call],
             input_requests={"k0": {}, "k1": {}, "k2": {}},
