@@ -48,6 +48,7 @@ from mrtrweb.policies.snapshot import PolicySnapshot
 from mrtrweb.servers.models import Connection
 from tests.api.support import api_for
 from tests.factories import CallFactory, RoundFactory
+from tests.support.examples import examples
 from tests.support.factories import make_user
 
 pytestmark = pytest.mark.django_db
@@ -55,7 +56,7 @@ pytestmark = pytest.mark.django_db
 PEOPLE = 5
 GROUPS = 2
 MISSING_GROUP = GROUPS  # a quorum's approvers group that no longer exists
-EXAMPLES = 50
+EXAMPLES = examples(50)
 ATTEMPTS: Counter[str] = Counter()
 
 person = st.integers(0, PEOPLE - 1)
@@ -462,7 +463,7 @@ def test_who_may_vote_on_a_quorum_round_is_the_references(drawn: Drawn) -> None:
 # -- the reference against the docs' sentences (no database: many more examples) -------------
 
 
-@settings(max_examples=300, deadline=None, database=None)
+@settings(max_examples=examples(300), deadline=None, database=None)
 @given(worlds(), person)
 def test_the_reference_says_what_the_docs_say(drawn: Drawn, n: int) -> None:
     world = rules.World(
