@@ -34,6 +34,11 @@ from tests.calls.delivery_support import DATABASE_QUEUE, run_tasks
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+@pytest.fixture
+def process_conn(fastmcp_process_peer: Any) -> Connection:
+    return Connection.objects.create(name="peer", title="Test peer", url=fastmcp_process_peer.url)
+
+
 @pytest.fixture(autouse=True)
 def _hand_off(settings: Any) -> None:
     settings.TASKS = DATABASE_QUEUE
@@ -74,11 +79,11 @@ def _tools_calls(peer: Any, since: int) -> list[dict[str, Any]]:
 
 
 def test_a_slow_call_sends_the_person_to_its_page_at_once(
-    web: Client, peer_conn: Connection, fastmcp_process_peer: Any
+    web: Client, process_conn: Connection, fastmcp_process_peer: Any
 ) -> None:
     mark = fastmcp_process_peer.mark()
     began = time.monotonic()
-    response = _start(web, peer_conn, "slow_progress", steps="6", delay="0.5")
+    response = _start(web, process_conn, "slow_progress", steps="6", delay="0.5")
     took = time.monotonic() - began
 
     # The server takes 3 s; the page came back after about MRTRWEB_START_WAIT.
@@ -118,11 +123,11 @@ def test_a_slow_call_sends_the_person_to_its_page_at_once(
 
 
 def test_without_javascript_the_waiting_page_leads_to_the_first_round(
-    web: Client, peer_conn: Connection, monkeypatch: pytest.MonkeyPatch
+    web: Client, process_conn: Connection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A busy process: the start page came back before the call was sent.
     monkeypatch.setattr(handoff, "start", lambda work, call_id: None)
-    response = _start(web, peer_conn, "approve_deploy", service="api")
+    response = _start(web, process_conn, "approve_deploy", service="api")
     call = Call.objects.get()
     next_url = reverse("live:next", kwargs={"pk": call.pk}) + "?hold=1"
     assert response["Location"] == call.get_absolute_url()
@@ -152,17 +157,17 @@ def test_without_javascript_the_waiting_page_leads_to_the_first_round(
 
 
 def test_a_quick_server_lands_the_person_on_the_first_round(
-    web: Client, peer_conn: Connection
+    web: Client, process_conn: Connection
 ) -> None:
-    response = _start(web, peer_conn, "approve_deploy", service="api")
+    response = _start(web, process_conn, "approve_deploy", service="api")
     call = Call.objects.get()
     assert call.status == Call.Status.WAITING
     (round,) = call.rounds.all()
     assert response.status_code == 303 and response["Location"] == round.get_absolute_url()
 
 
-def test_a_quick_result_is_shown_at_once(web: Client, peer_conn: Connection) -> None:
-    response = _start(web, peer_conn, "echo", text="hello")
+def test_a_quick_result_is_shown_at_once(web: Client, process_conn: Connection) -> None:
+    response = _start(web, process_conn, "echo", text="hello")
     call = Call.objects.get()
     assert call.status == Call.Status.COMPLETED
     assert response["Location"] == call.get_absolute_url()
@@ -170,12 +175,15 @@ def test_a_quick_result_is_shown_at_once(web: Client, peer_conn: Connection) -> 
 
 
 def test_the_safety_net_sends_a_call_its_process_never_sent(
-    web: Client, peer_conn: Connection, fastmcp_process_peer: Any, monkeypatch: pytest.MonkeyPatch
+    web: Client,
+    process_conn: Connection,
+    fastmcp_process_peer: Any,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # The process dies between committing the call and starting its delivery thread.
     monkeypatch.setattr(handoff, "start", lambda work, call_id: None)
     mark = fastmcp_process_peer.mark()
-    response = _start(web, peer_conn, "echo", text="late")
+    response = _start(web, process_conn, "echo", text="late")
     call = Call.objects.get()
     assert response["Location"] == call.get_absolute_url()
     assert call.status == Call.Status.RUNNING and call.sent_at is None
@@ -201,9 +209,9 @@ def test_the_safety_net_sends_a_call_its_process_never_sent(
     assert len(_tools_calls(fastmcp_process_peer, mark)) == 1
 
 
-def test_a_call_is_sent_once_however_many_try(peer_conn: Connection, ada: Any) -> None:
+def test_a_call_is_sent_once_however_many_try(process_conn: Connection, ada: Any) -> None:
     call = engine.start_call(
-        connection=peer_conn,
+        connection=process_conn,
         method=Call.Method.TOOL,
         target="echo",
         arguments={"text": "x"},
@@ -216,10 +224,13 @@ def test_a_call_is_sent_once_however_many_try(peer_conn: Connection, ada: Any) -
 
 
 def test_the_sweep_sends_a_call_whose_process_and_task_were_both_lost(
-    web: Client, peer_conn: Connection, fastmcp_process_peer: Any, monkeypatch: pytest.MonkeyPatch
+    web: Client,
+    process_conn: Connection,
+    fastmcp_process_peer: Any,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(handoff, "start", lambda work, call_id: None)
-    _start(web, peer_conn, "echo", text="swept")
+    _start(web, process_conn, "echo", text="swept")
     DBTaskResult.objects.filter(task_path__endswith=".send_unsent_due").delete()
     call = Call.objects.get()
     assert call.sent_at is None
