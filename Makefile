@@ -132,9 +132,11 @@ test: setup $(NODE_STAMP) $(MCP1_STAMP) $(NODE_SDK_STAMP) lint
 
 # The inner loop: the suites that start browsers, app servers in numbers, the conformance CLI
 # or fault injection, and the fuzzers and benchmarks (tests/conftest.py's LONG_SUITES, marked
-# long_suite), are left to `make test` (the whole suite).
+# long_suite), are left to `make test` (the whole suite); property tests draw a fifth of their
+# examples (tests/support/examples.py).
 test-fast: setup $(NODE_STAMP) $(MCP1_STAMP) $(NODE_SDK_STAMP) lint
-	PATH="$(TEST_PATH)" $(TEST_ENV) $(VENV)/bin/pytest $(PARALLEL) -m "not long_suite" $(PYTEST_ARGS)
+	PATH="$(TEST_PATH)" $(TEST_ENV) MRTRWEB_PROPERTY_SCALE=$${MRTRWEB_PROPERTY_SCALE:-0.2} \
+	  $(VENV)/bin/pytest $(PARALLEL) -m "not long_suite" $(PYTEST_ARGS)
 
 # Benchmarks (bench/, docs/performance.md): SQLite, and PostgreSQL when 127.0.0.1:5432 answers.
 BENCH_ARGS ?=

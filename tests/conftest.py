@@ -38,6 +38,13 @@ LONG_SUITES = (
     "tests/bench/",
     "tests/scaleout/",
     "tests/api/test_schemathesis.py",
+    # A fuzzer: hostile values in every field, query and API parameter of every page.
+    "tests/test_bad_input_walk.py",
+    # The API served by uvicorn, driven by the example script and by Chromium.
+    "tests/api/test_live.py",
+    # Processes racing on one PostgreSQL database (five approvers; two token refreshers).
+    "tests/policies/test_quorum_race.py",
+    "tests/authorizations/test_refresh_race.py",
 )
 
 

@@ -13,12 +13,6 @@ from tests.api.support import Api, api_for, person, pointers, problem, start
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def fastmcp_peer(fastmcp_in_process: Any) -> Any:
-    """The fastmcp peer in this process (tests/peers/inprocess.py)."""
-    return fastmcp_in_process
-
-
 def test_starting_a_tool_that_asks_returns_the_waiting_call_with_its_round(
     peer_conn: Any, ann_api: Api, fastmcp_peer: Any
 ) -> None:

@@ -24,9 +24,9 @@ DELIVERY_TIMEOUT = 90.0
 
 
 @pytest.fixture(scope="module")
-def live(fastmcp_peer: Any) -> Iterator[ApiApp]:
+def live(fastmcp_process_peer: Any) -> Iterator[ApiApp]:
     yield from serve(
-        fastmcp_peer,
+        fastmcp_process_peer,
         worker=True,
         # The receiver runs on 127.0.0.1; retries come quickly.
         MRTRWEB_WEBHOOK_ALLOW_PRIVATE="1",
@@ -204,10 +204,12 @@ def test_a_call_is_never_seen_without_its_webhook(live: ApiApp, secrets: dict[st
     assert heard == {"/slow": "call.finished"}
 
 
-def test_concurrent_retries_with_one_key_start_one_call(live: ApiApp, fastmcp_peer: Any) -> None:
+def test_concurrent_retries_with_one_key_start_one_call(
+    live: ApiApp, fastmcp_process_peer: Any
+) -> None:
     """The same request sent many times at once with one Idempotency-Key (a program's
     retries racing its first try): one call is started, every answer names it."""
-    mark = fastmcp_peer.mark()
+    mark = fastmcp_process_peer.mark()
     body = {"server": "peer", "name": "echo", "arguments": {"text": "exactly once"}}
     with writer_holding_the_lock(live, hold=0.05, gap=0.05):
         responses = _all_at_once(12, lambda n: _post(live, body, {"Idempotency-Key": "race-7f1c"}))
@@ -218,7 +220,7 @@ def test_concurrent_retries_with_one_key_start_one_call(live: ApiApp, fastmcp_pe
     assert all(r.headers["idempotent-replayed"] == "true" for r in replayed)
     sent = [
         r
-        for r in fastmcp_peer.recorded(mark)
+        for r in fastmcp_process_peer.recorded(mark)
         if (r["json"] or {}).get("method") == "tools/call"
         and r["json"]["params"].get("arguments") == {"text": "exactly once"}
     ]

@@ -27,12 +27,6 @@ from tests.support.sqlite_lock import lock_timeout, sqlite_only, write_lock_held
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def fastmcp_peer(fastmcp_in_process: Any) -> Any:
-    """The fastmcp peer in this process (tests/peers/inprocess.py)."""
-    return fastmcp_in_process
-
-
 ECHO = {"server": "peer", "name": "echo", "arguments": {"text": "once"}}
 
 

@@ -25,8 +25,8 @@ SCRIPT = REPO_ROOT / "docs" / "examples" / "wait_for_answer.py"
 
 
 @pytest.fixture(scope="module")
-def live(fastmcp_peer: Any) -> Iterator[ApiApp]:
-    yield from serve(fastmcp_peer, worker=True, pages=True)
+def live(fastmcp_process_peer: Any) -> Iterator[ApiApp]:
+    yield from serve(fastmcp_process_peer, worker=True, pages=True)
 
 
 def _csrf(html: str) -> str:
@@ -140,13 +140,15 @@ def test_a_waiting_request_holds_no_worker_thread(live: ApiApp) -> None:
     _others_go_on_while_calls_wait(live, 3, {"service": "x"})
 
 
-def test_waiting_requests_leave_the_connection_pool_to_the_others(fastmcp_peer: Any) -> None:
+def test_waiting_requests_leave_the_connection_pool_to_the_others(
+    fastmcp_process_peer: Any,
+) -> None:
     """On PostgreSQL a request's thread keeps its pooled connection until the request ends:
     held waits (more of them than the pool has connections) must hand theirs back between
     looks, or every other request queues for one (calls.handoff.release_connection)."""
     with scratch_postgres("mrtrweb_waits") as url:
         served = serve(
-            fastmcp_peer,
+            fastmcp_process_peer,
             worker=False,
             DATABASE_URL=url,
             MRTRWEB_DB_POOL_SIZE="2",

@@ -21,12 +21,6 @@ from tests.inbox.support import APPROVERS, expose, to_group
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def fastmcp_peer(fastmcp_in_process: Any) -> Any:
-    """The fastmcp peer in this process (tests/peers/inprocess.py)."""
-    return fastmcp_in_process
-
-
 def _round_of(call: dict[str, Any]) -> int:
     return call["rounds"][-1]["id"]
 

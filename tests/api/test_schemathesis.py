@@ -34,8 +34,8 @@ CHECKS = ",".join(
 
 
 @pytest.fixture(scope="module")
-def live(fastmcp_peer: Any) -> Iterator[ApiApp]:
-    yield from serve(fastmcp_peer, worker=False)
+def live(fastmcp_process_peer: Any) -> Iterator[ApiApp]:
+    yield from serve(fastmcp_process_peer, worker=False)
 
 
 def _schemathesis(live: ApiApp, token: str, *extra: str, tmp_path: Path) -> None:

@@ -15,12 +15,6 @@ from tests.api.support import Api, pointers, problem, start
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def fastmcp_peer(fastmcp_in_process: Any) -> Any:
-    """The fastmcp peer in this process (tests/peers/inprocess.py)."""
-    return fastmcp_in_process
-
-
 SECRET = "s3cret-token-value"
 HEADER_SECRET = "header-secret-value"
 

@@ -8,8 +8,9 @@ Package-scoped, so the browser tests share one app and one Chromium and nothing 
   hashed files). As in ``make run`` without Redis, the web process runs the tasks itself
   (``MRTRWEB_INPROCESS_WORKER``, mrtrweb/live/worker.py), so the events raised while delivering
   reach the browsers' sockets through the in-memory channel layer.
-- ``peer_connection`` / ``short_ttl_connection``: the ``fastmcp_peer`` / ``short_ttl_peer``
-  servers (tests/peers) registered as connections with ``manage.py mcp_server add``.
+- ``peer_connection`` / ``short_ttl_connection``: the ``fastmcp_process_peer`` /
+  ``short_ttl_process_peer`` servers (tests/peers; the app runs in a process of its own, so
+  they do too) registered as connections with ``manage.py mcp_server add``.
 - ``slow_connection``: the ``flaky`` fault peer (the SDK peer behind a front that can hold
   resubmissions back, ``slow_peer.slow_down(seconds)``), for a server slower than the answer
   page waits (``MRTRWEB_ANSWER_WAIT``), so the call page shows "Delivering your answers…".
@@ -166,15 +167,15 @@ def _register(app: LiveApp, name: str, peer: Peer) -> str:
 
 
 @pytest.fixture(scope="package")
-def peer_connection(live_app: LiveApp, fastmcp_peer: Peer) -> str:
+def peer_connection(live_app: LiveApp, fastmcp_process_peer: Peer) -> str:
     """The name of the connection to the fastmcp peer (state lifetime 600 s)."""
-    return _register(live_app, "peer", fastmcp_peer)
+    return _register(live_app, "peer", fastmcp_process_peer)
 
 
 @pytest.fixture(scope="package")
-def short_ttl_connection(live_app: LiveApp, short_ttl_peer: Peer) -> str:
+def short_ttl_connection(live_app: LiveApp, short_ttl_process_peer: Peer) -> str:
     """The name of the connection to the fastmcp peer whose state expires after 2 s."""
-    return _register(live_app, "short", short_ttl_peer)
+    return _register(live_app, "short", short_ttl_process_peer)
 
 
 class SlowPeer:

@@ -32,9 +32,9 @@ CONNECTION = "quorum"
 
 @pytest.fixture(scope="module")
 def quorum_connection(
-    live_app: LiveApp, fastmcp_peer: Peer, role_people: dict[str, tuple[str, str]]
+    live_app: LiveApp, fastmcp_process_peer: Peer, role_people: dict[str, tuple[str, str]]
 ) -> Iterator[str]:
-    live_app.manage("mcp_server", "add", "--name", CONNECTION, "--url", fastmcp_peer.url)
+    live_app.manage("mcp_server", "add", "--name", CONNECTION, "--url", fastmcp_process_peer.url)
     live_app.shell(
         f"""
 from django.contrib.auth.models import Group

@@ -177,10 +177,10 @@ def _operator_sees_a_precise_test_error(page: Page) -> None:
 
 
 def test_operator_end_user_approvers_and_admin(
-    page_as: Callable[[str], Page], live_app: LiveApp, fastmcp_peer: Peer
+    page_as: Callable[[str], Page], live_app: LiveApp, fastmcp_process_peer: Peer
 ) -> None:
     operator = page_as("operator")
-    _operator_adds_tests_and_exposes(operator, fastmcp_peer)
+    _operator_adds_tests_and_exposes(operator, fastmcp_process_peer)
     _operator_sees_a_precise_test_error(operator)
 
     # An end user sees only the exposed tool and starts it; the question goes to the group.

@@ -169,9 +169,9 @@ def assert_state_never_shown(person: Person, peer: Peer, since: int) -> None:
 
 
 def test_start_a_call_answer_the_round_and_read_the_result(
-    person: Person, peer_connection: str, fastmcp_peer: Peer
+    person: Person, peer_connection: str, fastmcp_process_peer: Peer
 ) -> None:
-    mark = fastmcp_peer.mark()
+    mark = fastmcp_process_peer.mark()
     page = person.page
 
     person.goto("/calls/start/")
@@ -236,7 +236,7 @@ def test_start_a_call_answer_the_round_and_read_the_result(
     person.saw()
     expect(page.get_by_role("row", name=re.compile("approve_deploy")).first).to_be_visible()
     assert_accessible(page)
-    assert_state_never_shown(person, fastmcp_peer, mark)
+    assert_state_never_shown(person, fastmcp_process_peer, mark)
 
 
 def test_invalid_answers_show_inline_errors_and_keep_what_was_typed(
@@ -271,8 +271,10 @@ def test_invalid_answers_show_inline_errors_and_keep_what_was_typed(
 # -- two rounds, decline, cancel, two questions --------------------------------------------------
 
 
-def test_purchase_asks_twice(person: Person, peer_connection: str, fastmcp_peer: Peer) -> None:
-    mark = fastmcp_peer.mark()
+def test_purchase_asks_twice(
+    person: Person, peer_connection: str, fastmcp_process_peer: Peer
+) -> None:
+    mark = fastmcp_process_peer.mark()
     page = person.page
     person.start_tool(peer_connection, "Purchase", {"item": "teapot", "quantity": "2"})
 
@@ -305,7 +307,7 @@ def test_purchase_asks_twice(person: Person, peer_connection: str, fastmcp_peer:
     expect(rounds).to_have_count(2)
     expect(rounds.nth(0)).to_contain_text("1 Harbour Road")
     expect(rounds.nth(1)).to_contain_text("SPRING")
-    assert_state_never_shown(person, fastmcp_peer, mark)
+    assert_state_never_shown(person, fastmcp_process_peer, mark)
 
 
 def test_the_same_round_answered_in_two_tabs_is_sent_once(
@@ -424,14 +426,14 @@ def test_every_field_kind(person: Person, peer_connection: str) -> None:
 
 
 def test_url_mode_asks_consent_before_the_link(
-    person: Person, peer_connection: str, fastmcp_peer: Peer
+    person: Person, peer_connection: str, fastmcp_process_peer: Peer
 ) -> None:
     page = person.page
     person.start_tool(peer_connection, "Url Login", {"provider": "acme"})
     person.expect_round()
     expect(page.get_by_text("Sign in to acme to continue")).to_be_visible()
     url_text = page.locator(".url-full").inner_text().strip()
-    assert url_text.startswith(f"{fastmcp_peer.base_url}/authorize?ref=")
+    assert url_text.startswith(f"{fastmcp_process_peer.base_url}/authorize?ref=")
     expect(page.locator(".url-host")).to_contain_text("127.0.0.1")
     # No link at all before the person agrees.
     expect(page.get_by_role("link", name="Open", exact=True)).to_have_count(0)

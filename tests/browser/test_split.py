@@ -66,7 +66,7 @@ def _part_from_inbox(page: Page, question: str, other: str, key: str) -> None:
 def test_two_people_answer_their_own_parts_of_one_round(
     live_app: LiveApp,
     peer_connection: str,
-    fastmcp_peer: Peer,
+    fastmcp_process_peer: Peer,
     page_as: Any,
     signed_in_page: Page,
 ) -> None:
@@ -79,7 +79,7 @@ def test_two_people_answer_their_own_parts_of_one_round(
     round_url = re.sub(r"^https?://[^/]+", "", page.url)
     assert re.search(r"/rounds/\d+/$", round_url), page.url
     expect(page.locator("#split-part")).to_contain_text("each answers their own part")
-    since = fastmcp_peer.mark()
+    since = fastmcp_process_peer.mark()
 
     ann = page_as("approver_1")
     _part_from_inbox(ann, BUDGET_Q, SCHEDULE_Q, "budget")
@@ -87,7 +87,7 @@ def test_two_people_answer_their_own_parts_of_one_round(
     ann.get_by_label("Amount (EUR)").fill("5000")
     ann.get_by_role("button", name="Submit", exact=True).click()
     ann.wait_for_load_state()
-    assert _retries(fastmcp_peer, since) == []  # the schedule is still to come
+    assert _retries(fastmcp_process_peer, since) == []  # the schedule is still to come
     ann.goto(round_url)
     expect(ann.locator("#split-part")).to_contain_text("parts answered 1 of 2")
     expect(ann.locator("main")).not_to_contain_text(SCHEDULE_Q)
@@ -104,7 +104,7 @@ def test_two_people_answer_their_own_parts_of_one_round(
     expect(bob.locator("main")).not_to_contain_text(BUDGET_Q)
     assert_accessible(bob)
 
-    (sent,) = _retries(fastmcp_peer, since)
+    (sent,) = _retries(fastmcp_process_peer, since)
     assert sent["inputResponses"] == {
         "budget": {"action": "accept", "content": {"amount": 5000}},
         "schedule": {"action": "accept", "content": {"start": "2027-01-04"}},

@@ -1,7 +1,5 @@
-"""Fixtures of the calls tests: an operator signed in, a connection to the fastmcp peer
-(which runs in this process here, tests/peers/inprocess.py; ``fastmcp_process_peer`` is the
-subprocess for the tests that need a real one), and the pages fetched (checked for a leaked
-requestState at the end)."""
+"""Fixtures of the calls tests: an operator signed in, a connection to the fastmcp peer,
+and the pages fetched (checked for a leaked requestState at the end)."""
 
 from __future__ import annotations
 
@@ -29,16 +27,6 @@ def web(ada: Any) -> Client:
     client = Client()
     client.force_login(ada)
     return client
-
-
-@pytest.fixture
-def fastmcp_peer(fastmcp_in_process: Any) -> Any:
-    return fastmcp_in_process
-
-
-@pytest.fixture
-def short_ttl_peer(short_ttl_in_process: Any) -> Any:
-    return short_ttl_in_process
 
 
 @pytest.fixture

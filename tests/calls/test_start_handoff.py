@@ -1,10 +1,12 @@
 """Starting a call never holds the page (``engine.start_call(deliver_within=...)``).
 
-Against the real fastmcp peer: the start page sends the call on a delivery thread and waits
-only ``MRTRWEB_START_WAIT``; a quick server's round or result is there at once, a slow one's
-call page shows it working, with the progress the server streamed kept for a reload, and a
-page that refreshes itself for people without JavaScript. The ``send_call`` task written
-with the call is only a safety net: it sends a call nobody sent, never one already sent.
+Against the fastmcp peer in a process of its own (``fastmcp_process_peer``): the progress it
+streams must arrive over a socket while the call runs. The start page sends the call on a
+delivery thread and waits only ``MRTRWEB_START_WAIT``; a quick server's round or result is
+there at once, a slow one's call page shows it working, with the progress the server streamed
+kept for a reload, and a page that refreshes itself for people without JavaScript. The
+``send_call`` task written with the call is only a safety net: it sends a call nobody sent,
+never one already sent.
 """
 
 from __future__ import annotations
@@ -33,9 +35,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def fastmcp_peer(fastmcp_process_peer: Any) -> Any:
-    """A real server: the progress it streams must arrive while the call runs."""
-    return fastmcp_process_peer
+def process_conn(fastmcp_process_peer: Any) -> Connection:
+    return Connection.objects.create(name="peer", title="Test peer", url=fastmcp_process_peer.url)
 
 
 @pytest.fixture(autouse=True)
@@ -78,11 +79,11 @@ def _tools_calls(peer: Any, since: int) -> list[dict[str, Any]]:
 
 
 def test_a_slow_call_sends_the_person_to_its_page_at_once(
-    web: Client, peer_conn: Connection, fastmcp_peer: Any
+    web: Client, process_conn: Connection, fastmcp_process_peer: Any
 ) -> None:
-    mark = fastmcp_peer.mark()
+    mark = fastmcp_process_peer.mark()
     began = time.monotonic()
-    response = _start(web, peer_conn, "slow_progress", steps="6", delay="0.5")
+    response = _start(web, process_conn, "slow_progress", steps="6", delay="0.5")
     took = time.monotonic() - began
 
     # The server takes 3 s; the page came back after about MRTRWEB_START_WAIT.
@@ -117,16 +118,16 @@ def test_a_slow_call_sends_the_person_to_its_page_at_once(
     )
     run_tasks()
     assert not DBTaskResult.objects.filter(task_path__endswith=".send_call").exists()
-    assert len(_tools_calls(fastmcp_peer, mark)) == 1
+    assert len(_tools_calls(fastmcp_process_peer, mark)) == 1
     assert [event.kind for event in trail(call)].count("started") == 1
 
 
 def test_without_javascript_the_waiting_page_leads_to_the_first_round(
-    web: Client, peer_conn: Connection, monkeypatch: pytest.MonkeyPatch
+    web: Client, process_conn: Connection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A busy process: the start page came back before the call was sent.
     monkeypatch.setattr(handoff, "start", lambda work, call_id: None)
-    response = _start(web, peer_conn, "approve_deploy", service="api")
+    response = _start(web, process_conn, "approve_deploy", service="api")
     call = Call.objects.get()
     next_url = reverse("live:next", kwargs={"pk": call.pk}) + "?hold=1"
     assert response["Location"] == call.get_absolute_url()
@@ -156,17 +157,17 @@ def test_without_javascript_the_waiting_page_leads_to_the_first_round(
 
 
 def test_a_quick_server_lands_the_person_on_the_first_round(
-    web: Client, peer_conn: Connection
+    web: Client, process_conn: Connection
 ) -> None:
-    response = _start(web, peer_conn, "approve_deploy", service="api")
+    response = _start(web, process_conn, "approve_deploy", service="api")
     call = Call.objects.get()
     assert call.status == Call.Status.WAITING
     (round,) = call.rounds.all()
     assert response.status_code == 303 and response["Location"] == round.get_absolute_url()
 
 
-def test_a_quick_result_is_shown_at_once(web: Client, peer_conn: Connection) -> None:
-    response = _start(web, peer_conn, "echo", text="hello")
+def test_a_quick_result_is_shown_at_once(web: Client, process_conn: Connection) -> None:
+    response = _start(web, process_conn, "echo", text="hello")
     call = Call.objects.get()
     assert call.status == Call.Status.COMPLETED
     assert response["Location"] == call.get_absolute_url()
@@ -174,12 +175,15 @@ def test_a_quick_result_is_shown_at_once(web: Client, peer_conn: Connection) -> 
 
 
 def test_the_safety_net_sends_a_call_its_process_never_sent(
-    web: Client, peer_conn: Connection, fastmcp_peer: Any, monkeypatch: pytest.MonkeyPatch
+    web: Client,
+    process_conn: Connection,
+    fastmcp_process_peer: Any,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # The process dies between committing the call and starting its delivery thread.
     monkeypatch.setattr(handoff, "start", lambda work, call_id: None)
-    mark = fastmcp_peer.mark()
-    response = _start(web, peer_conn, "echo", text="late")
+    mark = fastmcp_process_peer.mark()
+    response = _start(web, process_conn, "echo", text="late")
     call = Call.objects.get()
     assert response["Location"] == call.get_absolute_url()
     assert call.status == Call.Status.RUNNING and call.sent_at is None
@@ -198,16 +202,16 @@ def test_the_safety_net_sends_a_call_its_process_never_sent(
     run_tasks()
     call.refresh_from_db()
     assert call.status == Call.Status.COMPLETED and call.sent_at is not None
-    assert len(_tools_calls(fastmcp_peer, mark)) == 1
+    assert len(_tools_calls(fastmcp_process_peer, mark)) == 1
     # Within its grace a call is left to its own process, past it sent once, then never again.
     assert safety_nets.send_unsent_due() == 0
     run_tasks()
-    assert len(_tools_calls(fastmcp_peer, mark)) == 1
+    assert len(_tools_calls(fastmcp_process_peer, mark)) == 1
 
 
-def test_a_call_is_sent_once_however_many_try(peer_conn: Connection, ada: Any) -> None:
+def test_a_call_is_sent_once_however_many_try(process_conn: Connection, ada: Any) -> None:
     call = engine.start_call(
-        connection=peer_conn,
+        connection=process_conn,
         method=Call.Method.TOOL,
         target="echo",
         arguments={"text": "x"},
@@ -220,10 +224,13 @@ def test_a_call_is_sent_once_however_many_try(peer_conn: Connection, ada: Any) -
 
 
 def test_the_sweep_sends_a_call_whose_process_and_task_were_both_lost(
-    web: Client, peer_conn: Connection, fastmcp_peer: Any, monkeypatch: pytest.MonkeyPatch
+    web: Client,
+    process_conn: Connection,
+    fastmcp_process_peer: Any,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(handoff, "start", lambda work, call_id: None)
-    _start(web, peer_conn, "echo", text="swept")
+    _start(web, process_conn, "echo", text="swept")
     DBTaskResult.objects.filter(task_path__endswith=".send_unsent_due").delete()
     call = Call.objects.get()
     assert call.sent_at is None

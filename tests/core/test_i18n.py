@@ -154,10 +154,10 @@ def test_the_sign_in_and_error_pages_follow_the_browsers_language() -> None:
 
 @pytest.mark.django_db(transaction=True)  # answers are delivered after the commit
 def test_the_round_the_inbox_and_the_call_page_with_its_badge_in_german(
-    fastmcp_in_process: Any, inline_tasks: None
+    fastmcp_peer: Any, inline_tasks: None
 ) -> None:
     ada = person("ada")
-    round = ask(make_connection(fastmcp_in_process, "demo"), ada, service="api")
+    round = ask(make_connection(fastmcp_peer, "demo"), ada, service="api")
     web = browser(ada)
 
     asked = visible_text(web.get(round.get_absolute_url(), **GERMAN))
@@ -219,13 +219,13 @@ def test_the_account_page_language_wins_over_the_browser_and_sets_the_cookie() -
 
 @pytest.mark.django_db
 def test_an_email_speaks_its_recipients_language_and_time_zone_not_the_senders(
-    fastmcp_in_process: Any, settings: Any, django_capture_on_commit_callbacks: Any
+    fastmcp_peer: Any, settings: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
     carl = person("carl")
     dora = person("dora")
     Preferences.objects.create(user=dora, language="de", time_zone="Europe/Berlin")
-    conn = to_user(fastmcp_in_process, dora)
+    conn = to_user(fastmcp_peer, dora)
 
     # Started by an English speaker, in an English request.
     with translation.override("en"), django_capture_on_commit_callbacks(execute=True):
@@ -246,7 +246,7 @@ def test_an_email_speaks_its_recipients_language_and_time_zone_not_the_senders(
     # Someone without preferences is written to in the site's defaults, whoever is reading.
     mail.outbox.clear()
     with translation.override("de"), django_capture_on_commit_callbacks(execute=True):
-        ask(to_user(fastmcp_in_process, carl, name="to-carl"), dora, service="api")
+        ask(to_user(fastmcp_peer, carl, name="to-carl"), dora, service="api")
     (english,) = mail.outbox
     assert "asks:" in english.subject and "Answer before" in english.body
     assert " UTC" in english.body

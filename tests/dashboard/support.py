@@ -18,6 +18,7 @@ from django.utils import timezone
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.people.roles import ADMINS, END_USERS, OPERATORS
 from mrtrweb.servers.models import Connection
+from tests.factories import CallFactory, RoundFactory
 from tests.support import factories
 from tests.support.factories import make_connection  # noqa: F401 (the dashboard tests import it from here)
 
@@ -80,18 +81,15 @@ def make_round(
 ) -> Round:
     created = timezone.now() - age
     if call is None:
-        call = Call.objects.create(
+        call = CallFactory(
             connection=connection,
-            method=Call.Method.TOOL,
             target=tool,
             started_by=starter,
             status=Call.Status.WAITING if status == Round.Status.PENDING else Call.Status.COMPLETED,
             created_at=created,
         )
-    index = call.rounds.count() + 1
-    round = Round(
+    round = RoundFactory.build(
         call=call,
-        index=index,
         input_requests={key: form_request(message)},
         summary=message,
         status=status,

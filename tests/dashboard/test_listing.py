@@ -30,6 +30,7 @@ from tests.dashboard.support import (
     text,
     visible_text,
 )
+from tests.factories import CallFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -316,12 +317,6 @@ def test_rows_show_what_an_admin_needs(web: Client, prod: Any, root: Any) -> Non
 # -- calls -------------------------------------------------------------------------------------
 
 
-def make_call(conn: Any, starter: Any, target: str = "echo", **fields: Any) -> Call:
-    return Call.objects.create(
-        connection=conn, method=Call.Method.TOOL, target=target, started_by=starter, **fields
-    )
-
-
 def test_calls_filters_search_sort_and_pages(
     web: Client, prod: Any, staging: Any, root: Any
 ) -> None:
@@ -329,27 +324,27 @@ def test_calls_filters_search_sort_and_pages(
 
     ann = make_user("ann")
     now = timezone.now()
-    done = make_call(
-        prod,
-        root,
-        "approve_deploy",
+    done = CallFactory(
+        connection=prod,
+        started_by=root,
+        target="approve_deploy",
         status=Call.Status.COMPLETED,
         created_at=now - timedelta(hours=3),
         finished_at=now - timedelta(hours=1),
     )
-    failed = make_call(
-        staging,
-        ann,
-        "purchase",
+    failed = CallFactory(
+        connection=staging,
+        started_by=ann,
+        target="purchase",
         status=Call.Status.FAILED,
         error="NotDelivered: connection refused",
         created_at=now - timedelta(hours=2),
         finished_at=now - timedelta(hours=2),
     )
-    waiting = make_call(
-        prod,
-        ann,
-        "approve_deploy",
+    waiting = CallFactory(
+        connection=prod,
+        started_by=ann,
+        target="approve_deploy",
         status=Call.Status.WAITING,
         created_at=now - timedelta(minutes=1),
     )
@@ -372,7 +367,7 @@ def test_calls_filters_search_sort_and_pages(
     assert listed(server="nope") == []
 
     for i in range(55):
-        make_call(prod, root, "echo", created_at=now - timedelta(days=1, minutes=i))
+        CallFactory(connection=prod, started_by=root, created_at=now - timedelta(days=1, minutes=i))
     assert len(listed()) == 50
     assert len(listed(page="2")) == 8
     body = text(web.get(CALLS))
@@ -431,7 +426,7 @@ def test_the_calls_list_queries_do_not_grow_either(web: Client, prod: Any, root:
     seed_rounds(5, connection=prod, starter=root)
     few = queries_for(web, CALLS)
     for i in range(45):
-        make_call(prod, make_user(f"user{i}"), f"tool{i}")
+        CallFactory(connection=prod, target=f"tool{i}")  # each by a person of its own
     assert queries_for(web, CALLS) == few
 
 

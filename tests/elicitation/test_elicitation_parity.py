@@ -33,6 +33,7 @@ from mrtrweb.elicitation import (
 )
 from tests.elicitation.strategies import any_text, format_values, schemas, some_numbers
 from tests.elicitation.support import post
+from tests.support.examples import examples
 
 PREFIX = "p"
 UTC = dt.UTC
@@ -227,7 +228,7 @@ def json_values(field: FieldSpec) -> st.SearchStrategy[Any]:
 
 @settings(
     deadline=None,
-    max_examples=200,
+    max_examples=examples(200),
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(st.data())

@@ -30,13 +30,14 @@ from mrtrweb.elicitation import (
 )
 from tests.elicitation.strategies import any_text, random_posts, schemas, valid_answers
 from tests.elicitation.support import content_problems, post, untouched_post
+from tests.support.examples import examples
 
 PREFIX = prefix_for_key("__main__:ask")
 UTC = dt.UTC
 
 common = settings(
     deadline=None,
-    max_examples=150,
+    max_examples=examples(150),
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 

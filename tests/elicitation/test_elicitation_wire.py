@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from mrtrweb.elicitation import wire as ours
 from tests.elicitation.strategies import property_definitions, schemas
+from tests.support.examples import examples
 
 NAMES = ours.__all__
 
@@ -52,7 +53,7 @@ def spoilings(definition: dict[str, Any]) -> list[dict[str, Any]]:
     return spoiled
 
 
-@settings(max_examples=150, deadline=None, database=None)
+@settings(max_examples=examples(150), deadline=None, database=None)
 @given(property_definitions)
 def test_each_shape_accepts_and_refuses_what_mcp_types_does(definition: dict[str, Any]) -> None:
     for data in spoilings(definition):
@@ -62,7 +63,7 @@ def test_each_shape_accepts_and_refuses_what_mcp_types_does(definition: dict[str
                 assert accepts(model_ours, data) == accepts(model_theirs, data), (name, data)
 
 
-@settings(max_examples=100, deadline=None, database=None)
+@settings(max_examples=examples(100), deadline=None, database=None)
 @given(schemas())
 def test_a_requested_schema_is_read_alike(schema: dict[str, Any]) -> None:
     assert accepts(ours.RequestedSchema, schema) == accepts(theirs.RequestedSchema, schema)

@@ -16,6 +16,7 @@ from mrtrweb.calls.engine.progress import ANNOUNCE_EVERY, on_progress
 from mrtrweb.calls.models import Call
 from mrtrweb.mcp import ConnectionSettings, MCPClient
 from mrtrweb.servers.models import Connection
+from tests.factories import CallFactory
 
 from .conftest import kinds_of
 
@@ -26,9 +27,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("
 def running_call(peer: Any, caller: Any) -> Call:
     url = f"{peer.base_url}/a/progress-flood/mcp"
     conn = Connection.objects.create(name="flood", url=url)
-    return Call.objects.create(
-        connection=conn, method=Call.Method.TOOL, target="attack", started_by=caller
-    )
+    return CallFactory(connection=conn, target="attack", started_by=caller)
 
 
 async def test_a_flood_of_progress_is_a_few_frames(

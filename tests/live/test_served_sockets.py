@@ -32,7 +32,7 @@ QUIET = 0.5  # seconds a socket that is listening stays silent
 
 
 @pytest.fixture(scope="module")
-def served(fastmcp_peer: Peer) -> Iterator[ServedApp]:
+def served(fastmcp_process_peer: Peer) -> Iterator[ServedApp]:
     root = Path(tempfile.mkdtemp(prefix="mrtrweb-sockets-"))
     app = ServedApp(root=root, env=app_environment(root))
     try:
@@ -41,7 +41,7 @@ def served(fastmcp_peer: Peer) -> Iterator[ServedApp]:
             "from django.contrib.auth import get_user_model\n"
             f"get_user_model().objects.create_user({PERSON[0]!r}, password={PERSON[1]!r})\n"
         )
-        app.manage("mcp_server", "add", "--name", "peer", "--url", fastmcp_peer.url)
+        app.manage("mcp_server", "add", "--name", "peer", "--url", fastmcp_process_peer.url)
         app.pick_port()
         start_uvicorn(app, port=app.port, lifespan=True)
         wait_until_served(app)

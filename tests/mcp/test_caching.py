@@ -1,4 +1,6 @@
-"""Listings are cached for the server's ttlMs, shared only when its cacheScope is public."""
+"""Listings are cached for the server's ttlMs, shared only when its cacheScope is public.
+
+Against the fastmcp peer in a process of its own, as every test of the client itself."""
 
 from __future__ import annotations
 
@@ -45,11 +47,11 @@ async def test_public_listings_are_shared_between_clients(peer_factory: Any) -> 
     assert list_requests(peer, since) == 0
 
 
-async def test_a_zero_ttl_is_never_cached(fastmcp_peer: Any) -> None:
-    async with MCPClient(ConnectionSettings(url=fastmcp_peer.url)) as client:
-        since = fastmcp_peer.mark()
+async def test_a_zero_ttl_is_never_cached(fastmcp_process_peer: Any) -> None:
+    async with MCPClient(ConnectionSettings(url=fastmcp_process_peer.url)) as client:
+        since = fastmcp_process_peer.mark()
         first = await client.list_tools()
-        pages = list_requests(fastmcp_peer, since)
+        pages = list_requests(fastmcp_process_peer, since)
         await client.list_tools()
     assert first.ttl_ms == 0
-    assert list_requests(fastmcp_peer, since) == 2 * pages
+    assert list_requests(fastmcp_process_peer, since) == 2 * pages

@@ -1,7 +1,8 @@
 """The MCP client against real peers on loopback (fastmcp and the official SDK).
 
 Wire-level claims are checked on what the peer recorded, not on what the client
-believes it sent.
+believes it sent. The peers run in processes of their own (``fastmcp_process_peer``): the
+client's transport, its streams and timeouts over a socket, is what these tests prove.
 """
 
 from __future__ import annotations
@@ -52,13 +53,15 @@ def accept(content: dict[str, Any]) -> mcp_types.ElicitResult:
 # -- the envelope and headers --------------------------------------------------------------
 
 
-async def test_every_request_carries_the_envelope_and_standard_headers(fastmcp_peer: Any) -> None:
-    since = fastmcp_peer.mark()
-    async with client_for(fastmcp_peer.url, headers={"X-Team": "blue"}) as client:
+async def test_every_request_carries_the_envelope_and_standard_headers(
+    fastmcp_process_peer: Any,
+) -> None:
+    since = fastmcp_process_peer.mark()
+    async with client_for(fastmcp_process_peer.url, headers={"X-Team": "blue"}) as client:
         await client.discover()
         await client.list_tools(use_cache=False)
         await client.call_tool("echo", {"text": "hi"})
-    records = [r for r in fastmcp_peer.recorded(since) if r["json"]]
+    records = [r for r in fastmcp_process_peer.recorded(since) if r["json"]]
     assert [r["json"]["method"] for r in records][:1] == ["server/discover"]
     for record in records:
         body = record["json"]
@@ -77,74 +80,76 @@ async def test_every_request_carries_the_envelope_and_standard_headers(fastmcp_p
     assert header(records[-1], "Mcp-Name") == "echo"
 
 
-async def test_a_non_ascii_tool_name_travels_in_the_base64_sentinel(fastmcp_peer: Any) -> None:
-    since = fastmcp_peer.mark()
-    async with client_for(fastmcp_peer.url) as client:
+async def test_a_non_ascii_tool_name_travels_in_the_base64_sentinel(
+    fastmcp_process_peer: Any,
+) -> None:
+    since = fastmcp_process_peer.mark()
+    async with client_for(fastmcp_process_peer.url) as client:
         result = await client.call_tool("héllo_wörld", {"name": "Zoë"})
     assert isinstance(result, mcp_types.CallToolResult)
     assert not result.is_error
     assert "Zoë" in text_of(result)
-    record = last_call(fastmcp_peer, since)
+    record = last_call(fastmcp_process_peer, since)
     assert header(record, "Mcp-Name") == encode_header_value("héllo_wörld")
     assert header(record, "Mcp-Name").startswith("=?base64?")
 
 
 async def test_x_mcp_header_arguments_are_mirrored_and_invalid_tools_dropped(
-    fastmcp_peer: Any,
+    fastmcp_process_peer: Any,
 ) -> None:
-    async with client_for(fastmcp_peer.url) as client:
+    async with client_for(fastmcp_process_peer.url) as client:
         listing = await client.list_tools(use_cache=False)
         names = {tool.name for tool in listing.items}
         dropped = {name for name, _ in listing.dropped}
         assert {"bad_header_number", "bad_header_array", "bad_header_token"} <= dropped
         assert not dropped & names
         assert "route_request" in names
-        since = fastmcp_peer.mark()
+        since = fastmcp_process_peer.mark()
         result = await client.call_tool(
             "route_request", {"region": "eu-west", "priority": 7, "dry_run": True}
         )
     assert isinstance(result, mcp_types.CallToolResult)
     assert not result.is_error, text_of(result)
-    record = last_call(fastmcp_peer, since)
+    record = last_call(fastmcp_process_peer, since)
     assert header(record, "Mcp-Param-Region") == "eu-west"
     assert header(record, "Mcp-Param-Priority") == "7"
     assert header(record, "Mcp-Param-Dry-Run") == "true"
 
 
 async def test_a_resumed_round_in_a_fresh_client_mirrors_headers_from_the_given_tool(
-    fastmcp_peer: Any,
+    fastmcp_process_peer: Any,
 ) -> None:
-    async with client_for(fastmcp_peer.url) as lister:
+    async with client_for(fastmcp_process_peer.url) as lister:
         listing = await lister.list_tools(use_cache=False)
     tool = next(t for t in listing.items if t.name == "route_request")
-    since = fastmcp_peer.mark()
+    since = fastmcp_process_peer.mark()
     # A new process knows the tool only from the cached catalog.
-    async with client_for(fastmcp_peer.url) as client:
+    async with client_for(fastmcp_process_peer.url) as client:
         await client.call_tool("route_request", {"region": "Zürich"}, tool=tool)
-    record = last_call(fastmcp_peer, since)
+    record = last_call(fastmcp_process_peer, since)
     assert header(record, "Mcp-Param-Region") == encode_header_value("Zürich")
     assert header(record, "Mcp-Param-Priority") is None
 
 
-async def test_a_stale_schema_is_repaired_by_relisting_once(fastmcp_peer: Any) -> None:
+async def test_a_stale_schema_is_repaired_by_relisting_once(fastmcp_process_peer: Any) -> None:
     # Without a listing the client cannot mirror the Region header; the server
     # answers -32020 and the client re-lists, then resends with the header.
-    since = fastmcp_peer.mark()
-    async with client_for(fastmcp_peer.url) as client:
+    since = fastmcp_process_peer.mark()
+    async with client_for(fastmcp_process_peer.url) as client:
         result = await client.call_tool("route_request", {"region": "eu-west"})
     assert isinstance(result, mcp_types.CallToolResult)
-    methods = [(r["json"] or {}).get("method") for r in fastmcp_peer.recorded(since)]
+    methods = [(r["json"] or {}).get("method") for r in fastmcp_process_peer.recorded(since)]
     assert methods.count("tools/call") in (1, 2)
     if methods.count("tools/call") == 2:
         assert "tools/list" in methods
-    assert header(last_call(fastmcp_peer, since), "Mcp-Param-Region") == "eu-west"
+    assert header(last_call(fastmcp_process_peer, since), "Mcp-Param-Region") == "eu-west"
 
 
 # -- listings ------------------------------------------------------------------------------
 
 
-async def test_listings_follow_every_page(fastmcp_peer: Any, sdk_peer: Any) -> None:
-    for peer in (fastmcp_peer, sdk_peer):
+async def test_listings_follow_every_page(fastmcp_process_peer: Any, sdk_peer: Any) -> None:
+    for peer in (fastmcp_process_peer, sdk_peer):
         since = peer.mark()
         async with client_for(peer.url) as client:
             tools = await client.list_tools(use_cache=False)
@@ -166,14 +171,14 @@ async def test_listings_follow_every_page(fastmcp_peer: Any, sdk_peer: Any) -> N
 # -- complete results, progress, errors ----------------------------------------------------
 
 
-async def test_tool_failures_stay_results(fastmcp_peer: Any) -> None:
-    async with client_for(fastmcp_peer.url) as client:
+async def test_tool_failures_stay_results(fastmcp_process_peer: Any) -> None:
+    async with client_for(fastmcp_process_peer.url) as client:
         result = await client.call_tool("fail", {})
     assert isinstance(result, mcp_types.CallToolResult)
     assert result.is_error
 
 
-@pytest.mark.parametrize("peer_name", ["fastmcp_peer", "sdk_peer_sse"])
+@pytest.mark.parametrize("peer_name", ["fastmcp_process_peer", "sdk_peer_sse"])
 async def test_progress_arrives_over_sse_before_the_result(
     peer_name: str, request: pytest.FixtureRequest
 ) -> None:
@@ -192,8 +197,8 @@ async def test_progress_arrives_over_sse_before_the_result(
 # -- rounds ----------------------------------------------------------------------------------
 
 
-async def test_one_round_then_complete_with_typed_answers(fastmcp_peer: Any) -> None:
-    async with client_for(fastmcp_peer.url) as client:
+async def test_one_round_then_complete_with_typed_answers(fastmcp_process_peer: Any) -> None:
+    async with client_for(fastmcp_process_peer.url) as client:
         first = await client.call_tool("approve_deploy", {"service": "api"})
         assert isinstance(first, mcp_types.InputRequiredResult)
         assert set(first.input_requests or {}) == {"approval"}
@@ -203,7 +208,7 @@ async def test_one_round_then_complete_with_typed_answers(fastmcp_peer: Any) -> 
                 {"approve": True, "replicas": 3, "window": "tonight", "notify": ["ops", "qa"]}
             )
         }
-        since = fastmcp_peer.mark()
+        since = fastmcp_process_peer.mark()
         final = await client.call_tool(
             "approve_deploy",
             {"service": "api"},
@@ -213,16 +218,18 @@ async def test_one_round_then_complete_with_typed_answers(fastmcp_peer: Any) -> 
     assert isinstance(final, mcp_types.CallToolResult)
     assert not final.is_error, text_of(final)
     assert final.structured_content["status"] == "deployed"
-    retry = last_call(fastmcp_peer, since)["json"]
+    retry = last_call(fastmcp_process_peer, since)["json"]
     assert retry["params"]["requestState"] == first.request_state
     assert retry["params"]["inputResponses"]["approval"]["content"]["replicas"] == 3
 
 
-async def test_retries_keep_arguments_byte_exact_and_use_fresh_ids(fastmcp_peer: Any) -> None:
+async def test_retries_keep_arguments_byte_exact_and_use_fresh_ids(
+    fastmcp_process_peer: Any,
+) -> None:
     # Odd spacing and key order: re-serialising would change the server's digest.
     arguments = '{ "quantity" : 2,"item":"tea"  }'
-    since = fastmcp_peer.mark()
-    async with client_for(fastmcp_peer.url) as client:
+    since = fastmcp_process_peer.mark()
+    async with client_for(fastmcp_process_peer.url) as client:
         first = await client.call_tool("purchase", arguments)
         assert isinstance(first, mcp_types.InputRequiredResult)
         second = await client.call_tool(
@@ -241,7 +248,7 @@ async def test_retries_keep_arguments_byte_exact_and_use_fresh_ids(fastmcp_peer:
         )
     assert isinstance(final, mcp_types.CallToolResult)
     assert "Purchased 2 x tea" in text_of(final)
-    calls = [r for r in fastmcp_peer.recorded(since) if (r["json"] or {}).get("method")]
+    calls = [r for r in fastmcp_process_peer.recorded(since) if (r["json"] or {}).get("method")]
     calls = [r for r in calls if r["json"]["method"] == "tools/call"]
     assert len(calls) == 3
     assert all(f'"arguments":{arguments}' in r["body"] for r in calls)
@@ -251,8 +258,8 @@ async def test_retries_keep_arguments_byte_exact_and_use_fresh_ids(fastmcp_peer:
     assert "requestState" not in calls[0]["json"]["params"]
 
 
-async def test_no_state_is_sent_when_the_server_gave_none(fastmcp_peer: Any) -> None:
-    async with client_for(fastmcp_peer.url) as client:
+async def test_no_state_is_sent_when_the_server_gave_none(fastmcp_process_peer: Any) -> None:
+    async with client_for(fastmcp_process_peer.url) as client:
         first = await client.call_tool("stateless_confirm", {})
         assert isinstance(first, mcp_types.InputRequiredResult)
         assert first.request_state is None
@@ -268,9 +275,9 @@ async def test_no_state_is_sent_when_the_server_gave_none(fastmcp_peer: Any) -> 
 
 
 async def test_state_only_rounds_and_two_requests_in_one_round_are_driven(
-    fastmcp_peer: Any,
+    fastmcp_process_peer: Any,
 ) -> None:
-    async with client_for(fastmcp_peer.url) as client:
+    async with client_for(fastmcp_process_peer.url) as client:
         polled = await drive_rounds(
             lambda responses, state: client.call_tool(
                 "wait_for_job", {"polls": 3}, input_responses=responses, request_state=state
@@ -318,10 +325,10 @@ async def test_sdk_resolvers_ask_two_rounds(sdk_peer: Any) -> None:
     assert len(asked) == 2
 
 
-async def test_decline_and_cancel_send_no_content(fastmcp_peer: Any) -> None:
+async def test_decline_and_cancel_send_no_content(fastmcp_process_peer: Any) -> None:
     for action in ("decline", "cancel"):
-        since = fastmcp_peer.mark()
-        async with client_for(fastmcp_peer.url) as client:
+        since = fastmcp_process_peer.mark()
+        async with client_for(fastmcp_process_peer.url) as client:
             first = await client.call_tool("approve_deploy", {"service": "db"})
             assert isinstance(first, mcp_types.InputRequiredResult)
             final = await client.call_tool(
@@ -331,12 +338,14 @@ async def test_decline_and_cancel_send_no_content(fastmcp_peer: Any) -> None:
                 request_state=first.request_state,
             )
         assert isinstance(final, mcp_types.CallToolResult)
-        sent = last_call(fastmcp_peer, since)["json"]["params"]["inputResponses"]["approval"]
+        sent = last_call(fastmcp_process_peer, since)["json"]["params"]["inputResponses"][
+            "approval"
+        ]
         assert sent == {"action": action}
 
 
-async def test_prompts_and_resources_can_ask_too(fastmcp_peer: Any) -> None:
-    async with client_for(fastmcp_peer.url) as client:
+async def test_prompts_and_resources_can_ask_too(fastmcp_process_peer: Any) -> None:
+    async with client_for(fastmcp_process_peer.url) as client:
         prompt = await client.get_prompt("review_prompt", {"topic": "tests"})
         assert isinstance(prompt, mcp_types.InputRequiredResult)
         key, request = next(iter((prompt.input_requests or {}).items()))
@@ -370,8 +379,10 @@ async def test_prompts_and_resources_can_ask_too(fastmcp_peer: Any) -> None:
         assert read.contents
 
 
-async def test_a_tampered_state_is_reported_as_invalid_request_state(fastmcp_peer: Any) -> None:
-    async with client_for(fastmcp_peer.url) as client:
+async def test_a_tampered_state_is_reported_as_invalid_request_state(
+    fastmcp_process_peer: Any,
+) -> None:
+    async with client_for(fastmcp_process_peer.url) as client:
         first = await client.call_tool("approve_deploy", {"service": "api"})
         assert isinstance(first, mcp_types.InputRequiredResult)
         state = first.request_state
@@ -394,10 +405,12 @@ async def test_a_tampered_state_is_reported_as_invalid_request_state(fastmcp_pee
             )
 
 
-async def test_an_expired_state_is_reported_as_invalid_request_state(short_ttl_peer: Any) -> None:
+async def test_an_expired_state_is_reported_as_invalid_request_state(
+    short_ttl_process_peer: Any,
+) -> None:
     import asyncio
 
-    async with client_for(short_ttl_peer.url) as client:
+    async with client_for(short_ttl_process_peer.url) as client:
         first = await client.call_tool("approve_deploy", {"service": "api"})
         assert isinstance(first, mcp_types.InputRequiredResult)
         await asyncio.sleep(3)
@@ -412,11 +425,11 @@ async def test_an_expired_state_is_reported_as_invalid_request_state(short_ttl_p
             )
 
 
-async def test_a_server_needing_an_undeclared_capability_says_so(fastmcp_peer: Any) -> None:
+async def test_a_server_needing_an_undeclared_capability_says_so(fastmcp_process_peer: Any) -> None:
     form_only = mcp_types.ClientCapabilities(
         elicitation=mcp_types.ElicitationCapability(form=mcp_types.FormElicitationCapability())
     )
-    async with client_for(fastmcp_peer.url, capabilities=form_only) as client:
+    async with client_for(fastmcp_process_peer.url, capabilities=form_only) as client:
         with pytest.raises(MissingClientCapability) as caught:
             await client.call_tool("url_login", {})
     required = caught.value.required_capabilities

@@ -1,4 +1,7 @@
-"""The client against servers that misbehave: each fault maps to the error a caller can act on."""
+"""The client against servers that misbehave: each fault maps to the error a caller can act on.
+
+Every peer runs in a process of its own (``fastmcp_process_peer`` too), as for every test of
+the client itself."""
 
 from __future__ import annotations
 
@@ -110,7 +113,7 @@ async def test_a_handshake_era_server_is_recognised_with_a_clear_message(
             await client.list_tools()
 
 
-async def test_modern_servers_are_recognised(fastmcp_peer: Any, sdk_peer: Any) -> None:
-    for peer in (fastmcp_peer, sdk_peer):
+async def test_modern_servers_are_recognised(fastmcp_process_peer: Any, sdk_peer: Any) -> None:
+    for peer in (fastmcp_process_peer, sdk_peer):
         async with client_for(peer.url) as client:
             assert await client.detect_era() == "modern"

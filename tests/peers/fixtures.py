@@ -2,10 +2,12 @@
 
 Listed in ``tests/conftest.py`` as ``tests.peers.fixtures``. Fixtures:
 
-- ``fastmcp_peer`` (session): ``tests.peers.fastmcp_server`` (SSE-capable, page size 3), also
-  reachable as ``fastmcp_process_peer`` where ``fastmcp_peer`` is overridden by the in-process
-  peer (``tests.peers.inprocess``).
-- ``short_ttl_peer`` (session): the same server with ``--state-ttl 2`` (state expires in 2 s).
+- ``fastmcp_process_peer`` (session): ``tests.peers.fastmcp_server`` (SSE-capable, page size
+  3) in a process of its own, for the tests that need one: an app or a command served by
+  another process reaches it, raw httpx reaches it, its streams arrive as they are sent. The
+  default ``fastmcp_peer`` is the same server in the test process (``tests.peers.inprocess``).
+- ``short_ttl_process_peer`` (session): the same process with ``--state-ttl 2`` (state expires
+  in 2 s); ``short_ttl_peer`` is its in-process twin.
 - ``sdk_peer`` (session): ``tests.peers.sdk_server --json-response`` (never SSE).
 - ``sdk_peer_sse`` (session): ``tests.peers.sdk_server`` (SSE once a notification is sent).
 - ``limits_peer`` (session): ``tests.peers.limits_server`` (deep JSON, endless streams, ...).
@@ -178,15 +180,7 @@ def fastmcp_process_peer() -> Iterator[Peer]:
 
 
 @pytest.fixture(scope="session")
-def fastmcp_peer(fastmcp_process_peer: Peer) -> Peer:
-    """The subprocess peer; directories of engine and view tests override this name with
-    ``fastmcp_in_process`` (tests.peers.inprocess), and ``fastmcp_process_peer`` stays the
-    real process where a test needs one."""
-    return fastmcp_process_peer
-
-
-@pytest.fixture(scope="session")
-def short_ttl_peer() -> Iterator[Peer]:
+def short_ttl_process_peer() -> Iterator[Peer]:
     with running_peer("fastmcp_server", "--state-ttl", "2") as peer:
         yield peer
 

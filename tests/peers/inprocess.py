@@ -12,15 +12,17 @@ whichever loop ``async_to_sync`` gives them. ``ASGITransport`` hands back a resp
 the app has finished it, so an SSE stream arrives whole: tests of streaming, timeouts or
 deadlines over real sockets keep the subprocess peers (``tests.peers.fixtures``).
 
-Fixtures (session scope, same tools and recorder as the subprocess peers):
+These are the suite's default peers (same tools and recorder as the subprocess peers):
 
-- ``fastmcp_in_process``: ``fastmcp_server`` (page size 3, state TTL 600 s);
-- ``short_ttl_in_process``: the same with a state TTL of 2 s;
+- ``fastmcp_peer`` (session): ``fastmcp_server`` (page size 3, state TTL 600 s);
+- ``short_ttl_peer`` (session): the same with a state TTL of 2 s;
 - ``in_process_factory`` (function scope): ``in_process_factory("fastmcp_server", "--state-key",
   "k")``, a private peer stopped after the test.
 
-A directory or module opts in by overriding ``fastmcp_peer`` / ``short_ttl_peer`` with them
-(tests/calls/conftest.py); ``fastmcp_process_peer`` stays the subprocess where a test needs one.
+Only this process's MCP client reaches them. A test asks for ``fastmcp_process_peer`` /
+``short_ttl_process_peer`` (``tests.peers.fixtures``) by name when another process must reach
+the peer (an app served by uvicorn, a browser's app, a command in a child process), when it
+speaks raw HTTP to the peer, or when what it proves is how a stream arrives over a socket.
 """
 
 from __future__ import annotations
@@ -162,13 +164,13 @@ def in_process_peer(module: str, *args: str) -> Iterator[InProcessPeer]:
 
 
 @pytest.fixture(scope="session")
-def fastmcp_in_process() -> Iterator[InProcessPeer]:
+def fastmcp_peer() -> Iterator[InProcessPeer]:
     with in_process_peer("fastmcp_server") as peer:
         yield peer
 
 
 @pytest.fixture(scope="session")
-def short_ttl_in_process() -> Iterator[InProcessPeer]:
+def short_ttl_peer() -> Iterator[InProcessPeer]:
     with in_process_peer("fastmcp_server", "--state-ttl", "2") as peer:
         yield peer
 

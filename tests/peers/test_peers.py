@@ -42,16 +42,16 @@ def assert_invalid_state(reply: wire.Reply) -> None:
 # --------------------------------------------------------------------------- fastmcp peer
 
 
-def test_discover(fastmcp_peer: Peer) -> None:
-    reply = post(fastmcp_peer.url, "server/discover")
+def test_discover(fastmcp_process_peer: Peer) -> None:
+    reply = post(fastmcp_process_peer.url, "server/discover")
     assert reply.status == 200
     assert "2026-07-28" in reply.result["supportedVersions"]
     assert reply.result["resultType"] == "complete"
     assert {"ttlMs", "cacheScope"} <= reply.result.keys()
 
 
-def test_fastmcp_lists_are_paginated(fastmcp_peer: Peer) -> None:
-    tools, pages = list_all(fastmcp_peer.url, "tools/list", "tools")
+def test_fastmcp_lists_are_paginated(fastmcp_process_peer: Peer) -> None:
+    tools, pages = list_all(fastmcp_process_peer.url, "tools/list", "tools")
     names = [tool["name"] for tool in tools]
     assert pages >= 5
     assert len(names) == len(set(names))
@@ -80,23 +80,23 @@ def test_fastmcp_lists_are_paginated(fastmcp_peer: Peer) -> None:
         ("resources/list", "resources", 5),
         ("resources/templates/list", "resourceTemplates", 4),
     ]:
-        items, pages = list_all(fastmcp_peer.url, method, key)
+        items, pages = list_all(fastmcp_process_peer.url, method, key)
         assert len(items) >= minimum
         assert pages >= 2
 
 
-def test_every_page_has_cache_hints_and_the_same_scope(fastmcp_peer: Peer) -> None:
-    first = post(fastmcp_peer.url, "tools/list").result
-    second = post(fastmcp_peer.url, "tools/list", {"cursor": first["nextCursor"]}).result
+def test_every_page_has_cache_hints_and_the_same_scope(fastmcp_process_peer: Peer) -> None:
+    first = post(fastmcp_process_peer.url, "tools/list").result
+    second = post(fastmcp_process_peer.url, "tools/list", {"cursor": first["nextCursor"]}).result
     assert first["cacheScope"] == second["cacheScope"]
     assert isinstance(first["ttlMs"], int)
     assert len(first["tools"]) == 3
 
 
-def test_invalid_header_annotations_are_listed_by_the_server(fastmcp_peer: Peer) -> None:
+def test_invalid_header_annotations_are_listed_by_the_server(fastmcp_process_peer: Peer) -> None:
     from mcp.shared.inbound import find_invalid_x_mcp_header
 
-    tools, _ = list_all(fastmcp_peer.url, "tools/list", "tools")
+    tools, _ = list_all(fastmcp_process_peer.url, "tools/list", "tools")
     verdicts = {t["name"]: find_invalid_x_mcp_header(t["inputSchema"]) for t in tools}
     invalid = {name for name, reason in verdicts.items() if reason is not None}
     assert invalid == {
@@ -114,24 +114,26 @@ def test_invalid_header_annotations_are_listed_by_the_server(fastmcp_peer: Peer)
     assert nested["x-mcp-header"] == "Target-Region"
 
 
-def test_echo_and_non_ascii_tool_name(fastmcp_peer: Peer) -> None:
-    reply = call_tool(fastmcp_peer.url, "echo", {"text": "Hello, 世界"})
+def test_echo_and_non_ascii_tool_name(fastmcp_process_peer: Peer) -> None:
+    reply = call_tool(fastmcp_process_peer.url, "echo", {"text": "Hello, 世界"})
     assert reply.status == 200
     assert reply.result["content"][0]["text"] == "Hello, 世界"
 
-    reply = call_tool(fastmcp_peer.url, "héllo_wörld", {"name": "Zoë"})
+    reply = call_tool(fastmcp_process_peer.url, "héllo_wörld", {"name": "Zoë"})
     assert reply.result["content"][0]["text"] == "Héllo, Zoë!"
-    sent = fastmcp_peer.recorded()[-1]
+    sent = fastmcp_process_peer.recorded()[-1]
     assert ["mcp-name", "=?base64?aMOpbGxvX3fDtnJsZA==?="] in sent["headers"]
 
 
-def test_wrong_mcp_name_is_a_header_mismatch(fastmcp_peer: Peer) -> None:
-    reply = call_tool(fastmcp_peer.url, "echo", {"text": "x"}, headers={"Mcp-Name": "other"})
+def test_wrong_mcp_name_is_a_header_mismatch(fastmcp_process_peer: Peer) -> None:
+    reply = call_tool(
+        fastmcp_process_peer.url, "echo", {"text": "x"}, headers={"Mcp-Name": "other"}
+    )
     assert reply.status == 400
     assert reply.error["code"] == -32020
 
 
-def test_missing_envelope_key_is_400(fastmcp_peer: Peer) -> None:
+def test_missing_envelope_key_is_400(fastmcp_process_peer: Peer) -> None:
     payload = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -139,16 +141,16 @@ def test_missing_envelope_key_is_400(fastmcp_peer: Peer) -> None:
         "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}},
     }
     response = httpx.post(
-        fastmcp_peer.url, json=payload, headers=wire.request_headers("tools/list", {})
+        fastmcp_process_peer.url, json=payload, headers=wire.request_headers("tools/list", {})
     )
     assert response.status_code == 400
     assert response.json()["error"]["code"] == -32602
 
 
-def test_route_request_reports_the_param_headers_it_received(fastmcp_peer: Peer) -> None:
+def test_route_request_reports_the_param_headers_it_received(fastmcp_process_peer: Peer) -> None:
     region = "eu-west"
     reply = call_tool(
-        fastmcp_peer.url,
+        fastmcp_process_peer.url,
         "route_request",
         {"region": region, "priority": 7, "dry_run": True},
         headers={
@@ -171,15 +173,15 @@ def test_route_request_reports_the_param_headers_it_received(fastmcp_peer: Peer)
     }
 
 
-def test_fastmcp_validates_param_headers(fastmcp_peer: Peer) -> None:
+def test_fastmcp_validates_param_headers(fastmcp_process_peer: Peer) -> None:
     # The SDK transport under fastmcp walks tools/list to find the schema, then checks.
-    missing = call_tool(fastmcp_peer.url, "route_request", {"region": "Zürich"})
+    missing = call_tool(fastmcp_process_peer.url, "route_request", {"region": "Zürich"})
     assert missing.status == 400
     assert missing.error["code"] == -32020
 
     encoded = "=?base64?" + base64.b64encode("Zürich".encode()).decode() + "?="
     reply = call_tool(
-        fastmcp_peer.url,
+        fastmcp_process_peer.url,
         "route_request",
         {"region": "Zürich"},
         headers={"Mcp-Param-Region": encoded},
@@ -188,14 +190,14 @@ def test_fastmcp_validates_param_headers(fastmcp_peer: Peer) -> None:
     assert reply.result["structuredContent"]["mcp_param_headers"] == {"mcp-param-region": encoded}
 
     # Tools with an invalid annotation are not checked: a conforming client never calls them.
-    reply = call_tool(fastmcp_peer.url, "bad_header_number", {"amount": 1.5})
+    reply = call_tool(fastmcp_process_peer.url, "bad_header_number", {"amount": 1.5})
     assert reply.status == 200
     assert reply.result["content"][0]["text"] == "amount 1.5"
 
 
-def test_nested_header_reports_target_region(fastmcp_peer: Peer) -> None:
+def test_nested_header_reports_target_region(fastmcp_process_peer: Peer) -> None:
     reply = call_tool(
-        fastmcp_peer.url,
+        fastmcp_process_peer.url,
         "nested_header",
         {"target": {"region": "ap"}},
         headers={"Mcp-Param-Target-Region": "ap"},
@@ -205,10 +207,13 @@ def test_nested_header_reports_target_region(fastmcp_peer: Peer) -> None:
     }
 
 
-def test_request_info_and_recorder_show_the_wire(fastmcp_peer: Peer) -> None:
-    mark = fastmcp_peer.mark()
+def test_request_info_and_recorder_show_the_wire(fastmcp_process_peer: Peer) -> None:
+    mark = fastmcp_process_peer.mark()
     reply = call_tool(
-        fastmcp_peer.url, "request_info", headers={"X-Custom": "v1"}, meta={"progressToken": 9}
+        fastmcp_process_peer.url,
+        "request_info",
+        headers={"X-Custom": "v1"},
+        meta={"progressToken": 9},
     )
     info = reply.result["structuredContent"]
     assert info["headers"]["x-custom"] == "v1"
@@ -216,16 +221,16 @@ def test_request_info_and_recorder_show_the_wire(fastmcp_peer: Peer) -> None:
     assert info["meta"]["io.modelcontextprotocol/clientInfo"] == wire.CLIENT_INFO
     assert info["meta"]["progressToken"] == 9
 
-    recorded = fastmcp_peer.recorded(since=mark)
+    recorded = fastmcp_process_peer.recorded(since=mark)
     assert len(recorded) == 1
     assert recorded[0]["json"]["params"]["name"] == "request_info"
     assert ["mcp-protocol-version", "2026-07-28"] in recorded[0]["headers"]
     assert ["x-custom", "v1"] in recorded[0]["headers"]
 
 
-def test_slow_progress_streams_sse_with_a_progress_token(fastmcp_peer: Peer) -> None:
+def test_slow_progress_streams_sse_with_a_progress_token(fastmcp_process_peer: Peer) -> None:
     reply = call_tool(
-        fastmcp_peer.url,
+        fastmcp_process_peer.url,
         "slow_progress",
         {"steps": 3},
         meta={"progressToken": "p1", "io.modelcontextprotocol/logLevel": "info"},
@@ -247,14 +252,14 @@ def test_slow_progress_streams_sse_with_a_progress_token(fastmcp_peer: Peer) -> 
     assert reply.messages[-1] is reply.final
 
 
-def test_slow_progress_without_token_is_json(fastmcp_peer: Peer) -> None:
-    reply = call_tool(fastmcp_peer.url, "slow_progress", {"steps": 2})
+def test_slow_progress_without_token_is_json(fastmcp_process_peer: Peer) -> None:
+    reply = call_tool(fastmcp_process_peer.url, "slow_progress", {"steps": 2})
     assert reply.content_type == "application/json"
     assert reply.result["content"][0]["text"] == "done after 2 steps"
 
 
-def test_approve_deploy_one_round(fastmcp_peer: Peer) -> None:
-    url = fastmcp_peer.url
+def test_approve_deploy_one_round(fastmcp_process_peer: Peer) -> None:
+    url = fastmcp_process_peer.url
     first = call_tool(url, "approve_deploy", {"service": "api"})
     assert first.status == 200
     result = first.result
@@ -293,8 +298,8 @@ def test_approve_deploy_one_round(fastmcp_peer: Peer) -> None:
     assert done.result["structuredContent"]["answers"] == DEPLOY_ANSWERS
 
 
-def test_approve_deploy_decline_cancel_and_wrong_types(fastmcp_peer: Peer) -> None:
-    url = fastmcp_peer.url
+def test_approve_deploy_decline_cancel_and_wrong_types(fastmcp_process_peer: Peer) -> None:
+    url = fastmcp_process_peer.url
     args = {"service": "db", "environment": "prod"}
     state = call_tool(url, "approve_deploy", args).result["requestState"]
     for action, status in [("decline", "declined"), ("cancel", "cancelled")]:
@@ -320,8 +325,10 @@ def test_approve_deploy_decline_cancel_and_wrong_types(fastmcp_peer: Peer) -> No
     assert "replicas" in reply.result["content"][0]["text"]
 
 
-def test_tampered_state_changed_arguments_and_garbage_are_rejected(fastmcp_peer: Peer) -> None:
-    url = fastmcp_peer.url
+def test_tampered_state_changed_arguments_and_garbage_are_rejected(
+    fastmcp_process_peer: Peer,
+) -> None:
+    url = fastmcp_process_peer.url
     state = call_tool(url, "approve_deploy", {"service": "api"}).result["requestState"]
     answers = {"approval": accept(DEPLOY_ANSWERS)}
     assert_invalid_state(
@@ -349,24 +356,26 @@ def test_tampered_state_changed_arguments_and_garbage_are_rejected(fastmcp_peer:
     assert_invalid_state(call_tool(url, "purchase", {"service": "api"}, request_state=state))
 
 
-def test_elicitation_needs_the_declared_capability(fastmcp_peer: Peer) -> None:
-    reply = call_tool(fastmcp_peer.url, "approve_deploy", {"service": "api"}, capabilities={})
+def test_elicitation_needs_the_declared_capability(fastmcp_process_peer: Peer) -> None:
+    reply = call_tool(
+        fastmcp_process_peer.url, "approve_deploy", {"service": "api"}, capabilities={}
+    )
     assert reply.status == 400
     assert reply.error["code"] == -32021
     assert reply.error["data"] == {"requiredCapabilities": {"elicitation": {"form": {}}}}
     # `elicitation: {}` means form only: enough for a form, not for URL mode.
     form_only = {"elicitation": {}}
     reply = call_tool(
-        fastmcp_peer.url, "approve_deploy", {"service": "api"}, capabilities=form_only
+        fastmcp_process_peer.url, "approve_deploy", {"service": "api"}, capabilities=form_only
     )
     assert reply.result["resultType"] == "input_required"
-    reply = call_tool(fastmcp_peer.url, "url_login", capabilities=form_only)
+    reply = call_tool(fastmcp_process_peer.url, "url_login", capabilities=form_only)
     assert reply.error["code"] == -32021
     assert reply.error["data"] == {"requiredCapabilities": {"elicitation": {"url": {}}}}
 
 
-def test_purchase_two_rounds_uses_both_answers(fastmcp_peer: Peer) -> None:
-    url = fastmcp_peer.url
+def test_purchase_two_rounds_uses_both_answers(fastmcp_process_peer: Peer) -> None:
+    url = fastmcp_process_peer.url
     args = {"item": "book", "quantity": 2}
     first = call_tool(url, "purchase", args).result
     assert list(first["inputRequests"]) == ["shipping"]
@@ -394,15 +403,15 @@ def test_purchase_two_rounds_uses_both_answers(fastmcp_peer: Peer) -> None:
     assert final["structuredContent"]["shipping"] == {"address": "1 Main St", "express": True}
 
 
-def test_purchase_without_the_answer_asks_again(fastmcp_peer: Peer) -> None:
-    url = fastmcp_peer.url
+def test_purchase_without_the_answer_asks_again(fastmcp_process_peer: Peer) -> None:
+    url = fastmcp_process_peer.url
     first = call_tool(url, "purchase", {"item": "pen"}).result
     again = call_tool(url, "purchase", {"item": "pen"}, request_state=first["requestState"]).result
     assert list(again["inputRequests"]) == ["shipping"]
 
 
-def test_two_questions_in_one_round(fastmcp_peer: Peer) -> None:
-    url = fastmcp_peer.url
+def test_two_questions_in_one_round(fastmcp_process_peer: Peer) -> None:
+    url = fastmcp_process_peer.url
     first = call_tool(url, "two_questions").result
     assert set(first["inputRequests"]) == {"name", "color"}
     done = call_tool(
@@ -429,8 +438,8 @@ def test_two_questions_in_one_round(fastmcp_peer: Peer) -> None:
     assert done["content"][0]["text"] == "Ana likes red"
 
 
-def test_wait_for_job_state_only_rounds(fastmcp_peer: Peer) -> None:
-    url = fastmcp_peer.url
+def test_wait_for_job_state_only_rounds(fastmcp_process_peer: Peer) -> None:
+    url = fastmcp_process_peer.url
     reply = call_tool(url, "wait_for_job", {"polls": 2}).result
     rounds = 0
     while reply["resultType"] == "input_required":
@@ -443,12 +452,12 @@ def test_wait_for_job_state_only_rounds(fastmcp_peer: Peer) -> None:
     assert reply["content"][0]["text"] == "job finished after 2 polls"
 
 
-def test_stateless_confirm_has_no_request_state(fastmcp_peer: Peer) -> None:
-    first = call_tool(fastmcp_peer.url, "stateless_confirm", {"action": "reboot"}).result
+def test_stateless_confirm_has_no_request_state(fastmcp_process_peer: Peer) -> None:
+    first = call_tool(fastmcp_process_peer.url, "stateless_confirm", {"action": "reboot"}).result
     assert "requestState" not in first
     assert list(first["inputRequests"]) == ["confirm"]
     done = call_tool(
-        fastmcp_peer.url,
+        fastmcp_process_peer.url,
         "stateless_confirm",
         {"action": "reboot"},
         input_responses={"confirm": accept({"ok": True})},
@@ -457,13 +466,13 @@ def test_stateless_confirm_has_no_request_state(fastmcp_peer: Peer) -> None:
     assert done["structuredContent"]["had_request_state"] is False
 
 
-def test_url_login(fastmcp_peer: Peer) -> None:
-    url = fastmcp_peer.url
+def test_url_login(fastmcp_process_peer: Peer) -> None:
+    url = fastmcp_process_peer.url
     first = call_tool(url, "url_login", {"provider": "github"}).result
     params = first["inputRequests"]["login"]["params"]
     assert params["mode"] == "url"
     assert params["message"] == "Sign in to github to continue"
-    assert params["url"].startswith(f"{fastmcp_peer.base_url}/authorize?ref=")
+    assert params["url"].startswith(f"{fastmcp_process_peer.base_url}/authorize?ref=")
     assert "requestedSchema" not in params and "elicitationId" not in params
 
     done = call_tool(
@@ -487,8 +496,8 @@ def test_url_login(fastmcp_peer: Peer) -> None:
     assert done["structuredContent"]["visited"] is True
 
 
-def test_all_field_kinds_echoes_types(fastmcp_peer: Peer) -> None:
-    url = fastmcp_peer.url
+def test_all_field_kinds_echoes_types(fastmcp_process_peer: Peer) -> None:
+    url = fastmcp_process_peer.url
     first = call_tool(url, "all_field_kinds").result
     schema = first["inputRequests"]["form"]["params"]["requestedSchema"]
     assert schema["properties"]["legacy"]["enumNames"] == ["Option A", "Option B"]
@@ -509,8 +518,8 @@ def test_all_field_kinds_echoes_types(fastmcp_peer: Peer) -> None:
     }
 
 
-def test_never_done_asks_a_new_key_every_round(fastmcp_peer: Peer) -> None:
-    url = fastmcp_peer.url
+def test_never_done_asks_a_new_key_every_round(fastmcp_process_peer: Peer) -> None:
+    url = fastmcp_process_peer.url
     reply = call_tool(url, "never_done").result
     keys = []
     for _ in range(3):
@@ -526,12 +535,12 @@ def test_never_done_asks_a_new_key_every_round(fastmcp_peer: Peer) -> None:
     assert reply["resultType"] == "input_required"
 
 
-def test_prompt_asks_for_input(fastmcp_peer: Peer) -> None:
+def test_prompt_asks_for_input(fastmcp_process_peer: Peer) -> None:
     params = {"name": "review_prompt", "arguments": {"topic": "cats"}}
-    first = post(fastmcp_peer.url, "prompts/get", params).result
+    first = post(fastmcp_process_peer.url, "prompts/get", params).result
     assert list(first["inputRequests"]) == ["style"]
     done = post(
-        fastmcp_peer.url,
+        fastmcp_process_peer.url,
         "prompts/get",
         {
             **params,
@@ -542,12 +551,12 @@ def test_prompt_asks_for_input(fastmcp_peer: Peer) -> None:
     assert done["messages"][0]["content"]["text"] == "Write a detailed review of cats."
 
 
-def test_resource_asks_for_input(fastmcp_peer: Peer) -> None:
+def test_resource_asks_for_input(fastmcp_process_peer: Peer) -> None:
     params = {"uri": "peer://vault/secret"}
-    first = post(fastmcp_peer.url, "resources/read", params).result
+    first = post(fastmcp_process_peer.url, "resources/read", params).result
     assert list(first["inputRequests"]) == ["unlock"]
     done = post(
-        fastmcp_peer.url,
+        fastmcp_process_peer.url,
         "resources/read",
         {
             **params,
@@ -557,12 +566,12 @@ def test_resource_asks_for_input(fastmcp_peer: Peer) -> None:
     ).result
     assert done["contents"][0]["text"] == "vault contents: 42"
     assert {"ttlMs", "cacheScope"} <= done.keys()
-    sent = fastmcp_peer.recorded()[-1]
+    sent = fastmcp_process_peer.recorded()[-1]
     assert ["mcp-name", "peer://vault/secret"] in sent["headers"]
 
 
-def test_state_expires_on_the_short_ttl_peer(short_ttl_peer: Peer) -> None:
-    url = short_ttl_peer.url
+def test_state_expires_on_the_short_ttl_peer(short_ttl_process_peer: Peer) -> None:
+    url = short_ttl_process_peer.url
     state = call_tool(url, "approve_deploy", {"service": "api"}).result["requestState"]
     time.sleep(2.2)
     assert_invalid_state(
@@ -576,10 +585,12 @@ def test_state_expires_on_the_short_ttl_peer(short_ttl_peer: Peer) -> None:
     )
 
 
-def test_state_from_another_server_is_rejected(fastmcp_peer: Peer, short_ttl_peer: Peer) -> None:
-    state = call_tool(fastmcp_peer.url, "purchase", {"item": "x"}).result["requestState"]
+def test_state_from_another_server_is_rejected(
+    fastmcp_process_peer: Peer, short_ttl_process_peer: Peer
+) -> None:
+    state = call_tool(fastmcp_process_peer.url, "purchase", {"item": "x"}).result["requestState"]
     assert_invalid_state(
-        call_tool(short_ttl_peer.url, "purchase", {"item": "x"}, request_state=state)
+        call_tool(short_ttl_process_peer.url, "purchase", {"item": "x"}, request_state=state)
     )
 
 

@@ -31,9 +31,9 @@ def people() -> dict[str, Any]:
 
 
 @pytest.fixture
-def to_ada(fastmcp_in_process: Any, people: dict[str, Any]) -> Any:
+def to_ada(fastmcp_peer: Any, people: dict[str, Any]) -> Any:
     """A connection whose rounds go to Ada (carl starts the calls)."""
-    return make_connection(fastmcp_in_process, routing=Routing.USER, route_user=people["ada"])
+    return make_connection(fastmcp_peer, routing=Routing.USER, route_user=people["ada"])
 
 
 def go_away(person: Any, delegate: str, days: int = 3) -> Any:
@@ -134,11 +134,11 @@ def test_the_away_page_refuses_oneself_strangers_and_past_days(people: dict[str,
 
 
 def test_a_callers_own_round_stays_with_them_while_they_are_away(
-    fastmcp_in_process: Any, people: dict[str, Any]
+    fastmcp_peer: Any, people: dict[str, Any]
 ) -> None:
     ada = people["ada"]
     go_away(ada, "bob")
-    own = start(make_connection(fastmcp_in_process), ada)
+    own = start(make_connection(fastmcp_peer), ada)
     assert (own.assigned_user, own.delegated_from) == (ada, None)
 
 

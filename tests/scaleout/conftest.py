@@ -10,7 +10,7 @@ Package-scoped, shared by the concurrency and the scale-out tests:
   ``manage.py db_worker``, spawned and stopped with tests/support/processes.py, with
   ``MRTRWEB_INPROCESS_WORKER=0``: a web process sends the answers it takes, and the worker
   runs every other task (retries, safety nets, expiry);
-- the ``fastmcp_peer`` registered as the connection ``peer``;
+- the ``fastmcp_process_peer`` registered as the connection ``peer``;
 - ``people``: ANSWERERS accounts (the caller, an Operator, and Admins, all allowed to answer
   the caller's rounds) with sessions created straight in the database, several per person.
 
@@ -154,7 +154,9 @@ print(json.dumps(sessions))
 
 
 @pytest.fixture(scope="package")
-def topology(scale_database: str, scale_redis_url: str, fastmcp_peer: Peer) -> Iterator[Topology]:
+def topology(
+    scale_database: str, scale_redis_url: str, fastmcp_process_peer: Peer
+) -> Iterator[Topology]:
     started = time.monotonic()
     root = Path(tempfile.mkdtemp(prefix="mrtrweb-scale-"))
     env = app_environment(
@@ -181,7 +183,7 @@ def topology(scale_database: str, scale_redis_url: str, fastmcp_peer: Peer) -> I
     app.base_url = topo.url_a
     try:
         app.migrate(timeout=180)
-        app.manage("mcp_server", "add", "--name", "peer", "--url", fastmcp_peer.url)
+        app.manage("mcp_server", "add", "--name", "peer", "--url", fastmcp_process_peer.url)
         printed = app.shell(
             _PEOPLE.format(
                 caller=CALLER[0], caller_pw=CALLER[1], answerers=ANSWERERS, each=SESSIONS_EACH

@@ -105,10 +105,10 @@ def test_concurrent_starts_with_webhooks_through_two_processes(
 
 
 def test_retries_racing_with_one_key_start_one_call(
-    topology: Topology, token: tuple[str, str], fastmcp_peer: Peer
+    topology: Topology, token: tuple[str, str], fastmcp_process_peer: Peer
 ) -> None:
     plain, _ = token
-    mark = fastmcp_peer.mark()
+    mark = fastmcp_process_peer.mark()
     body = {"server": "peer", "name": "echo", "arguments": {"text": "scale once"}}
     responses = _all_at_once(
         RETRIES, lambda n: _post(topology, n, plain, body, **{"Idempotency-Key": "scale-race"})
@@ -119,7 +119,7 @@ def test_retries_racing_with_one_key_start_one_call(
     assert len({r.json()["id"] for r in responses}) == 1
     sent = [
         r
-        for r in fastmcp_peer.recorded(mark)
+        for r in fastmcp_process_peer.recorded(mark)
         if (r["json"] or {}).get("method") == "tools/call"
         and r["json"]["params"].get("arguments") == {"text": "scale once"}
     ]

@@ -85,11 +85,11 @@ def _call_status(topology: Topology, call_id: int) -> str:
 
 
 def test_fifty_concurrent_posts_of_one_round_resubmit_once(
-    topology: Topology, fastmcp_peer: Peer, capsys: pytest.CaptureFixture[str]
+    topology: Topology, fastmcp_process_peer: Peer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     caller_session = topology.sessions["carol"][0]
     call_id, round_id = start_call(topology.url_a, caller_session, "two_questions")
-    since = fastmcp_peer.mark()
+    since = fastmcp_process_peer.mark()
 
     started = time.monotonic()
     outcomes, raced = run_apart(_race(topology, round_id))
@@ -114,7 +114,7 @@ def test_fifty_concurrent_posts_of_one_round_resubmit_once(
     assert _call_status(topology, call_id) == "completed"
     time.sleep(6.0)
 
-    retries = _retries(fastmcp_peer, since)
+    retries = _retries(fastmcp_process_peer, since)
     assert len(retries) == 1, [r["body"] for r in retries]
     sent_name = retries[0]["json"]["params"]["inputResponses"]["name"]["content"]["name"]
     with topology.db() as db:

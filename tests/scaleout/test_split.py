@@ -93,13 +93,13 @@ def _status(topology: Topology, call_id: int) -> str:
 
 
 def test_two_parts_answered_at_once_in_two_processes_send_one_retry(
-    topology: Topology, fastmcp_peer: Peer, capsys: pytest.CaptureFixture[str]
+    topology: Topology, fastmcp_process_peer: Peer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     topology.app.shell(_POLICY.format(tool=TOOL))
     caller = topology.sessions["carol"][0]
     for race in range(RACES):
         call_id, round_id = start_call(topology.url_a, caller, TOOL)
-        since = fastmcp_peer.mark()
+        since = fastmcp_process_peer.mark()
         outcomes = run_apart(_both_at_once(topology, round_id))
         assert [status for status, _ in outcomes] == [303, 303], [b[-800:] for _, b in outcomes]
         deadline = time.monotonic() + 30
@@ -109,7 +109,7 @@ def test_two_parts_answered_at_once_in_two_processes_send_one_retry(
         assert _status(topology, call_id) == "completed"
         if race == RACES - 1:
             time.sleep(6.0)  # past the answer's safety net: a duplicate would arrive by now
-        (sent,) = _retries(fastmcp_peer, since)
+        (sent,) = _retries(fastmcp_process_peer, since)
         assert sent["inputResponses"] == {
             "budget": {"action": "accept", "content": {"amount": 5000}},
             "schedule": {"action": "accept", "content": {"start": "2027-01-04"}},

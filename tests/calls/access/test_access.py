@@ -21,7 +21,7 @@ from mrtrweb.calls.access import (
 )
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.people.roles import ADMINS
-from mrtrweb.servers.models import Connection
+from tests.factories import CallFactory, RoundFactory
 from tests.support.factories import make_user
 
 pytestmark = pytest.mark.django_db
@@ -34,20 +34,13 @@ def test_a_round_seen_through_every_path_at_once_is_listed_once() -> None:
     groups = [Group.objects.create(name=f"team {n}") for n in range(3)]
     ada.groups.add(*groups)
     other.groups.add(*groups)
-    conn = Connection.objects.create(name="c", url="http://127.0.0.1:9/mcp")
-    call = Call.objects.create(connection=conn, method=Call.Method.TOOL, target="t", started_by=ada)
+    call = CallFactory(started_by=ada)
     # Started by ada, routed to a group she is in (three memberships), claimed and answered
     # by her: every clause of the filter matches.
-    mine = Round.objects.create(
-        call=call, index=1, assigned_group=groups[0], claimed_by=ada, answered_by=ada
-    )
-    theirs_call = Call.objects.create(
-        connection=conn, method=Call.Method.TOOL, target="t", started_by=other
-    )
-    claimed_by_other = Round.objects.create(
-        call=theirs_call, index=1, assigned_group=groups[1], claimed_by=other
-    )
-    unrelated = Round.objects.create(call=theirs_call, index=2, assigned_user=other)
+    mine = RoundFactory(call=call, assigned_group=groups[0], claimed_by=ada, answered_by=ada)
+    theirs_call = CallFactory(connection=call.connection, started_by=other)
+    claimed_by_other = RoundFactory(call=theirs_call, assigned_group=groups[1], claimed_by=other)
+    unrelated = RoundFactory(call=theirs_call, assigned_user=other)
 
     seen = list(visible_rounds(ada))
     assert seen == [mine]
@@ -70,8 +63,7 @@ def _world() -> dict[str, Any]:
     admin = make_user("root", ADMINS)
     team = Group.objects.create(name="team")
     bo.groups.add(team)
-    conn = Connection.objects.create(name="c", url="http://127.0.0.1:9/mcp")
-    call = Call.objects.create(connection=conn, method=Call.Method.TOOL, target="t", started_by=ada)
+    call = CallFactory(started_by=ada)
     return {"ada": ada, "bo": bo, "cy": cy, "admin": admin, "team": team, "call": call}
 
 
@@ -83,7 +75,7 @@ def test_visible_call_is_one_read_for_its_starter_and_the_rule_for_anyone_else()
     assert len(queries) == 1 and not _rule_ran(queries)
     # Bo sees it only once a round of it is routed to his group: asked of the rule.
     assert visible_call(w["bo"], call.pk) is None
-    Round.objects.create(call=call, index=1, assigned_group=w["team"])
+    RoundFactory(call=call, assigned_group=w["team"])
     with CaptureQueriesContext(connection) as queries:
         assert visible_call(w["bo"], call.pk) == call
     assert _rule_ran(queries)
@@ -103,9 +95,9 @@ def test_newest_pending_is_the_rule_s_newest_round_for_everyone() -> None:
     w = _world()
     call = w["call"]
     assert newest_pending(w["ada"], call) is None
-    Round.objects.create(call=call, index=1, assigned_user=w["ada"], status=Round.Status.DELIVERED)
-    older = Round.objects.create(call=call, index=2, assigned_group=w["team"])
-    newer = Round.objects.create(call=call, index=3, assigned_user=w["cy"])
+    RoundFactory(call=call, assigned_user=w["ada"], status=Round.Status.DELIVERED)
+    older = RoundFactory(call=call, assigned_group=w["team"])
+    newer = RoundFactory(call=call, assigned_user=w["cy"])
     with CaptureQueriesContext(connection) as queries:
         assert newest_pending(w["ada"], call) == newer  # the starter, at once
     assert len(queries) == 1 and not _rule_ran(queries)
@@ -137,13 +129,7 @@ def test_restarts_of_lists_the_restarts_the_person_may_see() -> None:
     assert restarts_of(w["ada"], call) == []
 
     def again(by: Any) -> Call:
-        return Call.objects.create(
-            connection=call.connection,
-            method=Call.Method.TOOL,
-            target="t",
-            started_by=by,
-            restarted_from=call,
-        )
+        return CallFactory(connection=call.connection, started_by=by, restarted_from=call)
 
     own = again(w["ada"])
     with CaptureQueriesContext(connection) as queries:
@@ -153,7 +139,7 @@ def test_restarts_of_lists_the_restarts_the_person_may_see() -> None:
     by_admin = again(w["admin"])
     assert restarts_of(w["ada"], call) == [own]
     assert restarts_of(w["admin"], call) == [by_admin, own]
-    Round.objects.create(call=by_admin, index=1, assigned_user=w["ada"])
+    RoundFactory(call=by_admin, assigned_user=w["ada"])
     assert restarts_of(w["ada"], call) == [by_admin, own]
     for who in ("ada", "bo", "cy", "admin"):
         assert restarts_of(w[who], call) == list(

@@ -49,6 +49,8 @@ from mrtrweb.policies.models import Delegation
 from mrtrweb.policies.snapshot import PolicySnapshot
 from mrtrweb.servers.models import Connection
 from tests.api.support import api_for
+from tests.factories import CallFactory, RoundFactory
+from tests.support.examples import examples
 from tests.support.factories import make_user
 
 pytestmark = pytest.mark.django_db
@@ -56,7 +58,7 @@ pytestmark = pytest.mark.django_db
 PEOPLE = 5
 GROUPS = 2
 MISSING_GROUP = GROUPS  # a quorum's approvers group that no longer exists
-EXAMPLES = 50
+EXAMPLES = examples(50)
 ATTEMPTS: Counter[str] = Counter()
 
 person = st.integers(0, PEOPLE - 1)
@@ -218,10 +220,8 @@ def store(drawn: Drawn) -> Stored:
             else {}
         )
         calls.append(
-            Call.objects.create(
+            CallFactory(
                 connection=conn,
-                method=Call.Method.TOOL,
-                target="t",
                 started_by=users[starter],
                 policy=policy,
                 restarted_from=calls[restarted] if restarted is not None else None,
@@ -244,7 +244,7 @@ def store(drawn: Drawn) -> Stored:
     for r in drawn.rounds:
         index[r.call] += 1
         starter, _, quorum, approvers = drawn.calls[r.call]
-        row = Round.objects.create(
+        row = RoundFactory(
             call=calls[r.call],
             index=index[r.call],
             input_requests={"k0": {}, "k1": {}, "k2": {}},
@@ -465,7 +465,7 @@ def test_who_may_vote_on_a_quorum_round_is_the_references(drawn: Drawn) -> None:
 # -- the reference against the docs' sentences (no database: many more examples) -------------
 
 
-@settings(max_examples=300, deadline=None, database=None)
+@settings(max_examples=examples(300), deadline=None, database=None)
 @given(worlds(), person)
 def test_the_reference_says_what_the_docs_say(drawn: Drawn, n: int) -> None:
     world = rules.World(

@@ -72,10 +72,10 @@ def sees_nothing_of(user: Any, round: Round) -> None:
 
 
 def test_a_stand_in_sees_nothing_of_the_calls_the_absent_person_started(
-    fastmcp_in_process: Any, people: dict[str, Any], mailoutbox: Any
+    fastmcp_peer: Any, people: dict[str, Any], mailoutbox: Any
 ) -> None:
     ada, bob = people["ada"], people["bob"]
-    conn = make_connection(fastmcp_in_process)  # rounds go to their caller
+    conn = make_connection(fastmcp_peer)  # rounds go to their caller
     done = answer_on_the_page(ada, start(conn, ada))
     assert done.call.status == Call.Status.COMPLETED
     waiting = start(conn, ada)
@@ -101,10 +101,10 @@ def test_a_stand_in_sees_nothing_of_the_calls_the_absent_person_started(
 
 
 def test_a_stand_in_loses_a_round_of_the_absent_person_once_it_is_answered(
-    fastmcp_in_process: Any, people: dict[str, Any]
+    fastmcp_peer: Any, people: dict[str, Any]
 ) -> None:
     carl, ada, bob = people["carl"], people["ada"], people["bob"]
-    to_ada = make_connection(fastmcp_in_process, routing=Routing.USER, route_user=ada)
+    to_ada = make_connection(fastmcp_peer, routing=Routing.USER, route_user=ada)
     waiting = start(to_ada, carl)
     away(ada, bob)
     assert can_answer(bob, waiting) and _waiting(bob) == 1  # pending and routed to her: his
@@ -113,10 +113,10 @@ def test_a_stand_in_loses_a_round_of_the_absent_person_once_it_is_answered(
 
 
 def test_a_stand_ins_own_away_passes_nothing_on(
-    fastmcp_in_process: Any, people: dict[str, Any], mailoutbox: Any
+    fastmcp_peer: Any, people: dict[str, Any], mailoutbox: Any
 ) -> None:
     carl, ada, bob, dan = people["carl"], people["ada"], people["bob"], people["dan"]
-    to_ada = make_connection(fastmcp_in_process, routing=Routing.USER, route_user=ada)
+    to_ada = make_connection(fastmcp_peer, routing=Routing.USER, route_user=ada)
     away(ada, bob)
     held = start(to_ada, carl)
     assert (held.assigned_user, held.delegated_from) == (bob, ada)
@@ -131,10 +131,10 @@ def test_a_stand_ins_own_away_passes_nothing_on(
 
 
 def test_an_admins_reassignment_ends_the_standing_in(
-    fastmcp_in_process: Any, people: dict[str, Any]
+    fastmcp_peer: Any, people: dict[str, Any]
 ) -> None:
     carl, ada, bob = people["carl"], people["ada"], people["bob"]
-    to_ada = make_connection(fastmcp_in_process, routing=Routing.USER, route_user=ada)
+    to_ada = make_connection(fastmcp_peer, routing=Routing.USER, route_user=ada)
     away(ada, bob)
     held = start(to_ada, carl)
     assert can_answer(ada, held)
@@ -152,11 +152,9 @@ def test_an_admins_reassignment_ends_the_standing_in(
         assert _waiting(person) == 0
 
 
-def test_an_escalation_ends_the_standing_in(
-    fastmcp_in_process: Any, people: dict[str, Any]
-) -> None:
+def test_an_escalation_ends_the_standing_in(fastmcp_peer: Any, people: dict[str, Any]) -> None:
     carl, ada, bob, dan = people["carl"], people["ada"], people["bob"], people["dan"]
-    to_ada = make_connection(fastmcp_in_process, routing=Routing.USER, route_user=ada)
+    to_ada = make_connection(fastmcp_peer, routing=Routing.USER, route_user=ada)
     away(ada, bob)
     held = start(to_ada, carl)
     policy = PolicySnapshot(escalate_after_seconds=60, escalate_user="dan")
@@ -186,12 +184,12 @@ PROPOSAL = {"approval": {"action": "accept", "content": APPROVAL}}
 
 
 def test_admins_outside_the_approvers_do_not_vote(
-    fastmcp_in_process: Any, people: dict[str, Any]
+    fastmcp_peer: Any, people: dict[str, Any]
 ) -> None:
     finance = Group.objects.create(name="Finance")
     people["ada"].groups.add(finance)
     people["bob"].groups.add(finance)
-    round = quorum_call(make_connection(fastmcp_in_process), people["carl"], finance)
+    round = quorum_call(make_connection(fastmcp_peer), people["carl"], finance)
     root = make_user("root", ADMINS)
     # Not the first answers (the proposal counts as an approval) ...
     with pytest.raises(engine.NotEligible):
@@ -217,13 +215,13 @@ def test_admins_outside_the_approvers_do_not_vote(
 
 
 def test_a_stand_in_casts_the_absent_approvers_one_vote(
-    fastmcp_in_process: Any, people: dict[str, Any]
+    fastmcp_peer: Any, people: dict[str, Any]
 ) -> None:
     carl, ada, bob, dan = people["carl"], people["ada"], people["bob"], people["dan"]
     finance = Group.objects.create(name="Finance")
     ada.groups.add(finance)
     bob.groups.add(finance)
-    round = quorum_call(make_connection(fastmcp_in_process), carl, finance)
+    round = quorum_call(make_connection(fastmcp_peer), carl, finance)
     engine.reassign(round, None, user=ada)  # an admin hands it to one approver
     away(ada, dan)
     round.refresh_from_db()
@@ -241,11 +239,11 @@ def test_a_stand_in_casts_the_absent_approvers_one_vote(
 
 
 def test_a_requesters_own_away_gives_nobody_a_vote_on_their_call(
-    fastmcp_in_process: Any, people: dict[str, Any]
+    fastmcp_peer: Any, people: dict[str, Any]
 ) -> None:
     ada, bob = people["ada"], people["bob"]
     # No approvers group: the round goes to its caller, and her Away does not hand it on.
-    round = quorum_call(make_connection(fastmcp_in_process), ada, None)
+    round = quorum_call(make_connection(fastmcp_peer), ada, None)
     assert round.assigned_user == ada
     away(ada, bob)
     assert not can_answer(bob, round)
@@ -255,12 +253,12 @@ def test_a_requesters_own_away_gives_nobody_a_vote_on_their_call(
 
 
 def test_nobody_answers_their_own_request_as_someone_elses_stand_in(
-    fastmcp_in_process: Any, people: dict[str, Any]
+    fastmcp_peer: Any, people: dict[str, Any]
 ) -> None:
     """Bob stands in for ada, and starts a call whose rounds go to ada: the round is not handed
     to him, and one already waiting for her is not his to see or answer either."""
     ada, bob = people["ada"], people["bob"]
-    to_ada = make_connection(fastmcp_in_process, routing=Routing.USER, route_user=ada)
+    to_ada = make_connection(fastmcp_peer, routing=Routing.USER, route_user=ada)
     before = start(to_ada, bob)  # waiting for ada before she went away
     away(ada, bob)
     after = start(to_ada, bob)  # parked while she is away

@@ -61,23 +61,23 @@ def retries(peer: Any, since: int) -> list[dict[str, Any]]:
 
 
 def test_two_of_three_approvals_deliver_the_proposal_once(
-    fastmcp_in_process: Any, finance: dict[str, Any]
+    fastmcp_peer: Any, finance: dict[str, Any]
 ) -> None:
-    conn = make_connection(fastmcp_in_process)
+    conn = make_connection(fastmcp_peer)
     quorum_on(conn, finance["group"])
     call = start(conn, finance["sam"], "approve_deploy", {"service": "api"})
     round = call.rounds.get()
     # Routed to the approvers, not to the starter.
     assert round.assigned_group == finance["group"] and round.assigned_user is None
 
-    since = fastmcp_in_process.mark()
+    since = fastmcp_peer.mark()
     proposal = {"approval": {"action": "accept", "content": APPROVAL}}
     engine.answer(round, proposal, finance["alice"], comment=COMMENT)
     round.refresh_from_db()
     # A proposal, not an answer: the round still waits, unclaimed, and nothing was sent.
     assert round.status == Round.Status.PENDING and round.claimed_by is None
     assert round.proposal == proposal and round.proposed_by == finance["alice"]
-    assert retries(fastmcp_in_process, since) == []
+    assert retries(fastmcp_peer, since) == []
     assert policy_states([round])[round.pk] == ["approvals 1 of 2"]
     # Others see it by labels: "Replicas: 3", not the property names.
     shown = {item.label: item.value for q in proposal_view(round) for item in q.content}
@@ -94,7 +94,7 @@ def test_two_of_three_approvals_deliver_the_proposal_once(
     assert round.answers == proposal and round.answered_by == finance["alice"]
     assert call.status == Call.Status.COMPLETED, call.error
     assert call.result["structuredContent"]["answers"] == APPROVAL
-    sent = retries(fastmcp_in_process, since)
+    sent = retries(fastmcp_peer, since)
     assert len(sent) == 1
     assert sent[0]["json"]["params"]["inputResponses"] == proposal
     # The comments never left mrtrweb.
@@ -102,7 +102,7 @@ def test_two_of_three_approvals_deliver_the_proposal_once(
     # The third approver is too late: nothing more is sent.
     with pytest.raises(engine.AlreadyAnswered):
         engine.vote(round, finance["cy"], "approve")
-    assert len(retries(fastmcp_in_process, since)) == 1
+    assert len(retries(fastmcp_peer, since)) == 1
 
     kinds = [event.kind for event in trail(call)]
     assert kinds == [
@@ -120,12 +120,12 @@ def test_two_of_three_approvals_deliver_the_proposal_once(
     ]
 
 
-def test_a_rejection_delivers_a_decline(fastmcp_in_process: Any, finance: dict[str, Any]) -> None:
-    conn = make_connection(fastmcp_in_process)
+def test_a_rejection_delivers_a_decline(fastmcp_peer: Any, finance: dict[str, Any]) -> None:
+    conn = make_connection(fastmcp_peer)
     quorum_on(conn, finance["group"])
     call = start(conn, finance["sam"], "approve_deploy", {"service": "api"})
     round = call.rounds.get()
-    since = fastmcp_in_process.mark()
+    since = fastmcp_peer.mark()
     engine.answer(round, {"approval": {"action": "accept", "content": APPROVAL}}, finance["alice"])
     engine.vote(round, finance["cy"], "reject", comment="Not during the freeze.")
     round.refresh_from_db()
@@ -134,36 +134,34 @@ def test_a_rejection_delivers_a_decline(fastmcp_in_process: Any, finance: dict[s
     assert round.answered_by == finance["cy"]  # whose rejection declined it
     assert call.status == Call.Status.COMPLETED
     assert call.result["structuredContent"]["status"] == "declined"
-    sent = retries(fastmcp_in_process, since)
+    sent = retries(fastmcp_peer, since)
     assert len(sent) == 1
     assert sent[0]["json"]["params"]["inputResponses"] == {"approval": {"action": "decline"}}
     assert not says(sent[0], "freeze")
     assert call.events.get(kind="answered").detail["quorum"] == "rejected"
 
 
-def test_two_rejections_when_the_policy_says_so(
-    fastmcp_in_process: Any, finance: dict[str, Any]
-) -> None:
-    conn = make_connection(fastmcp_in_process)
+def test_two_rejections_when_the_policy_says_so(fastmcp_peer: Any, finance: dict[str, Any]) -> None:
+    conn = make_connection(fastmcp_peer)
     quorum_on(conn, finance["group"], approvals_required=3, rejections_to_decline=2)
     call = start(conn, finance["sam"], "approve_deploy", {"service": "api"})
     round = call.rounds.get()
-    since = fastmcp_in_process.mark()
+    since = fastmcp_peer.mark()
     engine.answer(round, {"approval": {"action": "accept", "content": APPROVAL}}, finance["alice"])
     engine.vote(round, finance["bob"], "reject")
     round.refresh_from_db()
-    assert round.is_pending and retries(fastmcp_in_process, since) == []
+    assert round.is_pending and retries(fastmcp_peer, since) == []
     assert policy_states([round])[round.pk] == ["approvals 1 of 3", "rejections 1 of 2"]
     engine.vote(round, finance["cy"], "reject")
     round.refresh_from_db()
     assert round.answers == {"approval": {"action": "decline"}}
-    assert len(retries(fastmcp_in_process, since)) == 1
+    assert len(retries(fastmcp_peer, since)) == 1
 
 
 def test_nobody_votes_twice_and_the_starter_cannot_approve(
-    fastmcp_in_process: Any, finance: dict[str, Any]
+    fastmcp_peer: Any, finance: dict[str, Any]
 ) -> None:
-    conn = make_connection(fastmcp_in_process)
+    conn = make_connection(fastmcp_peer)
     quorum_on(conn, finance["group"], approvals_required=3)
     # The starter is one of the approvers here.
     call = start(conn, finance["alice"], "approve_deploy", {"service": "api"})
@@ -190,9 +188,9 @@ def test_nobody_votes_twice_and_the_starter_cannot_approve(
 
 
 def test_self_approval_when_the_policy_allows_it(
-    fastmcp_in_process: Any, finance: dict[str, Any]
+    fastmcp_peer: Any, finance: dict[str, Any]
 ) -> None:
-    conn = make_connection(fastmcp_in_process)
+    conn = make_connection(fastmcp_peer)
     quorum_on(conn, finance["group"], allow_self_approval=True)
     call = start(conn, finance["alice"], "approve_deploy", {"service": "api"})
     round = call.rounds.get()
@@ -203,9 +201,9 @@ def test_self_approval_when_the_policy_allows_it(
 
 
 def test_a_starters_own_proposal_does_not_count_without_self_approval(
-    fastmcp_in_process: Any, finance: dict[str, Any]
+    fastmcp_peer: Any, finance: dict[str, Any]
 ) -> None:
-    conn = make_connection(fastmcp_in_process)
+    conn = make_connection(fastmcp_peer)
     quorum_on(conn, finance["group"])
     call = start(conn, finance["alice"], "approve_deploy", {"service": "api"})
     round = call.rounds.get()
@@ -221,12 +219,12 @@ def test_a_starters_own_proposal_does_not_count_without_self_approval(
 
 
 def test_a_plain_rounds_comment_is_kept_and_never_sent(
-    fastmcp_in_process: Any, finance: dict[str, Any]
+    fastmcp_peer: Any, finance: dict[str, Any]
 ) -> None:
-    conn = make_connection(fastmcp_in_process)
+    conn = make_connection(fastmcp_peer)
     call = start(conn, finance["sam"], "approve_deploy", {"service": "api"})
     round = call.rounds.get()
-    since = fastmcp_in_process.mark()
+    since = fastmcp_peer.mark()
     engine.answer(
         round,
         {"approval": {"action": "accept", "content": APPROVAL}},
@@ -238,7 +236,7 @@ def test_a_plain_rounds_comment_is_kept_and_never_sent(
     assert call.events.get(kind="answered").detail["comment"] == "Approved after the review call."
     round = call.rounds.get()
     assert policy_states([round])[round.pk] == []
-    (sent,) = retries(fastmcp_in_process, since)
+    (sent,) = retries(fastmcp_peer, since)
     assert "review call" not in sent["body"]
     assert [c.text for c in comments_of(call)] == ["Approved after the review call."]
 

@@ -43,8 +43,8 @@ def people() -> dict[str, Any]:
 
 
 @pytest.fixture
-def connection(fastmcp_in_process: Any) -> Any:
-    return make_connection(fastmcp_in_process, state_lifetime=timedelta(hours=1))
+def connection(fastmcp_peer: Any) -> Any:
+    return make_connection(fastmcp_peer, state_lifetime=timedelta(hours=1))
 
 
 def reminders_to(mailoutbox: Any) -> list[tuple[str, ...]]:

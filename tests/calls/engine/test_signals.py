@@ -8,11 +8,11 @@ import pytest
 from django.db import transaction
 
 from mrtrweb.calls import engine
-from mrtrweb.calls.models import Call, Round
+from mrtrweb.calls.models import Round
 from mrtrweb.calls.presenting.history import trail
 from mrtrweb.calls.signals import call_event
-from mrtrweb.servers.models import Connection
 from tests.calls.engine.delivery_support import park_approval
+from tests.factories import CallFactory
 from tests.support.factories import make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -58,9 +58,7 @@ def test_every_event_of_a_round_trip_is_announced_in_order(
 def test_nothing_is_announced_for_a_transaction_that_rolls_back(
     heard: list[dict[str, Any]],
 ) -> None:
-    user = make_user("ada")
-    conn = Connection.objects.create(name="peer", url="http://127.0.0.1:9/mcp")
-    call = Call.objects.create(connection=conn, method="tools/call", target="t", started_by=user)
+    call = CallFactory()
     with pytest.raises(RuntimeError), transaction.atomic():
         engine.note(call, "claimed")
         raise RuntimeError("roll back")
@@ -75,11 +73,7 @@ def test_a_failing_receiver_does_not_break_the_engine(heard: list[dict[str, Any]
 
     call_event.connect(broken)
     try:
-        user = make_user("ada")
-        conn = Connection.objects.create(name="peer", url="http://127.0.0.1:9/mcp")
-        call = Call.objects.create(
-            connection=conn, method="tools/call", target="t", started_by=user
-        )
+        call = CallFactory()
         engine.note(call, "claimed")
     finally:
         call_event.disconnect(broken)

@@ -80,9 +80,9 @@ def part(round: Round, key: str) -> RoundPart:
 
 
 def test_each_key_becomes_a_part_and_one_retry_carries_both(
-    fastmcp_in_process: Any, people: dict[str, Any]
+    fastmcp_peer: Any, people: dict[str, Any]
 ) -> None:
-    peer = fastmcp_in_process
+    peer = fastmcp_peer
     call = start_split(peer, people)
     round = call.rounds.get()
     assert round.split
@@ -121,9 +121,9 @@ def test_each_key_becomes_a_part_and_one_retry_carries_both(
 
 
 def test_decline_round_declines_every_key_at_once(
-    fastmcp_in_process: Any, people: dict[str, Any]
+    fastmcp_peer: Any, people: dict[str, Any]
 ) -> None:
-    peer = fastmcp_in_process
+    peer = fastmcp_peer
     call = start_split(peer, people, "decline-round")
     round = call.rounds.get()
     since = peer.mark()
@@ -145,9 +145,9 @@ def test_decline_round_declines_every_key_at_once(
 
 
 def test_send_with_others_waits_and_sends_the_declined_part_as_declined(
-    fastmcp_in_process: Any, people: dict[str, Any]
+    fastmcp_peer: Any, people: dict[str, Any]
 ) -> None:
-    peer = fastmcp_in_process
+    peer = fastmcp_peer
     call = start_split(peer, people, "send-with-others")
     round = call.rounds.get()
     since = peer.mark()
@@ -171,9 +171,9 @@ def test_send_with_others_waits_and_sends_the_declined_part_as_declined(
 
 
 def test_keys_no_route_names_stay_with_the_rounds_own_routing(
-    fastmcp_in_process: Any, people: dict[str, Any]
+    fastmcp_peer: Any, people: dict[str, Any]
 ) -> None:
-    peer = fastmcp_in_process
+    peer = fastmcp_peer
     conn = make_connection(peer)
     # Set as operators do: a Policy row for the tool; the snapshot is taken at the start.
     Policy.objects.create(
@@ -274,9 +274,9 @@ def _client(user: Any) -> Client:
 
 
 def test_a_person_sees_and_answers_only_their_part(
-    fastmcp_in_process: Any, people: dict[str, Any]
+    fastmcp_peer: Any, people: dict[str, Any]
 ) -> None:
-    peer = fastmcp_in_process
+    peer = fastmcp_peer
     call = start_split(peer, people)
     round = call.rounds.get()
     alice, bob, carol = (_client(people[n]) for n in ("alice", "bob", "carol"))
@@ -328,9 +328,9 @@ def test_a_person_sees_and_answers_only_their_part(
 
 
 def test_the_api_shows_and_takes_only_the_tokens_part(
-    fastmcp_in_process: Any, people: dict[str, Any]
+    fastmcp_peer: Any, people: dict[str, Any]
 ) -> None:
-    peer = fastmcp_in_process
+    peer = fastmcp_peer
     call = start_split(peer, people)
     round = call.rounds.get()
     alice, bob, carol = (api_for(people[n]) for n in ("alice", "bob", "carol"))
@@ -359,9 +359,9 @@ def test_the_api_shows_and_takes_only_the_tokens_part(
 
 
 def test_each_part_is_emailed_to_its_own_people_with_its_own_question(
-    fastmcp_in_process: Any, people: dict[str, Any], mailoutbox: list[Any]
+    fastmcp_peer: Any, people: dict[str, Any], mailoutbox: list[Any]
 ) -> None:
-    start_split(fastmcp_in_process, people)
+    start_split(fastmcp_peer, people)
     sent = {tuple(mail.to): mail.subject + "\n" + mail.body for mail in mailoutbox}
     assert set(sent) == {("alice@example.org",), ("bob@example.org",)}
     assert BUDGET_Q in sent[("alice@example.org",)]
@@ -379,11 +379,11 @@ def test_a_policy_is_split_or_a_quorum_never_both(people: dict[str, Any]) -> Non
 
 
 def test_each_part_can_carry_a_comment_for_the_requester_alone(
-    fastmcp_in_process: Any, people: dict[str, Any]
+    fastmcp_peer: Any, people: dict[str, Any]
 ) -> None:
     """A comment left with a part is kept in the audit trail and shown to the requester (and
     its author), never to the other part's people and never sent to the server."""
-    peer = fastmcp_in_process
+    peer = fastmcp_peer
     call = start_split(peer, people)
     round = call.rounds.get()
     since = peer.mark()

@@ -105,9 +105,9 @@ def assert_reads_only_their_own(page: str, name: str) -> None:
 
 @pytest.mark.parametrize("confirm_first", [False, True], ids=["split-first", "split-second"])
 def test_the_call_page_shows_each_person_only_their_rounds_and_comments(
-    fastmcp_in_process: Any, people: dict[str, Any], confirm_first: bool
+    fastmcp_peer: Any, people: dict[str, Any], confirm_first: bool
 ) -> None:
-    call = start(fastmcp_in_process, people, confirm_first=confirm_first)
+    call = start(fastmcp_peer, people, confirm_first=confirm_first)
     steps = [answer_confirm, answer_plan] if confirm_first else [answer_plan, answer_confirm]
     for step in steps:
         step(call, people)
@@ -127,9 +127,9 @@ def test_the_call_page_shows_each_person_only_their_rounds_and_comments(
 
 
 def test_a_waiting_round_of_someone_else_is_only_said_to_wait(
-    fastmcp_in_process: Any, people: dict[str, Any]
+    fastmcp_peer: Any, people: dict[str, Any]
 ) -> None:
-    call = start(fastmcp_in_process, people, confirm_first=False)
+    call = start(fastmcp_peer, people, confirm_first=False)
     answer_plan(call, people)
     waiting = call.rounds.get(index=2)
     assert waiting.status == Round.Status.PENDING
@@ -143,9 +143,9 @@ def test_a_waiting_round_of_someone_else_is_only_said_to_wait(
 
 @pytest.mark.parametrize("wait", ["", "?wait=0.2"], ids=["now", "wait"])
 def test_the_apis_call_resource_shows_each_token_only_its_rounds(
-    fastmcp_in_process: Any, people: dict[str, Any], wait: str
+    fastmcp_peer: Any, people: dict[str, Any], wait: str
 ) -> None:
-    call = start(fastmcp_in_process, people, confirm_first=True)
+    call = start(fastmcp_peer, people, confirm_first=True)
     answer_confirm(call, people)  # round 1: carl's, round 2: split, still waiting
 
     def rounds(name: str) -> list[dict[str, Any]]:
@@ -172,11 +172,11 @@ def test_the_apis_call_resource_shows_each_token_only_its_rounds(
 
 
 def test_a_split_rounds_reminders_go_to_each_part_with_its_own_question(
-    fastmcp_in_process: Any, people: dict[str, Any], mailoutbox: list[Any]
+    fastmcp_peer: Any, people: dict[str, Any], mailoutbox: list[Any]
 ) -> None:
     """Carl is the split round's own assignee (the call routes its rounds to him) yet has no
     part in it: he is not reminded of it, and ann and bob each of their own question."""
-    call = start(fastmcp_in_process, people, confirm_first=False, reminders=[0.5, 0.9])
+    call = start(fastmcp_peer, people, confirm_first=False, reminders=[0.5, 0.9])
     round = call.rounds.get()
     # Told of the round as of its reminders: each part's people, with their part only.
     told = {mail.to[0]: mail.body for mail in mailoutbox}
@@ -196,13 +196,13 @@ def test_a_split_rounds_reminders_go_to_each_part_with_its_own_question(
 
 
 def test_a_restart_fills_in_only_answers_the_person_could_read(
-    fastmcp_in_process: Any, people: dict[str, Any]
+    fastmcp_peer: Any, people: dict[str, Any]
 ) -> None:
     """A round of a call started again is filled in with the answers given to the same
     questions before, but only those its reader could read: ann, who had the budget part,
     starts sam's call again; its rounds now ask her (the new call is hers) and her forms hold
     her own budget, never the schedule bob gave nor what sam answered to the confirmation."""
-    connection = make_connection(fastmcp_in_process)
+    connection = make_connection(fastmcp_peer)
     # Configured, not given to the call alone: a restart takes the policy configured now.
     Policy.objects.create(
         connection=connection,
@@ -238,11 +238,11 @@ def test_a_restart_fills_in_only_answers_the_person_could_read(
 
 
 def test_a_parts_person_cancels_their_part_not_the_whole_split_round(
-    fastmcp_in_process: Any, people: dict[str, Any]
+    fastmcp_peer: Any, people: dict[str, Any]
 ) -> None:
     """Cancelling the call refuses every part at once: that is its caller's (or an admin's)
     to do, not one part's person's, who answers their own part with a cancel instead."""
-    call = start(fastmcp_in_process, people, confirm_first=False, split_decline="send-with-others")
+    call = start(fastmcp_peer, people, confirm_first=False, split_decline="send-with-others")
     round = call.rounds.get()
     refused = api_for(people["ann"]).post(f"/calls/{call.pk}/cancel", {})
     assert refused.status_code == 409, refused.content
@@ -259,11 +259,11 @@ def test_a_parts_person_cancels_their_part_not_the_whole_split_round(
 
 
 def test_a_split_rounds_expiry_is_told_to_its_parts_people(
-    fastmcp_in_process: Any, people: dict[str, Any], mailoutbox: list[Any]
+    fastmcp_peer: Any, people: dict[str, Any], mailoutbox: list[Any]
 ) -> None:
     """Carl, the round's own assignee with no part in it, does not see the call (its first
     round expired, so no round of his was ever asked): he is not told of it."""
-    call = start(fastmcp_in_process, people, confirm_first=False)
+    call = start(fastmcp_peer, people, confirm_first=False)
     round = call.rounds.get()
     del mailoutbox[:]
     Round.objects.filter(pk=round.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
@@ -275,14 +275,14 @@ def test_a_split_rounds_expiry_is_told_to_its_parts_people(
 
 
 def test_a_split_rounds_escalation_tells_nobody_of_parts_not_theirs(
-    fastmcp_in_process: Any, people: dict[str, Any], mailoutbox: list[Any]
+    fastmcp_peer: Any, people: dict[str, Any], mailoutbox: list[Any]
 ) -> None:
     """Escalating a split round moves its own assignee (carl, who has no part in it) to the
     fallback; the parts stay with their people. Carl, who may not see the call, is told
     nothing of it, and the fallback is sent no part's question."""
     make_user("fay", email="fay@example.org")
     call = start(
-        fastmcp_in_process,
+        fastmcp_peer,
         people,
         confirm_first=False,
         escalate_after_seconds=600,

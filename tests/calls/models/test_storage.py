@@ -26,6 +26,7 @@ from mrtrweb.encryption import crypto
 from mrtrweb.mcp.headers import header_schema, x_mcp_header_map
 from tests.calls.engine.delivery_support import park_approval
 from tests.dashboard.support import make_connection, make_round
+from tests.factories import CallFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -108,15 +109,11 @@ def stored_credentials(call_id: int) -> Any:
 
 def test_no_credentials_are_stored_as_an_empty_object_in_clear(user: Any) -> None:
     conn = make_connection()
-    empty = Call.objects.create(connection=conn, method="tools/call", target="t", started_by=user)
+    empty = CallFactory(connection=conn, started_by=user)
     Call.objects.filter(pk=empty.pk).update(credentials={})
-    unset = Call.objects.create(connection=conn, method="tools/call", target="t", started_by=user)
-    secret = Call.objects.create(
-        connection=conn,
-        method="tools/call",
-        target="t",
-        started_by=user,
-        credentials={"bearer_token": "tok-9", "headers": {}},
+    unset = CallFactory(connection=conn, started_by=user)
+    secret = CallFactory(
+        connection=conn, started_by=user, credentials={"bearer_token": "tok-9", "headers": {}}
     )
     assert stored_credentials(empty.pk) == "{}"
     assert stored_credentials(unset.pk) is None

@@ -55,12 +55,12 @@ def retries(peer: Any, since: int) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def setup(fastmcp_in_process: Any) -> dict[str, Any]:
+def setup(fastmcp_peer: Any) -> dict[str, Any]:
     group = Group.objects.create(name="Finance")
     people = {name: make_user(name) for name in ("alice", "bob", "cy", "sam")}
     for name in ("alice", "bob", "cy"):
         people[name].groups.add(group)
-    conn = make_connection(fastmcp_in_process)
+    conn = make_connection(fastmcp_peer)
     Policy.objects.create(connection=conn, approvals_required=2, approvers_group=group)
     call = engine.start_call(
         connection=conn,
@@ -69,7 +69,7 @@ def setup(fastmcp_in_process: Any) -> dict[str, Any]:
         arguments={"service": "api"},
         user=people["sam"],
     )
-    return {"call": call, "round": call.rounds.get(), "peer": fastmcp_in_process, **people}
+    return {"call": call, "round": call.rounds.get(), "peer": fastmcp_peer, **people}
 
 
 def test_proposal_then_approval_through_the_pages(setup: dict[str, Any]) -> None:

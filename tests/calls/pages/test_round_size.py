@@ -15,6 +15,7 @@ from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.calls.presenting.rounds import MAX_QUESTIONS, RoundAnswers
 from mrtrweb.servers.models import Connection
+from tests.factories import CallFactory, RoundFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -65,12 +66,8 @@ def test_a_round_within_the_limits_renders_every_form(hostile_peer: Any) -> None
     assert answers.can_accept
 
 
-def test_the_fields_of_all_questions_together_are_limited(hostile_peer: Any) -> None:
-    user = get_user_model().objects.create_user("sam", password="pw-sam-123")
-    connection = Connection.objects.create(name="sum", url=f"{hostile_peer.base_url}/a/x/mcp")
-    call = Call.objects.create(
-        connection=connection, method=Call.Method.TOOL, target="attack", started_by=user
-    )
+def test_the_fields_of_all_questions_together_are_limited() -> None:
+    call = CallFactory(target="attack")
 
     def question(fields: int) -> dict[str, Any]:
         properties = {f"f{i}": {"type": "string"} for i in range(fields)}
@@ -82,7 +79,7 @@ def test_the_fields_of_all_questions_together_are_limited(hostile_peer: Any) -> 
 
     # 60 + 40 fields fit on a page; the third question's 10 more do not.
     requests = {"a": question(60), "b": question(40), "c": question(10)}
-    round = Round.objects.create(call=call, index=1, input_requests=requests)
+    round = RoundFactory(call=call, input_requests=requests)
     answers = RoundAnswers(round)
     assert [section.mode for section in answers.sections] == ["form", "form", "invalid"]
     assert "asks too much" in answers.sections[2].error

@@ -36,6 +36,7 @@ from tests.calls.pages.client import (
     visible_text,
 )
 from tests.elicitation.support import controls, elements, post
+from tests.factories import CallFactory, RoundFactory
 
 # Until the project urlconf includes the calls pages, the tests mount them themselves.
 
@@ -321,17 +322,14 @@ def test_a_round_of_kinds_we_cannot_answer_offers_only_abandon(
 def test_a_schema_outside_the_vocabulary_is_never_half_rendered(
     pages: Pages, peer_conn: Connection, ada: Any
 ):
-    call = Call.objects.create(
-        connection=peer_conn, method=Call.Method.TOOL, target="x", started_by=ada
-    )
+    call = CallFactory(connection=peer_conn, target="x", started_by=ada)
     good = {"type": "object", "properties": {"name": {"type": "string"}}}
     bad = {
         "type": "object",
         "properties": {"ok": {"type": "string"}, "nested": {"type": "object"}},
     }
-    round = Round.objects.create(
+    round = RoundFactory(
         call=call,
-        index=1,
         input_requests={
             "good": _form_request("Your name?", good),
             "bad": _form_request("Something nested", bad),
@@ -508,7 +506,7 @@ def test_a_failing_tool_is_marked_as_a_failure(pages: Pages, peer_conn: Connecti
 def test_the_list_shows_my_calls_only(pages: Pages, peer_conn: Connection, ada: Any):
     start_tool(pages, peer_conn, "add", a="1", b="2")
     bo = get_user_model().objects.create_user("bo", password="pw-bo-12345")
-    Call.objects.create(connection=peer_conn, method=Call.Method.TOOL, target="echo", started_by=bo)
+    CallFactory(connection=peer_conn, target="echo", started_by=bo)
     page = pages.get(reverse("calls:list"))
     assert "add" in visible_text(page)
     assert "echo" not in visible_text(page)
@@ -592,18 +590,15 @@ def test_answer_json_is_pretty_on_the_call_page_not_raw(pages: Pages, peer_conn:
 def test_agreeing_to_a_link_keeps_what_was_typed_in_the_other_questions(
     pages: Pages, peer_conn: Connection, ada: Any
 ):
-    call = Call.objects.create(
-        connection=peer_conn, method=Call.Method.TOOL, target="x", started_by=ada
-    )
+    call = CallFactory(connection=peer_conn, target="x", started_by=ada)
     schema = {
         "type": "object",
         "properties": {"name": {"type": "string", "title": "Name"}},
         "required": ["name"],
     }
     url = "https://xn--80ak6aa92e.com/login"  # punycode
-    round = Round.objects.create(
+    round = RoundFactory(
         call=call,
-        index=1,
         input_requests={
             "who": _form_request("Who are you?", schema),
             "link": {
