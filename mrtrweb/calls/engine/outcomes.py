@@ -221,6 +221,10 @@ def not_delivered(call: Call, round: Round | None, exc: NotDelivered) -> None:
             retry_after=retry_after,
             retry_at=at.isoformat(),
         )
+        if not queue.can_defer("deliver_round"):
+            # A backend that runs tasks at once (django-tasks' ImmediateBackend) has no worker,
+            # so no scheduler: the next attempt is made now.
+            queue.enqueue("deliver_round", round.pk)
 
 
 def _idempotent(call: Call) -> bool:
