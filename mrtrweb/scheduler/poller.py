@@ -1,7 +1,8 @@
 """The poller: one tick does what is due (:func:`tick`); :class:`Poller` ticks in a thread.
 
 A tick runs the calls' part (``calls.engine.run_due``: expiry, reminders and escalation,
-watchdogs, lost streams, the sends a process that died left undone). It claims its rows
+watchdogs, lost streams, the sends a process that died left undone), then the webhooks'
+(``webhooks.due.send_due``: retries, and deliveries whose task was lost). Each claims its rows
 itself, so a tick is safe beside any number of others, in this process or another; a poller
 killed mid-tick leaves what it had not committed to the next.
 """
@@ -17,6 +18,7 @@ from django.db import close_old_connections, connections
 from django.utils import timezone
 
 from mrtrweb.calls import engine
+from mrtrweb.webhooks import due as webhooks_due
 
 __all__ = ["Poller", "tick"]
 
@@ -27,7 +29,10 @@ THREAD_NAME = "mrtrweb-scheduler"
 
 def tick(now: datetime | None = None) -> dict[str, int]:
     """Do everything due by ``now``; how many of each kind."""
-    return engine.run_due(now or timezone.now())
+    now = now or timezone.now()
+    done = engine.run_due(now)
+    done["webhooks"] = webhooks_due.send_due(now)
+    return done
 
 
 class Poller:

@@ -64,7 +64,7 @@ from .actions import (
     retry_delivery,
 )
 from .answering import answer, saved_answers_for
-from .due import remind_due, run_due
+from .due import BATCH, claim_each, remind_due, run_due
 from .escalation import remind_if_due
 from .exchange import renew
 from .expiry import expire, expire_if_due
@@ -108,6 +108,7 @@ from .watchdogs import (
 )
 
 __all__ = [
+    "BATCH",
     "AlreadyAnswered",
     "AlreadyVoted",
     "EngineError",
@@ -125,6 +126,7 @@ __all__ = [
     "check_call",
     "check_delivery",
     "claim",
+    "claim_each",
     "create_call",
     "expire",
     "expire_if_due",

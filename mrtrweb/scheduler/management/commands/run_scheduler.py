@@ -13,7 +13,7 @@ from mrtrweb.scheduler.poller import Poller, tick
 
 
 class Command(BaseCommand):
-    help = "Do what is due (expiry, reminders, watchdogs, lost sends)."
+    help = "Do what is due (expiry, reminders, watchdogs, lost sends, webhooks)."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--once", action="store_true", help="One tick, then exit.")
