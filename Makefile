@@ -104,9 +104,9 @@ DEMO ?= 1
 DEMO_PORT ?= 8765
 
 # The demo server (and, when tasks do not run inside the web process, a task worker) run beside
-# the web server and stop with it. With no REDIS_URL the web process runs the tasks itself
-# (MRTRWEB_INPROCESS_WORKER, docs/architecture.md); with REDIS_URL (or
-# MRTRWEB_INPROCESS_WORKER=0) `manage.py db_worker` runs them, and more can be started anywhere.
+# the web server and stop with it. With no REDIS_URL the web process runs the tasks and the
+# scheduler itself (MRTRWEB_INPROCESS_WORKER, docs/architecture.md); with REDIS_URL (or
+# MRTRWEB_INPROCESS_WORKER=0) `manage.py db_worker` runs both, and more can be started anywhere.
 run: setup
 	@if [ "$(DEMO)" != 0 ]; then \
 	  $(PY) manage.py mcp_server add --update --name demo --title "Demo server" \

@@ -120,8 +120,8 @@ def seed(people: int, concerned: int, context: dict[str, Any]) -> list[Watcher]:
                     tool=source.catalog["tools"][0],
                     started_by=user,
                     # Waiting on a person, as most watched calls are. Not running and
-                    # unsent: the starts' safety net would send those, parking a round
-                    # for every watcher while P6 measures (engine.safety_nets).
+                    # unsent: the scheduler would send those, parking a round
+                    # for every watcher while P6 measures (engine.due).
                     status=Call.Status.WAITING,
                     sent_at=now,
                     created_at=now,

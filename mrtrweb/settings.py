@@ -54,6 +54,8 @@ INSTALLED_APPS = [
     "mrtrweb.accounts",
     "channels",
     "django_htmx",
+    # Before django_tasks_db: its db_worker command runs the scheduler too (mrtrweb/scheduler).
+    "mrtrweb.scheduler",
     "django_tasks",
     "django_tasks_db",
     "mrtrweb.people",
@@ -155,6 +157,9 @@ TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
 MRTRWEB_INPROCESS_WORKER = env.inprocess_worker(ENV)
 # Seconds between looks for tasks enqueued by other processes (this process's wake it at once).
 MRTRWEB_INPROCESS_WORKER_INTERVAL = env.env_float(ENV, "MRTRWEB_INPROCESS_WORKER_INTERVAL", 0.5)
+# Seconds between the scheduler's looks for what is due (expiry, reminders, watchdogs, lost
+# sends), in every worker (mrtrweb/scheduler).
+MRTRWEB_SCHEDULER_INTERVAL = env.env_float(ENV, "MRTRWEB_SCHEDULER_INTERVAL", 1.0)
 # Undelivered answers (refused, 429, 503) are retried by tasks: at most this many attempts,
 # waiting BACKOFF seconds doubling up to BACKOFF_MAX (with jitter), never past the round's
 # state lifetime. A delivery still running GRACE seconds after its connection's connect timeout
@@ -172,11 +177,8 @@ MRTRWEB_STREAM_GRACE = env.env_float(ENV, "MRTRWEB_STREAM_GRACE", 30.0)
 # What a server sends is parsed only when nested no deeper than this (arrays and objects);
 # deeper answers are refused (mrtrweb/mcp/jsonparse.py). The size limit is per connection.
 MRTRWEB_MAX_JSON_DEPTH = env.env_int(ENV, "MRTRWEB_MAX_JSON_DEPTH", default=64)
-# Parked rounds whose state lifetime ends within the same EXPIRY_STEP seconds are expired by
-# one task at the step's end (calls/engine/expiry.py: schedule_expiry), not by a task row per round.
-MRTRWEB_EXPIRY_STEP = env.env_float(ENV, "MRTRWEB_EXPIRY_STEP", 60.0, allow_zero=True)
 # The process that takes an answer (a form or the API) sends it at once, on one of its
-# DELIVERY_THREADS; its task is only the safety net should that process die (calls/handoff.py).
+# DELIVERY_THREADS; should that process die, the scheduler sends it (calls/handoff.py).
 # The answer page waits up to ANSWER_WAIT seconds for the outcome, so a person goes straight
 # to the next round or the result; a slower server shows "Delivering…" and updates live.
 MRTRWEB_DELIVER_ON_ANSWER = env.env_bool(ENV, "MRTRWEB_DELIVER_ON_ANSWER", default=True)

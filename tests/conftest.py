@@ -116,16 +116,6 @@ def _shared_thread_closes_its_connections():
 
 
 @pytest.fixture(autouse=True)
-def _task_rows_forgotten():
-    """Each test starts with a database whose task rows this process has not seen: the
-    engine remembers the batched tasks' rows it saw waiting (calls.engine.batching), and a
-    test's are rolled back or flushed after it."""
-    from mrtrweb.calls.engine import batching
-
-    batching.forget_waiting()
-
-
-@pytest.fixture(autouse=True)
 def _secrets_never_shown(settings):
     """No OAuth secret a test server issued is shown or logged (tests/support/secret_guard.py)."""
     from tests.support import secret_guard

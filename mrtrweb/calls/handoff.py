@@ -3,9 +3,8 @@
 Why: a task worker noticing a task, claiming it and running it costs several milliseconds and
 a thread hop more than the resubmission itself (P1, docs/performance.md). So the answer's own
 process delivers it on a small pool of threads, and the answer page can wait a moment for the
-outcome. The task written with the answer stays
-as the safety net: due a few seconds later, it finds the round already claimed and does
-nothing, unless this process died first (:func:`mrtrweb.calls.engine.answer`).
+outcome. Should this process die first, the scheduler sends it once the round is due, a
+few seconds later (``Round.watch_at``, :mod:`mrtrweb.calls.engine.due`).
 
 It runs whatever the engine hands it (``resubmit``, ``send_call``) and imports nothing of the
 engine: the engine uses this module, never the other way round.
@@ -43,9 +42,9 @@ __all__ = [
 
 T = TypeVar("T")
 
-# How long the safety-net task of work this process does itself waits before it tries (and,
-# finding the round or call claimed, does nothing). Long enough for a busy process to claim
-# it, short enough that an answer taken by a process that died is sent soon after.
+# How long the scheduler leaves work this process does itself to it before sending it
+# itself. Long enough for a busy process to claim it, short enough that an answer taken by a
+# process that died is sent soon after.
 GRACE = timedelta(seconds=5)
 
 logger = logging.getLogger(__name__)
@@ -73,14 +72,14 @@ def _pool() -> ThreadPoolExecutor:
 
 def enabled() -> bool:
     """Whether this process sends what it takes itself: ``MRTRWEB_DELIVER_ON_ANSWER`` on, and
-    a task backend that can hold the safety net until :data:`GRACE` has passed."""
+    a task backend that keeps tasks for a worker (the scheduler's sends go through it)."""
     return bool(settings.MRTRWEB_DELIVER_ON_ANSWER) and queue.can_defer("deliver_round")
 
 
 def _on_this_thread(work: Callable[[int], T], pk: int) -> T:
     """Run ``work(pk)`` as a delivery thread must: its own database connection, and its
     requests on the process's shared event loop. A failure leaves the round claimed or
-    submitted, or the call running: its watchdog, safety-net task or the sweep settles it."""
+    submitted, or the call running: the scheduler settles it once due."""
     close_old_connections()
     try:
         with io_loop.attached():
@@ -160,7 +159,7 @@ def stopping() -> bool:
 
 
 def shutdown(*, wait: bool = True) -> None:
-    """Stop taking deliveries; those not started yet are left to their safety-net tasks.
+    """Stop taking deliveries; those not started yet are left to the scheduler.
     Detached work is told to stop (:func:`stopping`) and waited for, a little."""
     global _executor
     with _lock:

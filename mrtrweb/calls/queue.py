@@ -9,15 +9,13 @@ name. This module imports neither side.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from django.db import transaction
-from django.db.models import QuerySet
 from django_tasks.base import Task
 from django_tasks_db import DatabaseBackend
 
-__all__ = ["can_defer", "enqueue", "enqueue_each", "register", "task"]
+__all__ = ["can_defer", "enqueue", "register", "task"]
 
 _tasks: dict[str, Task[Any, Any]] = {}
 
@@ -38,38 +36,21 @@ def task(name: str) -> Task[Any, Any]:
 
 
 def can_defer(name: str) -> bool:
-    """Whether the backend of task ``name`` can hold it until a time (``run_after``)."""
+    """Whether the backend of task ``name`` keeps its tasks for a worker (rather than running
+    them at once, as django-tasks' ImmediateBackend in tests): then the process that takes an
+    answer may send it itself, and the scheduler sends it should the process die first."""
     return bool(task(name).get_backend().supports_defer)
 
 
-def enqueue(name: str, *args: Any, at: datetime | None = None, deferred_only: bool = False) -> None:
-    """Queue task ``name``, at ``at`` or now.
+def enqueue(name: str, *args: Any) -> None:
+    """Queue task ``name`` to run now.
 
     With the database queue the task row is written in the current transaction, so a state
     change and the task that carries it on commit together (no process can die between
-    them). Other backends get it after commit; ``deferred_only`` tasks (watchdogs, expiry)
-    are skipped by a backend that cannot wait, since running them now would do nothing.
+    them). Other backends get it after commit.
     """
     job = task(name)
-    backend = job.get_backend()
-    if at is not None and not backend.supports_defer:
-        if deferred_only:
-            return
-        at = None
-    if at is not None:
-        job = job.using(run_after=at)
-    if isinstance(backend, DatabaseBackend):
+    if isinstance(job.get_backend(), DatabaseBackend):
         job.enqueue(*args)
     else:
         transaction.on_commit(lambda: job.enqueue(*args))
-
-
-def enqueue_each(name: str, found: QuerySet[Any]) -> int:
-    """Queue task ``name`` for each row of the queryset ``found``, each in a transaction of
-    its own (with the database queue, its task row); how many."""
-    count = 0
-    for pk in found.values_list("pk", flat=True):
-        with transaction.atomic():
-            enqueue(name, pk)
-        count += 1
-    return count

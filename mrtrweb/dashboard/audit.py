@@ -48,7 +48,7 @@ TITLES = {
     "round_split": gettext_lazy("Round split between people"),
     "part_answered": gettext_lazy("Part answered"),
     "split_declined": gettext_lazy("A part declined the whole round"),
-    # The renewal policy (calls/engine/renewing.py).
+    # The renewal policy (calls/engine/renewal_replay.py).
     "renewed": _("Renewed: the call ran again up to this round, which now waits on a fresh state"),
     "renewal_changed": _("Renewal found other questions: asked again as a new round"),
     "renewal_completed": _("Renewal: the call ran again and completed without asking"),

@@ -10,7 +10,8 @@ db_worker``); only where they run changes.
 ASGI app starts it on the lifespan startup or on the first request or socket it serves, never on
 import, so ``manage.py`` commands, migrations and tests never run it. A task enqueued in this
 process wakes it at once; tasks enqueued elsewhere (a command, another process) are found by
-polling every ``MRTRWEB_INPROCESS_WORKER_INTERVAL`` seconds (default 0.5).
+polling every ``MRTRWEB_INPROCESS_WORKER_INTERVAL`` seconds (default 0.5). The scheduler
+(:mod:`mrtrweb.scheduler`) runs beside it, as beside every ``db_worker``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from django_tasks.signals import task_enqueued
 from django_tasks_db.management.commands.db_worker import Worker
 
 from mrtrweb.calls import handoff
+from mrtrweb.scheduler.poller import Poller
 
 from .events import remember_web_loop
 
@@ -74,6 +76,7 @@ class InProcessWorker:
         self._stopping = threading.Event()
         self._current: Worker | None = None
         self._thread: threading.Thread | None = None
+        self._poller: Poller | None = None
 
     @property
     def alive(self) -> bool:
@@ -84,6 +87,7 @@ class InProcessWorker:
         logging.getLogger("django_tasks_db").addFilter(_quiet)
         self._thread = threading.Thread(target=self._loop, name=THREAD_NAME, daemon=True)
         self._thread.start()
+        self._poller = Poller().start()
         logger.info("in-process task worker started (%s)", self.worker_id)
 
     def wake(self) -> None:
@@ -97,12 +101,14 @@ class InProcessWorker:
         if current is not None:
             current.running = False
         self._wake.set()
+        if self._poller is not None:
+            self._poller.stop(timeout)
         if self._thread is not None:
             self._thread.join(timeout)
 
     def _enqueued(self, sender: Any, task_result: Any = None, **kwargs: Any) -> None:
-        # A task due later (a watchdog, an expiry, an answer's safety net) is found by the
-        # regular look; waking now would only find nothing to run.
+        # A task due later is found by the regular look; waking now would only find nothing
+        # to run.
         run_after = getattr(getattr(task_result, "task", None), "run_after", None)
         if run_after is not None and run_after > timezone.now():
             return

@@ -26,6 +26,7 @@ from django.utils import timezone
 from mrtrweb.calls.models import Call, Round
 
 from .models import Delivery, Subscription
+from .sending import LEASE
 from .tasks import schedule
 
 
@@ -125,6 +126,9 @@ def _create(
                     event=event,
                     dedupe_key=key,
                     body=json.dumps(payload, ensure_ascii=False, separators=(",", ":")),
+                    # Queued at once on commit; should that task be lost, the scheduler
+                    # queues it then.
+                    next_attempt_at=timezone.now() + LEASE,
                 )
         except IntegrityError:
             continue  # already created by another process or an earlier signal
@@ -134,4 +138,4 @@ def _create(
 
 
 def _enqueue(delivery_id: int) -> None:
-    schedule(delivery_id, delay=0)
+    schedule(delivery_id)

@@ -83,6 +83,8 @@ class Delivery(models.Model):
     history = models.JSONField(default=list, blank=True)
     last_status_code = models.PositiveSmallIntegerField(null=True, blank=True)
     last_error = models.TextField(blank=True)
+    # When a pending delivery is due (the scheduler queues it then, webhooks.due): a moment
+    # after it was created, a retry's backoff, or an attempt's end while one is in flight.
     next_attempt_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
@@ -93,6 +95,14 @@ class Delivery(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["subscription", "dedupe_key"], name="webhook_delivery_once"
+            )
+        ]
+        indexes = [
+            # What the scheduler looks up every second: the pending deliveries' due times.
+            models.Index(
+                fields=["next_attempt_at"],
+                name="webhook_delivery_due",
+                condition=models.Q(status="pending"),
             )
         ]
 

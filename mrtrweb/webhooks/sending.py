@@ -1,7 +1,7 @@
 """One delivery attempt: sign, POST, record the outcome, and say when to try again.
 
 Outcomes: a 2xx answer delivers. A 5xx, 408 or 429 answer, a timeout or a network error is
-retried (``tasks.send_delivery`` queues it) after ``backoff * 2**(attempt-1)`` seconds (capped
+retried (the scheduler queues it, :mod:`.due`) after ``backoff * 2**(attempt-1)`` seconds (capped
 at ``backoff_max``, ±20 % jitter, at least a 429/503's ``Retry-After``, in seconds or as an
 HTTP date), until
 ``max_attempts`` attempts were made. Any other answer (3xx: redirects are never followed;
@@ -27,7 +27,6 @@ import httpx
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
 from mrtrweb.calls import engine
 from mrtrweb.mcp import retry_after_seconds
@@ -39,7 +38,17 @@ from .models import Delivery
 logger = logging.getLogger(__name__)
 
 RETRYABLE_STATUS = frozenset({408, 429})
+# How long a delivery the scheduler queued, or one just created, is left to its task before it
+# is queued again (a queue that was down, a worker killed with it); an attempt in flight is
+# given its timeout on top (:func:`in_flight_until`).
+LEASE = timedelta(seconds=60)
 JITTER = 0.2
+
+
+def in_flight_until(now: Any) -> Any:
+    """When an attempt claimed ``now`` is due again should its worker die: a receiver drops
+    the rare duplicate by ``X-Mrtr-Delivery``, which never changes."""
+    return now + timedelta(seconds=conf.timeout()) + LEASE
 
 
 def backoff_delay(attempt: int, retry_after: float | None = None) -> float:
@@ -66,7 +75,7 @@ def attempt(delivery_id: int) -> float | None:
     # Claim this attempt: if the same task ran twice, only one sends.
     if not Delivery.objects.filter(
         pk=delivery.pk, status=Delivery.Status.PENDING, attempts=delivery.attempts
-    ).update(attempts=F("attempts") + 1, next_attempt_at=None):
+    ).update(attempts=F("attempts") + 1, next_attempt_at=in_flight_until(timezone.now())):
         return None
     delivery.attempts = number
     subscription = delivery.subscription
@@ -237,34 +246,3 @@ def _finish(
         kind,
         f" ({error})" if error else "",
     )
-
-
-def lost(*, now: Any = None) -> list[int]:
-    """The pending deliveries whose task was lost (a queue that was down, a worker killed
-    mid-attempt), for the sweep to queue again.
-
-    An attempt in flight when its worker died cannot be told from one still running except by
-    its age, so it is only taken for lost once even the longest wait plus its timeout has
-    passed; receivers drop the rare duplicate by ``X-Mrtr-Delivery``, which never changes.
-    """
-    now = now or timezone.now()
-    grace = timedelta(seconds=60)
-    longest = timedelta(seconds=conf.backoff_max() + conf.timeout()) + grace
-    found = []
-    pending = Delivery.objects.filter(status=Delivery.Status.PENDING)
-    for delivery in pending.only("pk", "attempts", "next_attempt_at", "created_at", "history"):
-        if delivery.next_attempt_at is not None:
-            is_lost = delivery.next_attempt_at <= now - grace
-        elif delivery.attempts == 0:
-            is_lost = delivery.created_at <= now - grace
-        else:
-            last = _last_attempt_at(delivery) or delivery.created_at
-            is_lost = last <= now - longest
-        if is_lost:
-            found.append(delivery.pk)
-    return found
-
-
-def _last_attempt_at(delivery: Delivery) -> Any:
-    stamps = [entry.get("at") for entry in delivery.history or [] if entry.get("at")]
-    return parse_datetime(max(stamps)) if stamps else None

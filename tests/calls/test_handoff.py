@@ -13,14 +13,12 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db.models import F
 from django.test import Client
-from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
-from mrtrweb.calls import handoff
-from mrtrweb.calls.engine import expiry_bucket, safety_nets
+from mrtrweb.calls import engine, handoff
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.elicitation import prefix_for_key
 from tests.calls.engine.delivery_support import (
@@ -62,15 +60,12 @@ def _post_answer(user: Any, round: Round) -> Any:
     return client.post(round.get_absolute_url(), {**fields, "action": "accept"})
 
 
-def nets(task: str) -> list[DBTaskResult]:
-    """The shared safety-net rows waiting (they carry no round: they look for what is due)."""
-    return list(DBTaskResult.objects.filter(task_path__endswith=f".{task}", status="READY"))
-
-
 def _pass_grace(round: Round) -> None:
-    """As if the answer's grace had passed since it was taken."""
+    """As if the answer's grace had passed since it was taken (for the round's due time
+    too)."""
+    gone = handoff.GRACE + timedelta(seconds=1)
     Round.objects.filter(pk=round.pk).update(
-        answered_at=timezone.now() - handoff.GRACE - timedelta(seconds=1)
+        answered_at=F("answered_at") - gone, watch_at=F("watch_at") - gone
     )
 
 
@@ -101,18 +96,12 @@ def test_the_answer_page_lands_on_the_result_delivered_by_its_own_process(
         next(iter(round.input_requests)): {"action": "accept", "content": CONFIRM}
     }
 
-    # The safety net written with the answer is a task shared by the answers of five
-    # seconds, due a step after their grace...
-    (task,) = nets("deliver_unclaimed_due")
-    due = (task.run_after - round.answered_at).total_seconds()
-    grace, step = handoff.GRACE.total_seconds(), safety_nets.STEP.total_seconds()
-    assert grace <= due <= grace + step
-    assert not queued("deliver_unclaimed_round", round)
-    # ... and once due it finds the round delivered and sends nothing again.
+    # Nothing was queued for later with the answer...
+    assert not DBTaskResult.objects.filter(status="READY").exists()
+    # ... and once its grace is over the scheduler finds the round delivered: nothing again.
     _pass_grace(round)
-    DBTaskResult.objects.filter(pk=task.pk).update(run_after=timezone.now() - timedelta(seconds=1))
     run_tasks()
-    assert not nets("deliver_unclaimed_due") and not queued("deliver_unclaimed_round", round)
+    assert not queued("deliver_unclaimed_round", round)
     assert len(resubmissions(flaky)) == 1
     assert kinds(round).count("delivered") == 1
 
@@ -177,22 +166,18 @@ def test_a_refused_answer_waits_out_retry_after_even_when_its_safety_net_comes_d
     assert round.last_http_status == 429
     wait = (round.next_attempt_at - timezone.now()).total_seconds()
     assert 25 < wait <= 30
-    # The safety net comes due first: it must not send the answers early.
-    (net,) = nets("deliver_unclaimed_due")
-    (backoff,) = queued("deliver_round", round)
-    assert backoff.run_after == round.next_attempt_at
+    # The round is due then, not at its answer's grace: it must not be sent early.
+    assert round.watch_at == round.next_attempt_at
     _pass_grace(round)
-    DBTaskResult.objects.filter(pk=net.pk).update(run_after=timezone.now() - timedelta(seconds=1))
     run_tasks()
     round.refresh_from_db()
     assert round.status == Round.Status.SUBMITTED and round.attempts == 1
     assert not queued("deliver_unclaimed_round", round)
     assert resubmissions(flaky) == []
     # Once its time has come, the round goes.
-    DBTaskResult.objects.filter(pk=backoff.pk).update(
-        run_after=timezone.now() - timedelta(seconds=1)
+    Round.objects.filter(pk=round.pk).update(
+        next_attempt_at=timezone.now(), watch_at=timezone.now()
     )
-    Round.objects.filter(pk=round.pk).update(next_attempt_at=timezone.now())
     run_tasks()
     round.refresh_from_db()
     assert round.status == Round.Status.DELIVERED
@@ -218,17 +203,15 @@ def test_the_safety_net_sends_an_answer_whose_process_died_before_trying(
     assert round.status == Round.Status.SUBMITTED and round.attempts == 0
     assert resubmissions(flaky) == []
 
-    (net,) = nets("deliver_unclaimed_due")
     run_tasks()  # not due yet
     assert resubmissions(flaky) == []
-    # Its time comes: the net finds the answer unclaimed past its grace and sends it, once.
+    # Its time comes: the scheduler finds the answer unsent past its grace and sends it, once.
     _pass_grace(round)
-    DBTaskResult.objects.filter(pk=net.pk).update(run_after=timezone.now() - timedelta(seconds=1))
     run_tasks()
     round.refresh_from_db()
     assert round.status == Round.Status.DELIVERED
     assert len(resubmissions(flaky)) == 1
-    assert safety_nets.deliver_unclaimed_due() == 0  # a late run finds nothing left
+    assert engine.run_due()["requeued"] == 0  # a late tick finds nothing left
     run_tasks()
     assert len(resubmissions(flaky)) == 1
 
@@ -237,24 +220,13 @@ def test_within_its_grace_an_answer_is_left_to_its_own_process(flaky: Any, user:
     """The net never races the process that took the answer: an answer younger than its
     grace is not queued, even if nobody has claimed it yet."""
     round = park(flaky, user)
+    now = timezone.now()
     Round.objects.filter(pk=round.pk).update(
-        status=Round.Status.SUBMITTED, answers={}, answered_at=timezone.now()
+        status=Round.Status.SUBMITTED, answers={}, answered_at=now, watch_at=now + handoff.GRACE
     )
-    assert safety_nets.deliver_unclaimed_due() == 0
+    assert engine.run_due()["requeued"] == 0
     assert not queued("deliver_unclaimed_round", round)
-    assert safety_nets.deliver_unclaimed_due(now=timezone.now() + handoff.GRACE) == 1
+    assert engine.run_due(now=now + handoff.GRACE)["requeued"] == 1
     assert len(queued("deliver_unclaimed_round", round)) == 1
-
-
-def test_answers_of_the_same_seconds_share_one_safety_net() -> None:
-    """One row per step, not one per answer; and once this process has seen it waiting,
-    the next answers of the step do not even look for it."""
-    # Well inside a step, so that both answers fall in it.
-    now = expiry_bucket(timezone.now(), safety_nets.STEP) + timedelta(seconds=1)
-    with CaptureQueriesContext(connection) as first:
-        safety_nets.net_answer(now)
-    with CaptureQueriesContext(connection) as second:
-        safety_nets.net_answer(now + timedelta(milliseconds=1))
-    (net,) = nets("deliver_unclaimed_due")
-    assert len(first) >= 1 and len(second) == 0
-    assert net.run_after - now > handoff.GRACE
+    # Queued under a lease: the next ticks leave it to its task.
+    assert engine.run_due(now=now + handoff.GRACE * 2)["requeued"] == 0

@@ -23,7 +23,6 @@ from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
 from mrtrweb.calls import engine, handoff
-from mrtrweb.calls.engine import safety_nets
 from mrtrweb.calls.models import Call
 from mrtrweb.calls.presenting.history import trail
 from mrtrweb.elicitation import field_name_for
@@ -64,9 +63,10 @@ def _wait(call: Call, predicate: Any, timeout: float = 20.0) -> Call:
 
 
 def _pass_grace(call: Call) -> None:
-    """As if the call's grace had passed since it was created."""
+    """As if the call's grace had passed since it was created (and it was due)."""
     Call.objects.filter(pk=call.pk).update(
-        created_at=timezone.now() - handoff.GRACE - timedelta(seconds=1)
+        created_at=timezone.now() - handoff.GRACE - timedelta(seconds=1),
+        watch_at=timezone.now() - timedelta(seconds=1),
     )
 
 
@@ -111,11 +111,8 @@ def test_a_slow_call_sends_the_person_to_its_page_at_once(
     assert "done after 6 steps" in done
     assert "http-equiv" not in done and "live-progress-" not in done
 
-    # The safety net, once due, finds the call sent and sends nothing: one tools/call in all.
+    # The scheduler, once the call is due, finds it sent and sends nothing: one tools/call.
     _pass_grace(call)
-    DBTaskResult.objects.filter(task_path__endswith=".send_unsent_due").update(
-        run_after=timezone.now()
-    )
     run_tasks()
     assert not DBTaskResult.objects.filter(task_path__endswith=".send_call").exists()
     assert len(_tools_calls(fastmcp_process_peer, mark)) == 1
@@ -189,22 +186,19 @@ def test_the_safety_net_sends_a_call_its_process_never_sent(
     assert call.status == Call.Status.RUNNING and call.sent_at is None
     assert "The server is working on the call" in web.get(call.get_absolute_url()).content.decode()
 
-    # Not before it is due (the live process may still be about to send it): the net is
-    # one row shared by the starts of a few seconds, due a step after their grace.
-    (net,) = DBTaskResult.objects.filter(task_path__endswith=".send_unsent_due")
-    grace, step = handoff.GRACE, safety_nets.STEP
-    assert grace <= net.run_after - call.created_at <= grace + step
+    # Not before it is due (the live process may still be about to send it): its grace
+    # after it was created.
+    assert call.watch_at == call.created_at + handoff.GRACE
     run_tasks()
     assert Call.objects.get().sent_at is None
 
     _pass_grace(call)
-    DBTaskResult.objects.filter(pk=net.pk).update(run_after=timezone.now())
     run_tasks()
     call.refresh_from_db()
     assert call.status == Call.Status.COMPLETED and call.sent_at is not None
     assert len(_tools_calls(fastmcp_process_peer, mark)) == 1
     # Within its grace a call is left to its own process, past it sent once, then never again.
-    assert safety_nets.send_unsent_due() == 0
+    assert engine.run_due()["requeued"] == 0
     run_tasks()
     assert len(_tools_calls(fastmcp_process_peer, mark)) == 1
 
@@ -231,14 +225,13 @@ def test_the_sweep_sends_a_call_whose_process_and_task_were_both_lost(
 ) -> None:
     monkeypatch.setattr(handoff, "start", lambda work, call_id: None)
     _start(web, process_conn, "echo", text="swept")
-    DBTaskResult.objects.filter(task_path__endswith=".send_unsent_due").delete()
     call = Call.objects.get()
     assert call.sent_at is None
 
     # Not while its own process may still send it; then sent, never failed.
-    assert engine.sweep()["requeued"] == 0
+    assert engine.run_due()["requeued"] == 0
     later = timezone.now() + timedelta(minutes=5)
-    counts = engine.sweep(now=later)
+    counts = engine.run_due(now=later)
     assert counts["requeued"] == 1 and counts["failed"] == 0
     run_tasks()
     call.refresh_from_db()

@@ -4,13 +4,14 @@ and answered, how each resubmission came out, and the requestState only as its S
 from __future__ import annotations
 
 import re
-import time
+from datetime import timedelta
 from html import unescape
 from typing import Any
 
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from mrtrweb.calls import engine
 from mrtrweb.calls.engine import digests
@@ -139,10 +140,11 @@ def test_a_cancel_by_an_admin_is_on_the_record(
 
 
 def test_a_rejected_state_and_a_failed_delivery_show_how_the_resubmission_ended(
-    web: Client, ann: Any, short_ttl_peer: Any, fastmcp_peer: Any
+    web: Client, ann: Any, short_ttl_peer: Any, fastmcp_peer: Any, time_machine: Any
 ) -> None:
     stale = start(short_ttl_peer, ann)
-    time.sleep(2.5)  # the peer's requestState lives 2 s
+    # The in-process peer's requestState lives 2 s, by the same clock.
+    time_machine.move_to(timezone.now() + timedelta(seconds=2.5))
     engine.answer(stale.rounds.get(), {"approval": {"action": "accept", "content": APPROVAL}}, ann)
     stale.refresh_from_db()
     assert stale.status == Call.Status.EXPIRED

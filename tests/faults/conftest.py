@@ -330,9 +330,6 @@ def stack(request: pytest.FixtureRequest) -> Iterator[Stack]:
             MRTRWEB_DELIVERY_BACKOFF="0.3",
             MRTRWEB_DELIVERY_BACKOFF_MAX="2",
             MRTRWEB_DELIVERY_GRACE="1",
-            # The watchdogs and expiry run one task per step of deadlines (a minute): a second
-            # here, so a sender killed mid-delivery is flagged within the tests' waits.
-            MRTRWEB_EXPIRY_STEP="1",
             DJANGO_EMAIL_BACKEND="django.core.mail.backends.console.EmailBackend",
         ),
     )

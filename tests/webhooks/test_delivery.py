@@ -23,6 +23,7 @@ from mrtrweb.calls.models import Call, Event
 from mrtrweb.policies.models import Policy
 from mrtrweb.servers.models import Connection
 from mrtrweb.webhooks import InvalidWebhookURL, subscribe
+from mrtrweb.webhooks.due import send_due
 from mrtrweb.webhooks.models import Delivery, Subscription
 from tests.api.support import api_for
 
@@ -237,7 +238,7 @@ def test_a_nothing_listening_destination_is_retried(
     assert "ConnectError" in delivery.last_error
 
 
-def test_retries_go_through_the_task_queue_with_backoff(
+def test_retries_are_due_times_with_backoff_and_the_scheduler_queues_them(
     conn: Connection, user: Any, token: ApiToken, settings: Any
 ) -> None:
     settings.MRTRWEB_WEBHOOK_BACKOFF = 60
@@ -247,14 +248,14 @@ def test_retries_go_through_the_task_queue_with_backoff(
         assert rx.received == []  # queued, not sent inline
         assert len(run_queued()) == 1
         assert [r.answered for r in rx.received] == [503]
-        (retry,) = DBTaskResult.objects.filter(task_path=SEND_TASK, status="READY")
-        wait = retry.run_after - timezone.now()
-        # 60 s, ±20 % jitter.
-        assert timedelta(seconds=45) < wait < timedelta(seconds=73)
+        # Nothing queued for later: the delivery is due again in 60 s, ±20 % jitter.
+        assert not DBTaskResult.objects.filter(task_path=SEND_TASK, status="READY").exists()
         delivery = Delivery.objects.get()
-        assert delivery.next_attempt_at is not None
-        assert abs(delivery.next_attempt_at - retry.run_after) < timedelta(seconds=2)
+        wait = delivery.next_attempt_at - timezone.now()
+        assert timedelta(seconds=45) < wait < timedelta(seconds=73)
         assert webhook_events(call)[0].detail["retry_in_seconds"] >= 48
+        assert send_due(delivery.next_attempt_at - timedelta(seconds=1)) == 0
+        assert send_due(delivery.next_attempt_at) == 1
         assert len(run_queued()) == 1
     assert [r.answered for r in rx.received] == [503, 200]
     assert Delivery.objects.get().status == Delivery.Status.DELIVERED
@@ -272,9 +273,8 @@ def test_a_retry_after_in_seconds_or_as_an_http_date_is_honoured(
         subscribe(call, rx.url(), token)
         assert len(run_queued()) == 1
     assert [r.answered for r in rx.received] == [(503, {"Retry-After": value})]
-    (retry,) = DBTaskResult.objects.filter(task_path=SEND_TASK, status="READY")
     # The receiver's wait, not the 1 s backoff (an HTTP date is to the second).
-    assert retry.run_after - timezone.now() > timedelta(seconds=590)
+    assert Delivery.objects.get().next_attempt_at - timezone.now() > timedelta(seconds=590)
     assert webhook_events(call)[0].detail["retry_in_seconds"] >= 590
 
 
@@ -299,6 +299,7 @@ def test_a_revoked_token_cancels_pending_retries(
         subscribe(call, rx.url(), token)
         run_queued()
         token.revoke()
+        assert send_due(Delivery.objects.get().next_attempt_at) == 1  # the retry comes due
         run_queued()
     assert len(rx.received) == 1
     delivery = Delivery.objects.get()

@@ -1,4 +1,4 @@
-"""Deliveries whose task was lost are found by the sweep and delivered, once."""
+"""Deliveries whose task was lost are found by the scheduler once due, and delivered once."""
 
 from __future__ import annotations
 
@@ -16,8 +16,10 @@ from mrtrweb.calls import engine
 from mrtrweb.calls.models import Call
 from mrtrweb.servers.models import Connection
 from mrtrweb.webhooks import subscribe
+from mrtrweb.webhooks.due import send_due
 from mrtrweb.webhooks.models import Delivery
-from mrtrweb.webhooks.tasks import sweep
+from mrtrweb.webhooks.sending import in_flight_until
+from mrtrweb.webhooks.tasks import schedule
 from tests.support.factories import make_user
 
 from .receiver import running_receiver
@@ -64,33 +66,32 @@ def test_lost_deliveries_are_queued_again_and_sent_once(fastmcp_peer: Any) -> No
         lose_the_queue()
         delivery = Delivery.objects.get()
         # Too recent to call lost: its task may still be on its way.
-        assert sweep() == 0
+        assert send_due() == 0
         later = timezone.now() + timedelta(minutes=5)
-        assert sweep(now=later) == 1
+        assert send_due(now=later) == 1
+        assert send_due(now=later) == 0  # queued under a lease: once
         assert run_queued() == 1
         assert [r.answered for r in rx.received] == [503]
 
-        # The retry's task is lost too: found once it is overdue, not before.
-        lose_the_queue()
+        # The retry is a due time, queued by the scheduler once it has come, not before.
         delivery.refresh_from_db()
         assert delivery.next_attempt_at is not None
-        assert sweep(now=delivery.next_attempt_at) == 0
+        assert send_due(now=delivery.next_attempt_at - timedelta(seconds=1)) == 0
         out = StringIO()
         Delivery.objects.filter(pk=delivery.pk).update(
             next_attempt_at=timezone.now() - timedelta(minutes=5)
         )
         call_command("sweep_webhooks", stdout=out)
         assert out.getvalue().strip() == "requeued 1"
-        # Two tasks for one attempt (the sweep's and a late original) send it once.
-        Delivery.objects.filter(pk=delivery.pk).update(next_attempt_at=None)
-        sweep(now=timezone.now() + timedelta(hours=1))
+        # Two tasks for one attempt (the scheduler's and a late one) send it once.
+        schedule(delivery.pk)
         assert run_queued() == 2
     assert [r.answered for r in rx.received] == [503, 200]
     assert Delivery.objects.get().status == Delivery.Status.DELIVERED
-    assert sweep(now=timezone.now() + timedelta(days=1)) == 0
+    assert send_due(now=timezone.now() + timedelta(days=1)) == 0
 
 
-def test_an_attempt_in_flight_is_only_taken_for_lost_after_the_longest_wait(
+def test_an_attempt_in_flight_is_only_taken_for_lost_after_its_timeout(
     fastmcp_peer: Any,
 ) -> None:
     user = make_user("ada")
@@ -101,8 +102,9 @@ def test_an_attempt_in_flight_is_only_taken_for_lost_after_the_longest_wait(
     )
     subscribe(call, "http://127.0.0.1:9/hook", token)
     lose_the_queue()
-    # A worker claimed the first attempt and died before recording anything.
-    Delivery.objects.update(attempts=1, next_attempt_at=None)
-    created = Delivery.objects.get().created_at
-    assert sweep(now=created + timedelta(minutes=10)) == 0
-    assert sweep(now=created + timedelta(minutes=20)) == 1
+    # A worker claimed the first attempt and died before recording anything: its claim made
+    # the delivery due again once the attempt's timeout (2 s) and a lease (60 s) are over.
+    claimed = timezone.now()
+    Delivery.objects.update(attempts=1, next_attempt_at=in_flight_until(claimed))
+    assert send_due(now=claimed + timedelta(seconds=61)) == 0
+    assert send_due(now=claimed + timedelta(seconds=63)) == 1

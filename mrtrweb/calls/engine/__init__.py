@@ -23,19 +23,19 @@ This module is the front door: callers write ``from mrtrweb.calls import engine`
   ``trail``: the audit trail and its announcement (``calls.signals.call_event``);
 - ``progress``: a server's progress announced (``calls.signals.call_progress``), kept, heard;
 - ``outcomes``: how each outcome of a request settles its call or round;
-- ``expiry``, ``watchdogs``, ``sweep``: state lifetimes, dead senders, the safety net;
-  ``safety_nets``: what a process that died left unsent of what it was to send itself;
-- ``renewal``: the renewal policy's say (:func:`renewable`: is a call's expired round run
+- ``expiry``, ``watchdogs``: state lifetimes, dead senders;
+- ``renewal_policy``: the renewal policy's say (:func:`renewable`: is a call's expired round run
   again rather than expired), and how two rounds' questions compare;
 - ``reminders``: a pending round's reminders planned and sent, once each, as its call's
   policy says; ``escalation``: a round unanswered too long reassigned to the policy's
-  fallback, and :func:`remind_due`, what the reminder tasks and the sweep run;
+  fallback, and :func:`remind_if_due`, what the scheduler runs for a round due;
 - ``parking``: :func:`park`, a round a person must answer;
 - ``streams``: questions on a handshake-era call's stream as rounds (their owner, its
-  heartbeat, lost rounds), :func:`check_stream`;
+  heartbeat, lost rounds);
+- ``due``: :func:`run_due`, what is due on calls and rounds done (the scheduler's tick);
 - ``resuming``: :func:`resume_authorized`, what waited for an account queued once it is
   connected;
-- ``renewing``: a round whose state died, its call issued again, verified and moved onto the
+- ``renewal_replay``: a round whose state died, its call issued again, verified and moved onto the
   fresh state (the network handed in by the exchange);
 - ``exchange``: one request sent and its outcome settled (the engine's edge); :func:`renew`;
 - ``handshake_calls``: a handshake-era call's conversation, on the shared event loop;
@@ -47,7 +47,8 @@ This module is the front door: callers write ``from mrtrweb.calls import engine`
 - ``actions``: claim, release, reassign, cancel, retry, resend, abandon.
 
 Tasks are queued through :mod:`mrtrweb.calls.queue` and run on delivery threads through
-:mod:`mrtrweb.calls.handoff`; neither imports the engine.
+:mod:`mrtrweb.calls.handoff`; neither imports the engine. Nothing is queued for later: rows
+hold their due times, and the scheduler (:mod:`mrtrweb.scheduler`) runs :func:`run_due`.
 """
 
 from __future__ import annotations
@@ -63,9 +64,10 @@ from .actions import (
     retry_delivery,
 )
 from .answering import answer, saved_answers_for
-from .escalation import remind_due, remind_if_due
+from .due import BATCH, claim_each, remind_due, run_due
+from .escalation import remind_if_due
 from .exchange import renew
-from .expiry import expire, expire_if_due, expiry_bucket
+from .expiry import expire, expire_if_due
 from .handshake_calls import wait_idle
 from .parking import park
 from .quorum import (
@@ -77,10 +79,9 @@ from .quorum import (
     vote,
     why_cannot_vote,
 )
-from .renewal import renewable
+from .renewal_policy import renewable
 from .resubmitting import resubmit
 from .resuming import resume_authorized
-from .safety_nets import deliver_unclaimed_due, send_unsent_due
 from .starting import (
     NothingStarted,
     StartRequest,
@@ -90,8 +91,7 @@ from .starting import (
     send_call,
     start_call,
 )
-from .streams import check_stream
-from .sweep import sweep
+from .streams import lose_if_orphaned
 from .trail import note
 from .transitions import (
     AlreadyAnswered,
@@ -103,13 +103,12 @@ from .transitions import (
 from .watchdogs import (
     call_stuck_after,
     check_call,
-    check_calls_due,
-    check_deliveries_due,
     check_delivery,
     stuck_after,
 )
 
 __all__ = [
+    "BATCH",
     "AlreadyAnswered",
     "AlreadyVoted",
     "EngineError",
@@ -125,16 +124,13 @@ __all__ = [
     "call_stuck_after",
     "cancel_round",
     "check_call",
-    "check_calls_due",
-    "check_deliveries_due",
     "check_delivery",
-    "check_stream",
     "claim",
+    "claim_each",
     "create_call",
-    "deliver_unclaimed_due",
     "expire",
     "expire_if_due",
-    "expiry_bucket",
+    "lose_if_orphaned",
     "note",
     "park",
     "reassign",
@@ -149,12 +145,11 @@ __all__ = [
     "resume_authorized",
     "retry_delivery",
     "run_call",
+    "run_due",
     "saved_answers_for",
     "send_call",
-    "send_unsent_due",
     "start_call",
     "stuck_after",
-    "sweep",
     "tally",
     "transition",
     "transition_call",

@@ -21,7 +21,6 @@ from ..models import Round
 from . import quorum, splitting
 from .reads import round_with_call
 from .resubmitting import queue_resubmission, resubmit
-from .safety_nets import net_answer
 from .trail import people_of, record
 from .transitions import AlreadyAnswered, NotAnswerable, transition
 
@@ -45,7 +44,7 @@ def answer(
 
     With ``deliver_within`` (seconds), this process sends them at once on a delivery thread
     (:mod:`..handoff`) and waits up to that long for the outcome; the safety net
-    (:mod:`.safety_nets`) sends them should this process die first. Without
+    (the scheduler, :mod:`.due`) sends them should this process die first. Without
     it (or with ``MRTRWEB_DELIVER_ON_ANSWER`` off, or a task backend that cannot defer), a
     task worker sends them.
 
@@ -124,9 +123,9 @@ def answer(
             **note,
         )
         # In the same transaction as the answers (database queue): both are kept, or neither.
-        if hand_off:
-            net_answer(now)
-        elif not stream:
+        # What this process sends itself, the scheduler sends should it die first
+        # (Round.watch_at, set by the answer's transition).
+        if not hand_off and not stream:
             queue_resubmission(round.pk)
     if sending:
         # The round and its call as the delivery stored them, when that settled the call

@@ -3,8 +3,8 @@ the policy's fallback person or group (``escalate_user`` / ``escalate_group``), 
 engine's own reassignment (``actions.reassign``, recorded as ``escalated``): the fallback is
 emailed as for any round routed to them, and whoever had it is told it moved on.
 
-This module also drives the reminders (``engine.reminders``): :func:`remind_due` is what the
-``remind_rounds_due`` tasks and the sweep run. It lives here rather than in ``reminders``
+This module also drives the reminders (``engine.reminders``): :func:`remind_if_due` is what
+the scheduler runs for a round due (:mod:`.due`). It lives here rather than in ``reminders``
 because parking plans reminders, and reassigning (this module) sits above parking.
 """
 
@@ -27,7 +27,7 @@ from .actions import reassign
 from .reminders import escalation_due_at, plan, policy_of, send_reminder
 from .transitions import AlreadyAnswered, transition
 
-__all__ = ["escalate", "remind_due", "remind_if_due"]
+__all__ = ["escalate", "remind_if_due"]
 
 
 def _fallback(policy: PolicySnapshot) -> tuple[Any, Any]:
@@ -125,10 +125,3 @@ def remind_if_due(round_id: int, *, now: datetime | None = None) -> int:
         if round.status == Round.Status.PENDING:
             plan(round)
     return done
-
-
-def remind_due(now: datetime | None = None) -> int:
-    """Every pending round's reminders and escalation due by ``now``; how many were done."""
-    now = now or timezone.now()
-    due = Round.objects.filter(status=Round.Status.PENDING, remind_at__lte=now)
-    return sum(remind_if_due(pk, now=now) for pk in due.values_list("pk", flat=True))

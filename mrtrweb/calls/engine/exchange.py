@@ -51,7 +51,7 @@ from .outcomes import (
 )
 from .parking import park
 from .progress import on_progress
-from .renewing import Send, renew_answered, renew_parked
+from .renewal_replay import Send, renew_answered, renew_parked
 from .resuming import resume_authorized
 from .trail import dump, record
 from .transitions import this_attempt
@@ -162,7 +162,7 @@ def _authenticator(call: Call) -> DatabaseAuthenticator | None:
 
 def renew(round_id: int) -> None:
     """The renewal policy's task (``renew_round``): issue the call of a pending round whose
-    state died again and move the round onto the fresh state (engine.renewing)."""
+    state died again and move the round onto the fresh state (engine.renewal_replay)."""
     round = (
         Round.objects.select_related("call__connection", "call__started_by")
         .filter(pk=round_id, status=Round.Status.PENDING)
@@ -324,7 +324,7 @@ def _exchange(call: Call, *, round: Round | None, responses: Any, state: str | N
 
 def _settled(call: Call, answered: Round | None, renewed: bool) -> Exchanged:
     """The exchange stored the call's outcome: the objects are the rows as stored, unless a
-    renewal moved the round onto a fresh state on the way (engine.renewing writes rows this
+    renewal moved the round onto a fresh state on the way (engine.renewal_replay writes rows this
     exchange did not read back), when the caller reads them."""
     if renewed:
         return _UNSETTLED

@@ -15,8 +15,8 @@ Each question is parked as a round (:func:`.streams.park_question`, by the same 
 2026-07-28 round), then waited for: the database is looked at every :data:`POLL` seconds, so
 an answer taken by any process is seen; the owner claims it once and returns it as the
 ``ElicitResult`` the client sends. While the call lasts the owner beats on its open rounds
-every :data:`BEAT` seconds; a round whose owner stopped beating is lost (the sweep and the
-``watch_stream`` task). On shutdown (:func:`mrtrweb.calls.handoff.stopping`) a waiting
+every :data:`BEAT` seconds; a round whose owner stopped beating is lost (the scheduler,
+:mod:`.due`). On shutdown (:func:`mrtrweb.calls.handoff.stopping`) a waiting
 question is answered "cancel" and its round marked lost at once.
 """
 
@@ -59,7 +59,7 @@ from .streams import (
     withdraw,
 )
 from .trail import dump
-from .watchdogs import watch_call
+from .watchdogs import call_stuck_after
 
 __all__ = ["BACKSTOP", "BEAT", "NO_SESSION", "POLL", "beat_interval", "converse", "wait_idle"]
 
@@ -209,10 +209,11 @@ class _Conversation:
             self.authenticator = authenticator_for(connection, call.started_by)
         # Should this process die before a question or the result, the watchdog fails the
         # call; its clock (updated_at) starts now.
-        with transaction.atomic():
-            call.updated_at = timezone.now()
-            Call.objects.filter(pk=call.pk).update(updated_at=call.updated_at)
-            watch_call(call)
+        call.updated_at = timezone.now()
+        Call.objects.filter(pk=call.pk).update(
+            updated_at=call.updated_at,
+            watch_at=call.updated_at + call_stuck_after(connection),
+        )
 
     async def _talk(self) -> tuple[Any, int | None]:
         call = self.call

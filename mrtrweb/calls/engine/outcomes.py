@@ -205,6 +205,8 @@ def not_delivered(call: Call, round: Round | None, exc: NotDelivered) -> None:
             Round.Status.SUBMITTED,
             where=this_attempt(round),
             next_attempt_at=at,
+            # The scheduler queues the next attempt then (engine.due).
+            watch_at=at,
             delivery_error=message,
             last_http_status=http_status,
         ):
@@ -219,7 +221,10 @@ def not_delivered(call: Call, round: Round | None, exc: NotDelivered) -> None:
             retry_after=retry_after,
             retry_at=at.isoformat(),
         )
-        queue.enqueue("deliver_round", round.pk, at=at)
+        if not queue.can_defer("deliver_round"):
+            # A backend that runs tasks at once (django-tasks' ImmediateBackend) has no worker,
+            # so no scheduler: the next attempt is made now.
+            queue.enqueue("deliver_round", round.pk)
 
 
 def _idempotent(call: Call) -> bool:

@@ -12,8 +12,7 @@ from django.utils import timezone
 from ..access.routing import route, stand_in
 from ..emails.notices import notify_new_round
 from ..models import Call, Round
-from . import renewal, splitting
-from .expiry import schedule_expiry
+from . import renewal_policy, splitting
 from .reminders import plan as plan_reminders
 from .trail import People, record
 from .transitions import set_call
@@ -64,7 +63,9 @@ def park(
         now = timezone.now()
         # A question on a stream has no state to renew: its deadline is the stream's.
         renew_until = (
-            None if carrier == Round.Carrier.STREAM else renewal.deadline(call, now, requests)
+            None
+            if carrier == Round.Carrier.STREAM
+            else renewal_policy.deadline(call, now, requests)
         )
         parked = Round(
             call=call,
@@ -74,7 +75,7 @@ def park(
             unsupported_reason=unsupported,
             created_at=now,
             # What the person is shown (Round.answer_by) is when it really expires.
-            expires_at=renewal.expires_at(
+            expires_at=renewal_policy.expires_at(
                 now + (lifetime or call.connection.state_lifetime), renew_until, state is not None
             ),
             renew_until=renew_until,
@@ -121,9 +122,5 @@ def park(
         splitting.split(parked, call)  # a split policy's parts, when it routes these keys
         # Robust: a failing notification must not look like a failed exchange.
         transaction.on_commit(lambda: notify_new_round(parked), robust=True)
-        # Its expiry, due when its state dies: one task per minute of deadlines, not per round
-        # (a task row per round was a third of what a parked round stored).
-        assert parked.expires_at is not None  # set above, from the state's lifetime
-        schedule_expiry(parked.expires_at)
         plan_reminders(parked)  # reminders and escalation, as the call's policy says
     return parked

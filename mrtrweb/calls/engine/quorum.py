@@ -37,7 +37,6 @@ from .. import handoff
 from ..access.routing import answering_for, answers_as_routed
 from ..models import Call, Round, Vote
 from .resubmitting import queue_resubmission, resubmit
-from .safety_nets import net_answer
 from .trail import record
 from .transitions import AlreadyAnswered, EngineError, NotAnswerable, transition
 
@@ -333,9 +332,7 @@ def _settle(
         answers=answers,
         **detail,
     )
-    if hand_off:
-        net_answer(now)
-    else:
+    if not hand_off:  # else the scheduler sends it should this process die first
         queue_resubmission(round.pk)
 
 

@@ -3,13 +3,12 @@ that the call's policy names (``PolicySnapshot.reminders``, e.g. ``[0.5, 0.9]``)
 
 The answering time runs from parking to the deadline the person sees (``Round.answer_by``).
 Each reminder is sent once: ``Round.reminders_sent`` counts them, and only the update that
-moves it on sends (a guarded update, so two tasks or sweeps racing send one email). A round
+moves it on sends (a guarded update, so two schedulers racing send one email). A round
 answered or closed meanwhile is no longer pending and gets none.
 
-Like expiry, nothing is queued per round: ``Round.remind_at`` holds when a round next needs
-looking at (its next reminder or its escalation, ``engine.escalation``), and one
-``remind_rounds_due`` task per step of such moments (a minute) does every round due by then;
-the sweep catches up on the rest. This module plans and sends; ``escalation`` drives both.
+Like expiry, nothing is queued: ``Round.remind_at`` holds when a round next needs looking at
+(its next reminder or its escalation, ``engine.escalation``), and the scheduler
+(:mod:`.due`) does it then. This module plans and sends; ``escalation`` drives both.
 """
 
 from __future__ import annotations
@@ -23,7 +22,6 @@ from mrtrweb.policies.snapshot import PolicySnapshot
 
 from ..emails.reminder_notices import notify_reminder
 from ..models import Round
-from .batching import schedule_batched
 from .trail import record
 from .transitions import transition
 
@@ -72,14 +70,12 @@ def next_due(round: Round, policy: PolicySnapshot) -> datetime | None:
 
 def plan(round: Round) -> None:
     """Set when ``round`` (pending, in the transaction that parks or moves it) next needs
-    looking at, and make sure a task runs then. Nothing for a call without such a policy."""
+    looking at: the scheduler does it then. Nothing for a call without such a policy."""
     at = next_due(round, policy_of(round))
     if at is None and round.remind_at is None:
         return
     transition(round, Round.Status.PENDING, Round.Status.PENDING, remind_at=at)
     round.remind_at = at
-    if at is not None:
-        schedule_batched("remind_rounds_due", at)
 
 
 def send_reminder(round: Round, policy: PolicySnapshot, now: datetime) -> bool:

@@ -1,8 +1,8 @@
 """Resubmitting: a round's stored answers sent back to the server with the same request.
 
-Five things trigger it: an answer's own process (a delivery thread), the answer's safety-net
-task, a backoff after a not-delivered attempt, a person's retry and an admin's resend; the
-sweep requeues one whose task was lost. Whatever the trigger, only the caller that claims the
+Four things trigger it: an answer's own process (a delivery thread), the scheduler (an answer
+that process never sent, a backoff's next attempt, a send whose task was lost), a person's
+retry and an admin's resend. Whatever the trigger, only the caller that claims the
 round (``submitted → delivering``) sends anything.
 """
 
@@ -20,7 +20,6 @@ from .exchange import run
 from .reads import round_to_send
 from .streams import lose_if_orphaned
 from .transitions import transition
-from .watchdogs import stuck_after, watch_delivery
 
 __all__ = ["queue_resubmission", "resubmit"]
 
@@ -33,8 +32,9 @@ def queue_resubmission(round_id: int) -> None:
 def resubmit(round_id: int, *, unclaimed_only: bool = False) -> Round | None:
     """Resubmit a submitted round. Only the caller that claims the round sends anything.
 
-    ``unclaimed_only`` (an answer's safety net) sends only a round nobody has tried yet: once
-    an attempt was made, its backoff, Retry-After and watchdog decide what happens next.
+    ``unclaimed_only`` (the scheduler, for an answer nobody tried) sends only a round nobody
+    has tried yet: once an attempt was made, its backoff, Retry-After and watchdog decide
+    what happens next.
 
     Returns the round with its call as stored when what came back completed the call or
     parked its next round here (``exchange.Exchanged``); None otherwise: read them then.
@@ -61,10 +61,9 @@ def resubmit(round_id: int, *, unclaimed_only: bool = False) -> Round | None:
             # Only an owner gone for good leaves a stream round to anyone else: it is lost.
             lose_if_orphaned(round_id)
             return None
+        # The claim set when the watchdog looks (Round.watch_at): if this process dies while
+        # sending, it finds the round still delivering and flags it (never resends blindly).
         round = round_to_send(round_id)
-        # Committed with the claim: if this process dies while sending, the watchdog finds
-        # the round still delivering and flags it (it never resends blindly).
-        watch_delivery(now + stuck_after(round.call.connection))
     # From a task worker or a delivery thread (no event loop of their own), the request goes
     # out on the process's shared loop, over pooled connections.
     with io_loop.attached():

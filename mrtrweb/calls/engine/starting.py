@@ -21,10 +21,8 @@ from ..models import Call
 from .exchange import run
 from .handshake_calls import converse
 from .reads import call_as_now, call_to_send
-from .safety_nets import net_start
 from .trail import announce, dump
-from .transitions import transition_call
-from .watchdogs import watch_call
+from .transitions import transition_call, watch_grace
 
 __all__ = [
     "NothingStarted",
@@ -111,6 +109,9 @@ def create_call(**start: Unpack[StartRequest]) -> Call:
             route_group=route_group,
             policy=policy.to_json(),
         )
+        # Sent at once by whoever starts it; should that process die first, the scheduler
+        # sends it a moment later.
+        call.watch_at = call.created_at + handoff.GRACE
         call.save(force_insert=True)
         # Announced like every event, not stored as one: the call row holds all of it, and
         # the trail shows the start from there (calls.presenting.history).
@@ -129,15 +130,15 @@ def run_call(call: Call) -> Call:
 
 def send_call(call_id: int) -> Call | None:
     """Send a call's first request, once: only the caller that claims it (sets ``sent_at``)
-    sends. A call claimed by a process that died while sending is failed by the sweep.
+    sends. A call claimed by a process that died while sending is failed by its watchdog.
 
     Returns when the call is completed, failed, or waiting on a round; on a handshake-era
     server the call's conversation goes on after that in this process (it owns the stream).
     What it returns is the call as stored when its request completed it or parked its first
     round here (``exchange.Exchanged``); None when anything else happened: read it then."""
-    # The claim and its watchdog are one transaction (one commit): should this process die
-    # (or hang) before the call settles, the watchdog fails it; its clock (updated_at) starts
-    # with the claim, just before the request leaves.
+    # The claim sets when the watchdog first looks (one commit): should this process die (or
+    # hang) before the call settles, the watchdog fails it; its clock (updated_at) starts with
+    # the claim, just before the request leaves.
     with transaction.atomic():
         now = timezone.now()
         if not transition_call(
@@ -148,13 +149,11 @@ def send_call(call_id: int) -> Call | None:
             where={"sent_at__isnull": True, "waiting_for_authorization_since__isnull": True},
             sent_at=now,
             updated_at=now,
+            watch_at=now + watch_grace(),
         ):
             return None
         call = call_to_send(call_id)
         modern = call.connection.era != Connection.Era.LEGACY
-        if modern:
-            # A handshake-era call's conversation starts its own watchdog (handshake_calls).
-            watch_call(call)
     if modern:
         with io_loop.attached():
             exchanged = run(call, round=None, responses=None, state=None)
@@ -175,7 +174,7 @@ def start_call(*, deliver_within: float | None = None, **start: Unpack[StartRequ
     thread of this process (:mod:`..handoff`) once the call is committed, and this waits up
     to that long: a quick server's first round or result is there when it returns, a slow
     one's call is still running, and the person watches it on the call page instead of a
-    page that hangs. The safety net (:mod:`.safety_nets`), written with the call, sends it
+    page that hangs. The scheduler (``Call.watch_at``, :mod:`.due`) sends it
     should this process die before sending (:func:`send_call` lets only one sender send).
     With ``MRTRWEB_DELIVER_ON_ANSWER`` off, a ``send_call`` task due at once is written
     instead, and a worker sends it.
@@ -189,7 +188,6 @@ def start_call(*, deliver_within: float | None = None, **start: Unpack[StartRequ
             with_call(call)
         if hand_off:
             transaction.on_commit(lambda: sending.append(handoff.start(send_call, call.pk)))
-            net_start(call.created_at)
         elif deliver_within is not None:
             # Not sent by this process (MRTRWEB_DELIVER_ON_ANSWER off): a worker sends it.
             queue.enqueue("send_call", call.pk)

@@ -33,7 +33,6 @@ from django.utils import timezone
 
 from mrtrweb.elicitation.questions import UnsupportedQuestion, read_questions
 
-from .. import queue
 from ..models import Call, Round
 from .counting import count_round
 from .outcomes import delivered
@@ -48,10 +47,10 @@ __all__ = [
     "LOST_BEFORE_ANSWER",
     "OPEN",
     "beat",
-    "check_stream",
     "grace",
     "lose",
     "lose_if_orphaned",
+    "orphaned",
     "owner_id",
     "park_question",
     "settle_delivered",
@@ -131,7 +130,6 @@ def park_question(call_id: int, request: dict[str, Any], owner: str, deadline: f
             owner=owner,
             lifetime=timedelta(seconds=deadline),
         )
-        queue.enqueue("watch_stream", parked.pk, at=timezone.now() + grace(), deferred_only=True)
     parked_pk: int | None = parked.pk
     return parked_pk
 
@@ -148,7 +146,7 @@ def take(round_id: int, owner: str, *, now: datetime | None = None) -> dict[str,
 
     An answered round is claimed (``submitted → delivering``, once) and its answer returned
     as an ``ElicitResult``; a round past its deadline is expired and answered "cancel"; one
-    that was closed otherwise (abandoned, lost, expired by the sweep) is answered "cancel".
+    that was closed otherwise (abandoned, lost, expired by the scheduler) is answered "cancel".
     """
     now = now or timezone.now()
     round = Round.objects.filter(pk=round_id).only("status", "expires_at", "answers").first()
@@ -218,7 +216,7 @@ def lose(round_id: int, *, why: str, answer_sent: bool | None = None) -> bool:
             OPEN,
             Round.Status.EXPIRED,
             where={"carrier": Round.Carrier.STREAM},
-            # What the pages say of it (call_outcomes.expiry_of: "lost").
+            # What the pages say of it (presenting.outcome_badges.expiry_of: "lost").
             delivery_error=error,
         ):
             return False
@@ -231,7 +229,9 @@ def lose(round_id: int, *, why: str, answer_sent: bool | None = None) -> bool:
     return True
 
 
-def _orphaned(now: datetime) -> Q:
+def orphaned(now: datetime) -> Q:
+    """The open stream rounds whose owner stopped beating by ``now`` (the scheduler loses
+    them, :mod:`.due`)."""
     stale = now - grace()
     return Q(heard_at__lt=stale) | Q(heard_at__isnull=True, created_at__lt=stale)
 
@@ -258,38 +258,6 @@ def lose_if_orphaned(round_id: int, *, now: datetime | None = None) -> bool:
     """Lose the stream round if its owner stopped beating; True if it was lost."""
     now = now or timezone.now()
     orphan = Round.objects.filter(
-        _orphaned(now), pk=round_id, carrier=Round.Carrier.STREAM, status__in=OPEN
+        orphaned(now), pk=round_id, carrier=Round.Carrier.STREAM, status__in=OPEN
     ).exists()
     return orphan and lose(round_id, why="its process stopped")
-
-
-def check_stream(round_id: int, *, now: datetime | None = None) -> bool:
-    """The watchdog of a stream round (task ``watch_stream``): lost if its owner stopped
-    beating, else looked at again one grace after the last beat. True if it was lost."""
-    now = now or timezone.now()
-    round = (
-        Round.objects.filter(pk=round_id, carrier=Round.Carrier.STREAM, status__in=OPEN)
-        .only("heard_at", "created_at")
-        .first()
-    )
-    if round is None:
-        return False
-    if lose_if_orphaned(round_id, now=now):
-        return True
-    last = round.heard_at or round.created_at
-    with transaction.atomic():
-        queue.enqueue(
-            "watch_stream",
-            round_id,
-            at=max(last + grace(), now) + timedelta(seconds=1),
-            deferred_only=True,
-        )
-    return False
-
-
-def lose_orphans(now: datetime) -> int:
-    """The sweep's part: every open stream round whose owner stopped beating is lost."""
-    orphans = Round.objects.filter(
-        _orphaned(now), carrier=Round.Carrier.STREAM, status__in=OPEN
-    ).values_list("pk", flat=True)
-    return sum(lose(pk, why="its process stopped") for pk in orphans)

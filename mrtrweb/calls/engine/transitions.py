@@ -9,11 +9,14 @@ ORM's ``filter(...).exclude(...).update(...)``: one statement, no read before it
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Model
 from django.utils import timezone
 
+from .. import handoff
 from ..models import Call, Round, RoundPart
 
 __all__ = [
@@ -21,12 +24,14 @@ __all__ = [
     "EngineError",
     "NotAnswerable",
     "counted_under_cap",
+    "first_look",
     "set_call",
     "this_attempt",
     "touch",
     "transition",
     "transition_call",
     "transition_part",
+    "watch_grace",
 ]
 
 
@@ -60,6 +65,24 @@ def _guarded(
     return bool(rows.update(**fields))
 
 
+def watch_grace() -> timedelta:
+    """How long after a request left the watchdog first looks at it: once it could have
+    ended (``MRTRWEB_DELIVERY_GRACE``); :mod:`.watchdogs` then sets its real deadline."""
+    return timedelta(seconds=float(settings.MRTRWEB_DELIVERY_GRACE))
+
+
+def first_look(to: str, now: datetime) -> datetime | None:
+    """When the scheduler first looks at a round entering ``to`` (``Round.watch_at``): an
+    answer a moment after it was taken (its own process sends it at once; should it die, the
+    scheduler does), an attempt once it could have ended (:mod:`.watchdogs` then sets its
+    real deadline). None for the statuses nobody watches."""
+    if to == Round.Status.SUBMITTED:
+        return now + handoff.GRACE
+    if to == Round.Status.DELIVERING:
+        return now + watch_grace()
+    return None
+
+
 def transition(
     round: Round | int,
     from_: Statuses,
@@ -73,8 +96,15 @@ def transition(
 
     ``to`` equal to ``from_`` is a guarded change of fields alone (a claim, a reassignment).
     The object in memory is left as it was: a caller that needs the new row reads it again.
+    Entering ``submitted`` or ``delivering`` sets when the scheduler looks at the round
+    (:func:`first_look`), unless ``fields`` say.
     """
     pk = round if isinstance(round, int) else round.pk
+    expected = [from_] if isinstance(from_, str) else from_
+    if "watch_at" not in fields and to not in expected:
+        look = first_look(to, timezone.now())
+        if look is not None:
+            fields["watch_at"] = look
     return _guarded(Round, pk, from_, to, where, fields)
 
 

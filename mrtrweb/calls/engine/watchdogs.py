@@ -1,12 +1,9 @@
 """The watchdogs: a request whose sender died (or hangs) is found by its deadline.
 
-Each claimed resubmission makes sure ``watch_deliveries_due`` runs after the connection's
-connect timeout, answer deadline and ``MRTRWEB_DELIVERY_GRACE`` (counted again from the
-attempt's last progress); each first request makes sure ``watch_calls_due`` runs after its own
-deadline. Both are one task per step of deadlines (``MRTRWEB_EXPIRY_STEP``, a minute) shared
-by every delivery or call due by then, rather than one task row each (a call's was a fifth of
-what a parked round stored; a delivery's, one more ``INSERT`` in the claim of every answer).
-Both do nothing for a round or call that moved on by then.
+A claimed attempt (``delivering``) and a sent call hold when the scheduler looks at them
+(``watch_at``, :mod:`.due`): first once they could have ended, then at their real deadline,
+counted again from the attempt's last progress (:func:`stuck_after`) or the call's last
+change (:func:`call_stuck_after`). Both do nothing for a round or call that moved on by then.
 """
 
 from __future__ import annotations
@@ -15,25 +12,16 @@ import logging
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
 
 from mrtrweb.mcp import OutcomeUnknown
 from mrtrweb.servers.models import Connection
 
 from ..models import Call, Round
-from .batching import schedule_batched
 from .outcomes import fail_call, outcome_unknown
+from .transitions import transition, transition_call
 
-__all__ = [
-    "call_stuck_after",
-    "check_call",
-    "check_calls_due",
-    "check_deliveries_due",
-    "check_delivery",
-    "stuck_after",
-    "watch_call",
-]
+__all__ = ["call_stuck_after", "check_call", "check_delivery", "stuck_after"]
 
 logger = logging.getLogger(__name__)
 
@@ -55,42 +43,36 @@ def call_stuck_after(connection: Connection) -> timedelta:
     return timedelta(seconds=connection.connect_timeout + longest + _grace())
 
 
-def watch_delivery(at: datetime) -> None:
-    """Make sure the deliveries' watchdog looks at the attempts in flight once one is overdue
-    at ``at`` (at most a step later: a task row shared by every delivery due within the
-    step)."""
-    schedule_batched("watch_deliveries_due", at)
-
-
-def watch_call(call: Call) -> None:
-    """Make sure the calls' watchdog looks at ``call`` once its first request is overdue
-    (at most a step later: a task row shared by every call due within the step)."""
-    schedule_batched("watch_calls_due", timezone.now() + call_stuck_after(call.connection))
-
-
-def check_delivery(round_id: int, attempt: int, *, now: datetime | None = None) -> bool:
-    """If delivery attempt ``attempt`` of a round has not ended by its deadline, its sender
-    died (or hangs): the request may have gone out, so its outcome is unknown. True when it
-    was found stuck."""
+def check_delivery(
+    round_id: int, attempt: int | None = None, *, now: datetime | None = None
+) -> bool:
+    """If the delivery attempt in flight (``attempt``, or whichever) has not ended by its
+    deadline, its sender died (or hangs): the request may have gone out, so its outcome is
+    unknown. True when it was found stuck; else the scheduler looks again at the deadline."""
     now = now or timezone.now()
-    round = (
-        Round.objects.select_related("call__connection")
-        .filter(
-            pk=round_id,
-            status=Round.Status.DELIVERING,
-            attempts=attempt,
-            # A stream round's sender is its owner, watched by its heartbeat (engine.streams).
-            carrier=Round.Carrier.RETRY,
-        )
-        .first()
+    found = Round.objects.select_related("call__connection").filter(
+        pk=round_id,
+        status=Round.Status.DELIVERING,
+        # A stream round's sender is its owner, watched by its heartbeat (engine.streams).
+        carrier=Round.Carrier.RETRY,
     )
-    if round is None or round.delivering_since is None:
+    round = (found if attempt is None else found.filter(attempts=attempt)).first()
+    if round is None:
+        return False
+    attempt = round.attempts
+    if round.delivering_since is None:
+        transition(round, Round.Status.DELIVERING, Round.Status.DELIVERING, watch_at=None)
         return False
     alive = max(round.delivering_since, round.heard_at or round.delivering_since)
     deadline = alive + stuck_after(round.call.connection)
     if now < deadline:
-        with transaction.atomic():
-            watch_delivery(deadline)
+        transition(
+            round,
+            Round.Status.DELIVERING,
+            Round.Status.DELIVERING,
+            where={"attempts": attempt},
+            watch_at=deadline,
+        )
         return False
     outcome_unknown(
         round.call,
@@ -103,22 +85,10 @@ def check_delivery(round_id: int, attempt: int, *, now: datetime | None = None) 
     return True
 
 
-def check_deliveries_due(*, now: datetime | None = None) -> int:
-    """Flag every delivery whose sender died (:func:`check_delivery`), and have the watchdog
-    look again at those not due yet. How many it flagged."""
-    now = now or timezone.now()
-    # A stream round's sender is its owner, watched by its heartbeat (engine.streams).
-    delivering = Round.objects.filter(status=Round.Status.DELIVERING, carrier=Round.Carrier.RETRY)
-    return sum(
-        check_delivery(round_id, attempt, now=now)
-        for round_id, attempt in delivering.values_list("pk", "attempts")
-    )
-
-
 def check_call(call_id: int, *, now: datetime | None = None) -> bool:
     """Fail a call still ``running`` past its deadline: the process sending its first request
     died or hangs (the client's own deadlines end every live exchange sooner). True when it
-    was found stuck."""
+    was found stuck; else the scheduler looks again at the deadline."""
     now = now or timezone.now()
     call = (
         Call.objects.select_related("connection")
@@ -131,8 +101,7 @@ def check_call(call_id: int, *, now: datetime | None = None) -> bool:
         return False
     deadline = call.updated_at + call_stuck_after(call.connection)
     if now < deadline:
-        with transaction.atomic():
-            schedule_batched("watch_calls_due", deadline)
+        transition_call(call, Call.Status.RUNNING, Call.Status.RUNNING, watch_at=deadline)
         return False
     message = (
         f"The call got no answer by {deadline:%Y-%m-%d %H:%M:%S %Z}: the process sending it "
@@ -142,11 +111,3 @@ def check_call(call_id: int, *, now: datetime | None = None) -> bool:
     if stuck:
         logger.warning("call %s: still running past its deadline, failed", call.pk)
     return stuck
-
-
-def check_calls_due(*, now: datetime | None = None) -> int:
-    """Fail every call still ``running`` past its deadline (:func:`check_call`), and have the
-    watchdog look again at those not due yet. How many it failed."""
-    now = now or timezone.now()
-    running = Call.objects.filter(status=Call.Status.RUNNING, sent_at__isnull=False)
-    return sum(check_call(call_id, now=now) for call_id in running.values_list("pk", flat=True))

@@ -112,6 +112,10 @@ class Call(models.Model):  # type: ignore[django-manager-missing]
     # the only one who sends, so a start page's delivery thread and its safety-net task never
     # both do.
     sent_at = models.DateTimeField(null=True, blank=True)
+    # When the scheduler (mrtrweb.scheduler) next looks at a running call: a few seconds after
+    # it was created, to send it should its process have died first; once sent, its
+    # watchdog's deadline (engine.watchdogs).
+    watch_at = models.DateTimeField(null=True, blank=True)
     # The server's latest progress notification while it works ({progress, total, message,
     # at}), so a page loaded or reloaded meanwhile shows it; cleared when the call moves on.
     progress = models.JSONField(null=True, blank=True)
@@ -140,6 +144,10 @@ class Call(models.Model):  # type: ignore[django-manager-missing]
                 fields=["connection", "started_by"],
                 name="call_waiting_authorization",
                 condition=models.Q(waiting_for_authorization_since__isnull=False),
+            ),
+            # What the scheduler looks up every second: the few running calls.
+            models.Index(
+                fields=["watch_at"], name="call_running_watch", condition=models.Q(status="running")
             ),
         ]
 
@@ -236,11 +244,11 @@ class Round(assignment("rounds")):  # type: ignore[misc]
     # When the server's state for this round dies (the connection's state_lifetime): the
     # expiry task's deadline. Without a renewal policy it is also the person's deadline; with
     # one it never passes the person's, and a round without state is kept until the person's
-    # (engine.renewal.expires_at).
+    # (engine.renewal_policy.expires_at).
     expires_at = models.DateTimeField(null=True, blank=True)
-    # Renewal policy (engine.renewal): the person's deadline (parked + the policy's renew_for),
-    # set only when the call's rounds are renewed; until then an expired state is renewed
-    # instead of expiring the round. ``renewals`` counts the times it was.
+    # Renewal policy (engine.renewal_policy): the person's deadline (parked + the policy's
+    # renew_for), set only when the call's rounds are renewed; until then an expired state is
+    # renewed instead of expiring the round. ``renewals`` counts the times it was.
     renew_until = models.DateTimeField(null=True, blank=True)
     renewals = models.PositiveSmallIntegerField(default=0)
     # A round parked because a renewal found other questions: the round it replaces, and what
@@ -265,6 +273,11 @@ class Round(assignment("rounds")):  # type: ignore[misc]
     # reporting progress is not taken for a dead one. On a stream round: the owner's
     # heartbeat, while it holds the stream.
     heard_at = models.DateTimeField(null=True, blank=True)
+    # When the scheduler (mrtrweb.scheduler) next looks at a round's delivery: while
+    # submitted, when to send it (an answer's process had a few seconds to, a backoff's next
+    # attempt, a queued send that may be lost); while delivering, the attempt's deadline
+    # (engine.watchdogs). Set by every transition into either status (engine.transitions).
+    watch_at = models.DateTimeField(null=True, blank=True)
     last_http_status = models.PositiveSmallIntegerField(null=True, blank=True)
     # How the answer reaches the server: as a retry of the request (2026-07-28, with the
     # requestState), or as the JSON-RPC response to a question asked on the open stream of a
@@ -327,6 +340,20 @@ class Round(assignment("rounds")):  # type: ignore[misc]
             where_set("claimed_by", "round_claimer_set"),
             where_set("remind_at", "round_remind_at_set"),
             where_set("delegated_from", "round_delegated_from_set"),
+            # What the scheduler looks up every second: the few rounds in flight, and the
+            # open questions on streams (their owner's heartbeat).
+            models.Index(
+                fields=["status", "watch_at"],
+                name="round_in_flight_watch",
+                condition=models.Q(status__in=["submitted", "delivering"]),
+            ),
+            models.Index(
+                fields=["heard_at"],
+                name="round_stream_open",
+                condition=models.Q(
+                    carrier="stream", status__in=["pending", "submitted", "delivering"]
+                ),
+            ),
         ]
         constraints = [
             models.UniqueConstraint(fields=["call", "index"], name="round_index_unique_per_call")

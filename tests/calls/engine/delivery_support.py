@@ -79,7 +79,9 @@ def answer(round: Round, user: Any) -> dict[str, Any]:
 
 
 def run_tasks() -> None:
-    """One pass of a real worker over the tasks that are due."""
+    """One pass of a real worker: its scheduler's tick (what is due queued or done), then the
+    tasks queued."""
+    engine.run_due()
     call_command("db_worker", "--batch", "--no-startup-delay", "--no-reload", stdout=StringIO())
 
 

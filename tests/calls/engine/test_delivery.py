@@ -84,7 +84,7 @@ def test_a_busy_server_is_retried_with_backoff_until_it_recovers(
     assert round.events.get(kind="delivered").detail["attempt"] == 3
 
 
-def test_retry_after_is_honoured_and_the_retry_is_a_deferred_task(flaky: Any, user: Any) -> None:
+def test_retry_after_is_honoured_and_is_the_rounds_due_time(flaky: Any, user: Any) -> None:
     round = park(flaky, user)
     set_fault(flaky, "429", retry_after=2)
     answer(round, user)
@@ -94,8 +94,9 @@ def test_retry_after_is_honoured_and_the_retry_is_a_deferred_task(flaky: Any, us
     assert round.last_http_status == 429 and "ServerBusy" in round.delivery_error
     wait = (round.next_attempt_at - timezone.now()).total_seconds()
     assert 1.5 < wait <= 2.0
-    (task,) = queued("deliver_round", round)
-    assert task.run_after == round.next_attempt_at
+    # Nothing queued for later: the round is due then, and the scheduler queues it.
+    assert round.watch_at == round.next_attempt_at
+    assert not queued("deliver_round", round)
     run_tasks()  # not due yet: nothing is sent
     assert len(resubmissions(flaky)) == 0
     round = run_until(round, Round.Status.DELIVERED)
@@ -252,60 +253,58 @@ def test_an_idempotent_tool_is_resent_only_once(flaky: Any, user: Any) -> None:
 
 
 def test_a_delivery_whose_sender_died_is_flagged_by_its_watchdog(
-    flaky: Any, user: Any, settings: Any
+    flaky: Any, user: Any, settings: Any, time_machine: Any
 ) -> None:
     settings.MRTRWEB_DELIVERY_GRACE = 0.5
-    # Deadlines not rounded up to a minute, so the watchdog comes within the test.
-    settings.MRTRWEB_EXPIRY_STEP = 0
     round = park(flaky, user, connect_timeout=0.5, read_timeout=0.5, answer_deadline=0.5)
     answer(round, user)
-    # What a worker killed right after claiming leaves behind: the claim, and the shared
-    # deliveries' watchdog due at its deadline.
+    # What a worker killed right after claiming leaves behind: the claim, which holds when
+    # the watchdog first looks (once the attempt could have ended).
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(resubmitting, "run", lambda *args, **kwargs: None)
         run_tasks()
     round.refresh_from_db()
     assert round.status == Round.Status.DELIVERING
-    (watchdog,) = DBTaskResult.objects.filter(
-        task_path__endswith=".watch_deliveries_due", status="READY"
+    assert abs(round.watch_at - round.delivering_since - timedelta(seconds=0.5)) < timedelta(
+        seconds=0.2
     )
-    assert watchdog.run_after == round.delivering_since + timedelta(seconds=1.5)
-    assert not queued("watch_delivery", round)
-    engine.check_delivery(round.pk, round.attempts)  # too early: nothing happens
+    assert not DBTaskResult.objects.filter(status="READY").exists()
+    engine.check_delivery(round.pk, round.attempts)  # too early: it looks again at the deadline
     round.refresh_from_db()
     assert round.status == Round.Status.DELIVERING
-    round = run_until(round, Round.Status.UNKNOWN, timeout=10)
+    assert round.watch_at == round.delivering_since + timedelta(seconds=1.5)
+    time_machine.move_to(round.watch_at + timedelta(milliseconds=10))
+    run_tasks()
+    round.refresh_from_db()
     assert round.status == Round.Status.UNKNOWN
     assert "stopped" in round.delivery_error
     assert len(resubmissions(flaky)) == 0
 
 
-def test_deliveries_share_one_watchdog_task_per_minute_which_flags_only_the_overdue(
+def test_deliveries_are_watched_at_their_due_times_which_flags_only_the_overdue(
     flaky: Any, user: Any
 ) -> None:
     rounds = [park(flaky, user, name=f"flaky-watched-{n}") for n in range(2)]
     for round in rounds:
         answer(round, user)
-    # Two workers killed right after claiming: no watchdog row per attempt, one per minute
-    # of deadlines (the two fall in one or two).
+    # Two workers killed right after claiming: nothing queued for later.
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(resubmitting, "run", lambda *args, **kwargs: None)
         run_tasks()
-    watchdogs = DBTaskResult.objects.filter(task_path__endswith=".watch_deliveries_due")
-    assert 1 <= watchdogs.filter(status="READY").count() <= 2
-    assert not DBTaskResult.objects.filter(task_path__endswith=".watch_delivery").exists()
+    assert not DBTaskResult.objects.filter(status="READY").exists()
     first, second = (Round.objects.get(pk=r.pk) for r in rounds)
     assert first.status == second.status == Round.Status.DELIVERING
     # The first one's sender died long ago: flagged; the second is left to its deadline.
     long_ago = timezone.now() - timedelta(days=1)
-    Round.objects.filter(pk=first.pk).update(delivering_since=long_ago)
-    assert engine.check_deliveries_due() == 1
+    Round.objects.filter(pk=first.pk).update(delivering_since=long_ago, watch_at=long_ago)
+    assert engine.run_due()["flagged"] == 1
     first.refresh_from_db()
     second.refresh_from_db()
     assert first.status == Round.Status.UNKNOWN and "stopped" in first.delivery_error
     assert second.status == Round.Status.DELIVERING
-    # A watchdog row queued per attempt by an older version still runs.
-    Round.objects.filter(pk=second.pk).update(delivering_since=long_ago)
+    # A watchdog row queued per attempt by an older version still runs (the upgrade made
+    # every attempt in flight due: calls' migration 0018).
+    Round.objects.filter(pk=second.pk).update(delivering_since=long_ago, watch_at=long_ago)
     tasks.watch_delivery.enqueue(second.pk, second.attempts)
     second = run_until(second, Round.Status.UNKNOWN, timeout=10)
     assert second.status == Round.Status.UNKNOWN

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import base64
 import threading
-import time
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.db import connection as db_connection
+from django.utils import timezone
 
 from mrtrweb.calls import engine
 from mrtrweb.calls.engine import digests
@@ -184,12 +184,13 @@ def test_the_round_cap_stops_a_server_that_never_finishes(fastmcp_peer: Any, use
 
 
 def test_an_expired_state_keeps_the_answers_and_a_restart_prefills_them(
-    short_ttl_peer: Any, user: Any
+    short_ttl_peer: Any, user: Any, time_machine: Any
 ) -> None:
     conn = make_connection(short_ttl_peer, state_lifetime=timedelta(seconds=2))
     call = start(conn, user, "approve_deploy", {"service": "api"})
     round = call.rounds.get()
-    time.sleep(2.5)
+    # The in-process peer's state lives 2 s, by the same clock.
+    time_machine.move_to(timezone.now() + timedelta(seconds=2.5))
     answers = {"approval": {"action": "accept", "content": APPROVAL}}
     engine.answer(round, answers, user)
     call.refresh_from_db()

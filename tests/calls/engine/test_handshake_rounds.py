@@ -228,7 +228,7 @@ def test_an_owner_that_stopped_beating_loses_the_round_and_restart_fills_it_in(
         second, {KEY: {"action": "accept", "content": {"color": "red"}}}, user, deliver_within=0
     )
     Round.objects.filter(pk=second.pk).update(heard_at=stale)
-    assert engine.check_stream(second.pk)
+    assert engine.lose_if_orphaned(second.pk)
     second.refresh_from_db()
     call.refresh_from_db()
     assert second.status == Round.Status.EXPIRED
@@ -260,15 +260,15 @@ def test_an_owner_that_stopped_beating_loses_the_round_and_restart_fills_it_in(
     assert again.result["content"][0]["text"] == "Ada likes red"
 
 
-def test_the_sweep_loses_rounds_whose_owner_stopped(conn: Connection, user: Any) -> None:
+def test_the_scheduler_loses_rounds_whose_owner_stopped(conn: Connection, user: Any) -> None:
     call = start(conn, user)
     round = pending(call)
     # Its owner beats: neither the watchdog nor the sweep touch it.
-    assert not engine.check_stream(round.pk)
-    assert engine.sweep()["lost"] == 0
+    assert not engine.lose_if_orphaned(round.pk)
+    assert engine.run_due()["lost"] == 0
     assert pending(call).pk == round.pk
     later = timezone.now() + timedelta(seconds=60)
-    counts = engine.sweep(now=later)
+    counts = engine.run_due(now=later)
     assert counts["lost"] == 1
     round.refresh_from_db()
     assert round.status == Round.Status.EXPIRED
@@ -313,7 +313,7 @@ def test_a_clean_shutdown_cancels_the_question_and_loses_its_round(
     after = mcp1_peer.sessions()
     assert after["closed"] - before["closed"] == after["opened"] - before["opened"] == 1
     # Nothing is left for the sweep to find.
-    assert engine.sweep(now=timezone.now() + timedelta(minutes=5))["lost"] == 0
+    assert engine.run_due(now=timezone.now() + timedelta(minutes=5))["lost"] == 0
 
 
 def test_through_the_pages(

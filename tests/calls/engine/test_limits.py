@@ -184,10 +184,10 @@ def test_the_sweep_fails_a_call_left_running_and_its_late_answer_is_ignored(
     call = Call.objects.get()
     assert call.status == Call.Status.RUNNING
     # Not due yet: nothing happens (a live sender is never failed).
-    assert engine.sweep()["failed"] == 0
+    assert engine.run_due()["failed"] == 0
     # Past its deadline (as if its sender died): the sweep fails it, with a plain message.
     later = timezone.now() + engine.call_stuck_after(limits) + timedelta(seconds=1)
-    assert engine.sweep(now=later)["failed"] == 1
+    assert engine.run_due(now=later)["failed"] == 1
     call.refresh_from_db()
     assert call.status == Call.Status.FAILED and "got no answer by" in call.error
     assert done.wait(20)

@@ -133,7 +133,7 @@ def test_a_revoked_grant_parks_the_round_until_the_caller_reconnects(
 
     # The sweep leaves it alone: it is not stranded, and not failed for waiting.
     later = timezone.now() + timedelta(minutes=5)
-    assert engine.sweep(now=later)["requeued"] == 0
+    assert engine.run_due(now=later)["requeued"] == 0
     round.refresh_from_db()
     assert round.status == Round.Status.SUBMITTED
 
@@ -202,8 +202,8 @@ def test_a_waiting_round_still_expires_with_its_state(
     round.refresh_from_db()
     assert round.status == Round.Status.SUBMITTED
     # Before its state expires: kept. After: the normal expiry, saying why.
-    assert engine.sweep(now=round.expires_at - timedelta(seconds=1))["expired"] == 0
-    assert engine.sweep(now=round.expires_at + timedelta(seconds=1))["expired"] == 1
+    assert engine.run_due(now=round.expires_at - timedelta(seconds=1))["expired"] == 0
+    assert engine.run_due(now=round.expires_at + timedelta(seconds=1))["expired"] == 1
     round.refresh_from_db()
     call.refresh_from_db()
     assert round.status == Round.Status.EXPIRED

@@ -16,7 +16,6 @@ from django_tasks_db.models import DBTaskResult
 
 from mrtrweb.calls import engine
 from mrtrweb.calls.access import can_answer
-from mrtrweb.calls.engine import expiry_bucket
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.people.speaking import writing_to
 from mrtrweb.people.when import moment_in_zone
@@ -67,7 +66,7 @@ def test_reminders_at_half_and_ninety_percent_are_sent_once_each(
     assert "50%" in reminder.body and round.get_absolute_url() in reminder.body
     # Once: a later task, or the sweep, finds nothing more until 90%.
     assert engine.remind_due(moment(round, 0.6)) == 0
-    assert engine.sweep(now=moment(round, 0.7))["reminded"] == 0
+    assert engine.run_due(now=moment(round, 0.7))["reminded"] == 0
     round.refresh_from_db()
     assert (round.reminders_sent, round.remind_at) == (1, moment(round, 0.9))
 
@@ -100,7 +99,7 @@ def test_no_reminder_after_an_answer_nor_for_a_closed_round(
     assert answered.status == Round.Status.DELIVERED
     late = max(moment(answered, 0.95), moment(closed, 0.95))
     assert engine.remind_due(late) == 0
-    assert engine.sweep(now=late)["reminded"] == 0
+    assert engine.run_due(now=late)["reminded"] == 0
     assert reminders_to(mailoutbox) == []
     assert "reminded" not in kinds(answered) + kinds(closed)
 
@@ -111,32 +110,23 @@ def test_a_sweep_that_comes_late_sends_one_reminder_for_those_it_missed(
     Policy.objects.create(connection=connection, reminders=[0.5, 0.9])
     round = start(connection, people["carl"], route_user=people["ada"])
     # The worker was down past both moments: one email (the latest), both counted as sent.
-    assert engine.sweep(now=moment(round, 0.95))["reminded"] == 1
+    assert engine.run_due(now=moment(round, 0.95))["reminded"] == 1
     assert reminders_to(mailoutbox) == [("ada@example.com",)]
     assert "90%" in mailoutbox[-1].body
     round.refresh_from_db()
     assert (round.reminders_sent, round.remind_at) == (2, None)
 
 
-def test_reminders_are_scheduled_one_task_per_minute_and_the_task_sends_them(
+def test_reminders_are_due_times_on_the_rounds_and_the_scheduler_sends_them(
     connection: Any, people: dict[str, Any], mailoutbox: Any, settings: Any
 ) -> None:
     settings.TASKS = DATABASE_QUEUE
     Policy.objects.create(connection=connection, reminders=[0.5, 0.9])
     rounds = [start(connection, people["carl"], route_user=people["ada"]) for _ in range(3)]
-
-    def reminder_tasks() -> list[DBTaskResult]:
-        return list(
-            DBTaskResult.objects.filter(
-                task_path__endswith=".remind_rounds_due", status="READY"
-            ).order_by("run_after")
-        )
-
-    # One task row per minute of reminders, not one per round (the rounds were parked within
-    # a second or two, so their 50% moments fall in one minute, or two across its turn).
-    buckets = {expiry_bucket(moment(r, 0.5)) for r in rounds}
-    assert {t.run_after for t in reminder_tasks()} == buckets and len(buckets) <= 2
-    # Time passes: the first round's 50% moment is a second ago, and its task is due.
+    # Nothing is queued for later: each round holds when its first reminder is due.
+    assert [r.remind_at for r in rounds] == [moment(r, 0.5) for r in rounds]
+    assert not DBTaskResult.objects.exists()
+    # Time passes: the first round's 50% moment is a second ago, and the scheduler sends it.
     round = rounds[0]
     gone = moment(round, 0.5) - timezone.now() + timedelta(seconds=1)
     Round.objects.filter(pk=round.pk).update(
@@ -145,15 +135,12 @@ def test_reminders_are_scheduled_one_task_per_minute_and_the_task_sends_them(
         remind_at=F("remind_at") - gone,
     )
     round.refresh_from_db()
-    DBTaskResult.objects.filter(task_path__endswith=".remind_rounds_due").update(
-        run_after=timezone.now() - timedelta(seconds=1)
-    )
     run_tasks()
     assert reminders_to(mailoutbox) == [("ada@example.com",)]
     round.refresh_from_db()
     assert round.reminders_sent == 1
-    # ... and its next reminder has a task of its own minute.
-    assert expiry_bucket(moment(round, 0.9)) in {t.run_after for t in reminder_tasks()}
+    # ... and its next reminder is its next due time.
+    assert round.remind_at == moment(round, 0.9)
     assert [r.reminders_sent for r in Round.objects.filter(pk__in=[r.pk for r in rounds[1:]])] == [
         0,
         0,
@@ -186,7 +173,7 @@ def test_an_unanswered_round_is_escalated_to_the_fallback_once(
     assert "Passed on to grace" in by_address["ada@example.com"].subject
     # Once.
     assert engine.remind_due(round.created_at + timedelta(hours=1)) == 0
-    assert engine.sweep(now=round.created_at + timedelta(minutes=59))["reminded"] == 0
+    assert engine.run_due(now=round.created_at + timedelta(minutes=59))["reminded"] == 0
     assert len(mailoutbox) == 2
     # The fallback answers; the one who had it no longer can.
     assert not can_answer(ada, round)

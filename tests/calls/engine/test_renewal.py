@@ -21,8 +21,7 @@ from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
 from mrtrweb.calls import engine
-from mrtrweb.calls.engine import expiry_bucket
-from mrtrweb.calls.engine.renewal import asks_consent, same_questions, what_changed
+from mrtrweb.calls.engine.renewal_policy import asks_consent, same_questions, what_changed
 from mrtrweb.calls.models import Call, Round
 from mrtrweb.calls.presenting.rounds import RenewalState, renewal_state
 from mrtrweb.people.roles import ADMINS
@@ -155,12 +154,8 @@ def test_a_renewed_round_answered_after_three_lifetimes_is_resubmitted_once(
         assert round.status == Round.Status.PENDING
         assert round.renewals == lifetime
         assert round.expires_at > timezone.now()
-        # The expiry task of the fresh state's deadline is queued (one per minute of them).
-        assert DBTaskResult.objects.filter(
-            task_path__endswith=".expire_rounds_due",
-            status="READY",
-            run_after=expiry_bucket(round.expires_at),
-        ).exists()
+        # Nothing queued for later: the fresh state's deadline is the round's due time.
+        assert not DBTaskResult.objects.filter(status="READY").exists()
     accept(round, user, ok=True)
     round = run_until(round, Round.Status.DELIVERED)
     assert round.status == Round.Status.DELIVERED
@@ -399,16 +394,11 @@ def test_a_round_without_state_is_kept_until_the_deadline_it_shows(
     # Shown: the policy's week. Real: the same, since no server state can end sooner.
     assert round.answer_by == round.renew_until == round.created_at + timedelta(days=7)
     assert round.expires_at == round.answer_by
-    assert DBTaskResult.objects.filter(
-        task_path__endswith=".expire_rounds_due",
-        status="READY",
-        run_after=expiry_bucket(round.answer_by),
-    ).exists()
     # Three days on, the expiry task and the sweep leave it waiting, and its page says it is
     # due then, not that it was.
     time_machine.move_to(round.created_at + timedelta(days=3))
     assert expiry_runs(round) is False
-    assert engine.sweep()["expired"] == 0
+    assert engine.run_due()["expired"] == 0
     round.refresh_from_db()
     assert round.status == Round.Status.PENDING
     person = Client()

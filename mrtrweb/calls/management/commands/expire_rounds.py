@@ -1,10 +1,9 @@
-"""``manage.py expire_rounds``: run the rounds' safety-net sweep once (cron, or by hand).
+"""``manage.py expire_rounds``: one tick of the scheduler's calls part (cron, or by hand).
 
-Every parked round already has its own expiry task, due when its state lifetime ends; this
-catches what those tasks could not (a queue that was down, a task lost with a killed worker):
-open rounds past their lifetime are expired and their assignees emailed, answered rounds whose
-delivery task was lost are queued again, deliveries whose sender died are flagged, and calls
-whose first request was left running by a sender that died are failed.
+Every worker already runs the scheduler (mrtrweb.scheduler); this does the same once, where
+none runs: open rounds past their lifetime expired (or renewed) and their assignees emailed,
+reminders and escalations due sent, answers and calls nobody sent queued, deliveries whose
+sender died flagged, and calls left running by a sender that died failed.
 """
 
 from __future__ import annotations
@@ -19,11 +18,11 @@ from mrtrweb.calls import engine
 class Command(BaseCommand):
     help = (
         "Expire rounds past their state lifetime, recover stranded deliveries and fail calls "
-        "left running."
+        "left running (one tick of the scheduler's calls part)."
     )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        counts = engine.sweep()
+        counts = engine.run_due()
         self.stdout.write(
             f"expired {counts['expired']}, requeued {counts['requeued']}, "
             f"flagged {counts['flagged']}, failed {counts['failed']}"

@@ -1,4 +1,5 @@
-"""``manage.py sweep_webhooks``: queue again the webhook deliveries whose task was lost."""
+"""``manage.py sweep_webhooks``: one tick of the scheduler's webhooks part (cron, or by hand):
+queue the pending webhook deliveries that are due (a retry, or one whose task was lost)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,14 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from mrtrweb.webhooks.tasks import sweep
+from mrtrweb.webhooks.due import send_due
 
 
 class Command(BaseCommand):
     help = (
-        "Queue again pending webhook deliveries whose task was lost (a queue that was down, "
-        "a worker killed mid-attempt). Safe to run often; run it from cron beside expire_rounds."
+        "Queue the pending webhook deliveries that are due (a retry, a task lost with a queue "
+        "that was down or a worker killed mid-attempt). Every worker does it already."
     )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        self.stdout.write(f"requeued {sweep()}")
+        self.stdout.write(f"requeued {send_due()}")

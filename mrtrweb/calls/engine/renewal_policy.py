@@ -6,7 +6,7 @@ a person may answer days later. When a call's policy renews expired rounds
 ``readOnlyHint`` or ``idempotentHint``, or an operator set ``renew_unsafe``), a round whose
 state dies unanswered is not expired: the call is issued again with the exact argument text,
 earlier rounds' answers are replayed when the server asks the very same questions again, and
-the waiting round is moved onto the fresh state (:mod:`.renewing` does that part). The person
+the waiting round is moved onto the fresh state (:mod:`.renewal_replay` does that part). The person
 sees the policy's deadline (:attr:`Round.renew_until`), never the server's.
 
 This module is the policy side only (no network, nothing of the exchange), so parking and
@@ -17,7 +17,7 @@ and the comparison of two rounds' questions (:func:`same_questions`, :func:`what
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -83,14 +83,14 @@ def expires_at(state_ends: datetime, renew_until: datetime | None, has_state: bo
     return min(state_ends, renew_until)
 
 
-def claim(round: Round, now: datetime, schedule: Callable[[datetime], None]) -> bool:
+def claim(round: Round, now: datetime) -> bool:
     """Expiry's question: is this due round renewed instead of expired? If so, claim its
     renewal and queue it (``renew_round``), and say True.
 
     The claim moves the state deadline (``expires_at``) to when a renewal started now must
     have finished, with a guarded update, so the expiry tasks and sweeps that find the round
     due meanwhile leave it alone and only one renewal runs; should its process die, the round
-    is due again then (``schedule`` makes sure an expiry task runs) and is claimed anew.
+    is due again then (the scheduler looks at ``expires_at``) and is claimed anew.
     """
     if (
         round.status != Round.Status.PENDING
@@ -111,7 +111,6 @@ def claim(round: Round, now: datetime, schedule: Callable[[datetime], None]) -> 
             expires_at=hold,
         ):
             queue.enqueue("renew_round", round.pk)
-            schedule(hold)
     return True
 
 

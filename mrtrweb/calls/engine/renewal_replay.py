@@ -1,5 +1,5 @@
 """Renewing a round whose server state died: the call issued again, verified, and the round
-moved onto the fresh state (the renewal policy; who is renewed is :mod:`.renewal`'s say).
+moved onto the fresh state (the renewal policy; who is renewed is :mod:`.renewal_policy`'s say).
 
 The call's first request goes out again with the exact argument text (``Call.arguments_json``),
 as a new request with no state. Whatever the server asks on the way is compared with what it
@@ -11,7 +11,7 @@ replay: the questions changed, so the waiting round is marked ``changed`` and a 
 asks the person again, saying what changed; their earlier answers stay on the old round.
 
 Two paths come here. A pending round past its state deadline (the expiry task claimed it,
-:func:`.renewal.claim`, and ``tasks.renew_round`` runs :func:`renew_parked`), and an answer
+:func:`.renewal_policy.claim`, and ``tasks.renew_round`` runs :func:`renew_parked`), and an answer
 whose delivery the server refused for an expired state (``engine.exchange`` calls
 :func:`renew_answered` in the same attempt, then sends the answers once, to the fresh state).
 
@@ -38,11 +38,11 @@ from mrtrweb.mcp import MCPError, NotDelivered
 from mrtrweb.mcp.rounds import state_only_backoff
 
 from ..models import Call, Round, state_sha256
-from .expiry import expire, schedule_expiry
+from .expiry import expire
 from .outcomes import complete
 from .parking import park
-from .renewal import asks_consent, renewable, same_questions, what_changed
-from .renewal import expires_at as renewal_expires_at
+from .renewal_policy import asks_consent, renewable, same_questions, what_changed
+from .renewal_policy import expires_at as renewal_expires_at
 from .trail import dump, record
 from .transitions import AlreadyAnswered, this_attempt, transition
 
@@ -173,8 +173,6 @@ def _move(
             request_state_sha256=round.request_state_sha256,
             expires_at=expires_at.isoformat(),
         )
-        if status == Round.Status.PENDING:
-            schedule_expiry(expires_at)
     return True
 
 
