@@ -43,7 +43,7 @@ LONG_SUITES = (
     # The API served by uvicorn, driven by the example script and by Chromium.
     "tests/api/test_live.py",
     # Processes racing on one PostgreSQL database (five approvers; two token refreshers).
-    "tests/policies/test_quorum_race.py",
+    "tests/calls/engine/test_quorum_race.py",
     "tests/authorizations/test_refresh_race.py",
 )
 
