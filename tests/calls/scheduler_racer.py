@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -67,7 +68,7 @@ def hang_mid_batch(gate: str) -> None:
     def expire_then_hang(round_id: int, *, now: Any = None) -> bool:
         expire(round_id, now=now)
         Path(gate, "mid-batch").touch()
-        time.sleep(600)
+        threading.Event().wait()  # until killed
         return True
 
     due.expire_if_due = expire_then_hang  # type: ignore[assignment]

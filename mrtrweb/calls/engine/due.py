@@ -31,7 +31,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connections, router, transaction
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from .. import queue
@@ -39,7 +39,7 @@ from ..models import Call, Round
 from .escalation import remind_if_due
 from .expiry import EXPIRABLE_OPEN, EXPIRABLE_WAITING, expire_if_due
 from .streams import OPEN as STREAM_OPEN
-from .streams import lose, orphaned
+from .streams import grace, lose, orphaned
 from .transitions import transition, transition_call
 from .watchdogs import check_call, check_delivery
 
@@ -126,6 +126,12 @@ def run_due(now: datetime | None = None, *, batch: int = BATCH) -> dict[str, int
     of each were done. Safe any time, from any number of processes."""
     now = now or timezone.now()
     rounds = Round.objects.order_by()
+    # A question on a stream is timed out at its deadline by the process holding the stream
+    # (which tells the server "cancel"); the scheduler expires it only a grace later, should
+    # that process be gone.
+    expired_by = Q(expires_at__lte=now) & (
+        Q(carrier=Round.Carrier.RETRY) | Q(expires_at__lte=now - grace())
+    )
     in_flight = rounds.filter(carrier=Round.Carrier.RETRY, watch_at__lte=now)
     # A call or round waiting for its caller to reconnect an account is sent by the resume,
     # not before; it is due again once the wait is over.
@@ -136,12 +142,12 @@ def run_due(now: datetime | None = None, *, batch: int = BATCH) -> dict[str, int
     )
     return {
         "expired": claim_each(
-            rounds.filter(EXPIRABLE_OPEN, expires_at__lte=now),
+            rounds.filter(EXPIRABLE_OPEN, expired_by),
             lambda pk: expire_if_due(pk, now=now),
             batch,
         )
         + claim_each(
-            rounds.filter(EXPIRABLE_WAITING, expires_at__lte=now),
+            rounds.filter(EXPIRABLE_WAITING, expired_by),
             lambda pk: expire_if_due(pk, now=now),
             batch,
         ),
