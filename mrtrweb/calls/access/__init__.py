@@ -141,10 +141,11 @@ def waiting_ways(user: User, pending: Q) -> list[QuerySet[Any]]:
 
     Each reads a short range of one index (the rounds' assignee, group and delegator indexes;
     the parts' assignee and group ones, both in one query), where :func:`waiting_for`'s OR of
-    them reads every pending round of everyone. A split round's ways start from its parts, each part's round
-    looked up by its key: with the round's columns in the outer query, SQLite without
-    statistics reads every pending round to match them against the parts' list. Each query
-    is built with one ``filter()``: a page asks for them all on every request."""
+    them reads every pending round of everyone. A split round's ways start from its parts,
+    each part's round looked up by its key: with the round's columns in the outer query,
+    SQLite without statistics reads every pending round to match them against the parts'
+    list. Each query is built with one ``filter()``: a page asks for them all on every
+    request."""
     rounds, parts = Round.objects.order_by(), RoundPart.objects.order_by()
     its_round = Exists(rounds.filter(pending & Q(split=True, pk=OuterRef("round_id"))))
     part_pending = Q(status=RoundPart.Status.PENDING)
