@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from functools import reduce
+from functools import lru_cache, reduce
 from operator import or_
 from typing import Any, TypeVar
 
@@ -144,22 +144,29 @@ def waiting_ways(user: User, pending: Q) -> list[QuerySet[Any]]:
     them reads every pending round of everyone. A split round's ways start from its parts,
     each part's round looked up by its key: with the round's columns in the outer query,
     SQLite without statistics reads every pending round to match them against the parts'
-    list. Each query is built with one ``filter()``: a page asks for them all on every
-    request."""
-    rounds, parts = Round.objects.order_by(), RoundPart.objects.order_by()
-    its_round = Exists(rounds.filter(pending & Q(split=True, pk=OuterRef("round_id"))))
-    part_pending = Q(status=RoundPart.Status.PENDING)
-    return [
-        rounds.filter(pending & Q(split=False) & way).values("pk")
-        for way in _own_ways(user, pending=True)
-    ] + [
+    list. Each query is one ``filter()`` on what they share that depends on nobody
+    (:func:`_waiting_bases`, built once): a page asks for them all on every request."""
+    rounds, parts = _waiting_bases(pending)
+    return [rounds.filter(way).values("pk") for way in _own_ways(user, pending=True)] + [
         # Both of a part's ways in one query: each names an indexed column (the parts'
         # assignee and group indexes), so both databases read the two short ranges (SQLite's
         # OR by union of indexes) and the ORM builds one query fewer on every page.
-        parts.filter(part_pending & reduce(or_, _part_ways(user)) & its_round)
-        .values("round_id")
-        .distinct()
+        parts.filter(reduce(or_, _part_ways(user))).values("round_id").distinct()
     ]
+
+
+@lru_cache(maxsize=8)
+def _waiting_bases(pending: Q) -> tuple[QuerySet[Round], QuerySet[RoundPart]]:
+    """:func:`waiting_ways`' rounds not split that match ``pending``, and pending parts of
+    split rounds that match it: the same for everyone, so built once for each ``pending``
+    (the header passes one). Never evaluated here, only filtered further (each ``filter()``
+    is a copy), so no results are kept."""
+    rounds = Round.objects.order_by()
+    its_round = Exists(rounds.filter(pending & Q(split=True, pk=OuterRef("round_id"))))
+    return (
+        rounds.filter(pending & Q(split=False)),
+        RoundPart.objects.order_by().filter(Q(status=RoundPart.Status.PENDING) & its_round),
+    )
 
 
 def part_for(user: User, round: Round) -> RoundPart | None:
