@@ -82,8 +82,8 @@ def kind_of(connection: Connection) -> str | None:
 
 
 def _rows(connection_id: int, user_id: int | None) -> Any:
-    rows = Authorization.objects.filter(connection_id=connection_id)
-    return rows.filter(user_id=user_id) if user_id is not None else rows.filter(user__isnull=True)
+    whose = {"user_id": user_id} if user_id is not None else {"user__isnull": True}
+    return Authorization.objects.filter(connection_id=connection_id, **whose)
 
 
 def _held(row: Authorization) -> Held:
@@ -106,7 +106,9 @@ def held(connection_id: int, user_id: int | None) -> Held | None:
     """The authorization of ``user_id`` (None: the connection's own) as stored now."""
     # Read before every request of every call on a connection with OAuth (the default: per
     # person), most often to find nothing.
-    row = _rows(connection_id, user_id).first()
+    # One row at most (the constraints: one per person, one of the connection's own), so no
+    # ORDER BY for first() to build.
+    row = next(iter(_rows(connection_id, user_id)[:1]), None)
     return _held(row) if row is not None else None
 
 

@@ -25,6 +25,10 @@ def people(request: HttpRequest) -> dict[str, Any]:
     }
 
 
+# What the header counts of a person's waiting rounds: pending, with a form this app can show.
+# Built once: it depends on nobody.
+_SHOWN = Q(status=Round.Status.PENDING) & ~Q(unsupported_reason__gt="")
+
 # The header says "99+" beyond this: an exact count reads every waiting row, on every page
 # (docs/performance.md, P3).
 INBOX_COUNT_CAP = 99
@@ -37,17 +41,18 @@ def _waiting(user: User) -> int | str:
     a part waiting for them), less the rounds with a form this app cannot show.
 
     One query: the ``UNION`` of one capped branch per way of being routed
-    (``calls.access.waiting_ways``, the same terms one way at a time), counted, because
+    (``calls.access.waiting_ways``, the same terms one way at a time), its keys counted, because
     ``waiting_for``'s OR of them reads every pending round of everyone instead; the union
     counts a round routed more than one way once. Every way is asked every time, so every page
     costs the same.
     """
-    shown = Q(status=Round.Status.PENDING) & ~Q(unsupported_reason__gt="")
     # Each branch capped in a subquery of its own (SQLite takes no LIMIT on a member of a
     # compound SELECT); more than the cap in any branch is more than the cap in all.
-    rounds = Round.objects.order_by().values("pk")
+    rounds = Round.objects.order_by().values_list("pk", flat=True)
     first, *rest = (
-        rounds.filter(pk__in=keys[: INBOX_COUNT_CAP + 1]) for keys in waiting_ways(user, shown)
+        rounds.filter(pk__in=keys[: INBOX_COUNT_CAP + 1]) for keys in waiting_ways(user, _SHOWN)
     )
-    count = first.union(*rest).count()
+    # The keys themselves, counted here: a few hundred at most (one cap per branch), where
+    # ``count()`` clones every branch twice more to wrap the union in an aggregate.
+    count = len(first.union(*rest))
     return f"{INBOX_COUNT_CAP}+" if count > INBOX_COUNT_CAP else count

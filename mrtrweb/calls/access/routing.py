@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.models import Group, User
+from django.db.models import Q
 
 from mrtrweb.policies.resolve import delegate_of
 from mrtrweb.policies.snapshot import PolicySnapshot
@@ -28,10 +29,14 @@ def route(call: Call) -> tuple[Any, Any]:
     if call.method == Call.Method.TOOL:
         # Most tools follow the connection's routing; a row's named user or group is read
         # when it is the one to ask.
-        override = (
-            ToolExposure.objects.filter(connection_id=call.connection_id, tool_name=call.target)
-            .exclude(routing="")
-            .first()
+        # One row per tool at most (its constraint): no ORDER BY for first() to build.
+        override = next(
+            iter(
+                ToolExposure.objects.filter(
+                    ~Q(routing=""), connection_id=call.connection_id, tool_name=call.target
+                )[:1]
+            ),
+            None,
         )
         if override is not None:
             policy = override

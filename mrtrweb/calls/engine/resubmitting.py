@@ -9,19 +9,23 @@ round (``submitted → delivering``) sends anything.
 from __future__ import annotations
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from mrtrweb.mcp import io_loop
 
 from .. import queue
-from ..models import Round
+from ..models import Call, Round
 from .exchange import run
 from .reads import round_to_send
 from .streams import lose_if_orphaned
 from .transitions import transition
 
 __all__ = ["queue_resubmission", "resubmit"]
+
+_NOT_WAITING_FOR_AUTHORIZATION = Exists(
+    Call.objects.filter(pk=OuterRef("call_id"), waiting_for_authorization_since__isnull=True)
+)
 
 
 def queue_resubmission(round_id: int) -> None:
@@ -45,14 +49,17 @@ def resubmit(round_id: int, *, unclaimed_only: bool = False) -> Round | None:
             round_id,
             Round.Status.SUBMITTED,
             Round.Status.DELIVERING,
-            # A call waiting for its caller to reconnect is sent by the resume, not before.
-            where={
-                "call__waiting_for_authorization_since__isnull": True,
+            where=Q(
+                # A call waiting for its caller to reconnect is sent by the resume, not
+                # before. Asked of the round's own call (EXISTS): a lookup through
+                # ``call__`` makes the UPDATE a subquery over a join, which costs Django more
+                # to build on every delivery.
+                _NOT_WAITING_FOR_AUTHORIZATION,
                 # A stream round's answer goes back on its call's stream, by its owner:
                 # there is no request to resend (engine.streams).
-                "carrier": Round.Carrier.RETRY,
+                carrier=Round.Carrier.RETRY,
                 **({"attempts": 0} if unclaimed_only else {}),
-            },
+            ),
             attempts=F("attempts") + 1,
             delivering_since=now,
             heard_at=None,

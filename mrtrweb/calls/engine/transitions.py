@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Model
+from django.db.models import Model, Q
 from django.utils import timezone
 
 from .. import handoff
@@ -48,6 +48,9 @@ class NotAnswerable(EngineError):
 
 
 Statuses = str | Collection[str]
+# A guard beyond the status: field lookups, or a Q (for a condition a lookup cannot say
+# without a join, which an UPDATE turns into a subquery of the whole table's keys).
+Where = Mapping[str, Any] | Q
 
 
 def _guarded(
@@ -55,13 +58,16 @@ def _guarded(
     pk: int,
     from_: Statuses,
     to: str,
-    where: Mapping[str, Any] | None,
+    where: Where | None,
     fields: dict[str, Any],
 ) -> bool:
     expected = [from_] if isinstance(from_, str) else list(from_)
     if to not in expected:
         fields["status"] = to
-    rows = model._default_manager.filter(pk=pk, status__in=expected, **(where or {}))
+    if isinstance(where, Q):
+        rows = model._default_manager.filter(where, pk=pk, status__in=expected)
+    else:
+        rows = model._default_manager.filter(pk=pk, status__in=expected, **(where or {}))
     return bool(rows.update(**fields))
 
 
@@ -88,7 +94,7 @@ def transition(
     from_: Statuses,
     to: str,
     *,
-    where: Mapping[str, Any] | None = None,
+    where: Where | None = None,
     **fields: Any,
 ) -> bool:
     """Move ``round`` from status ``from_`` (one, or any of several) to ``to`` and set
@@ -113,7 +119,7 @@ def transition_call(
     from_: Statuses,
     to: str,
     *,
-    where: Mapping[str, Any] | None = None,
+    where: Where | None = None,
     **fields: Any,
 ) -> bool:
     """:func:`transition` for a call."""
@@ -126,7 +132,7 @@ def transition_part(
     from_: Statuses,
     to: str,
     *,
-    where: Mapping[str, Any] | None = None,
+    where: Where | None = None,
     **fields: Any,
 ) -> bool:
     """:func:`transition` for a part of a split round (``engine.splitting``)."""
