@@ -1,4 +1,5 @@
-"""The pages of calls and rounds. Thin: parse, authorise, render; the engine changes state.
+"""The round pages: a round, retrying its delivery, claiming and releasing a group's round. Thin:
+parse, authorise, render; the engine changes state.
 
 Access is decided in :mod:`mrtrweb.calls.access` only; a call or round someone may not see
 is a 404, exactly like one that does not exist.
@@ -6,7 +7,6 @@ is a 404, exactly like one that does not exist.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.conf import settings
@@ -15,44 +15,34 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
-from django.urls import reverse
 from django.utils import timezone
-from django.utils.functional import Promise
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
-from django.views.decorators.http import require_http_methods, require_POST, require_safe
+from django.views.decorators.http import require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRefresh
 from django_htmx.middleware import HtmxDetails
 
 from mrtrweb.http import SeeOther, SignedInRequest
-from mrtrweb.live import frames
 from mrtrweb.people.roles import is_admin
-from mrtrweb.servers.models import Connection
 
 from .. import engine
 from ..access import (
     by_key,
-    can_act_on_call,
     can_answer,
     next_page,
     readings,
-    restarts_of,
     sees_call,
     shown_to,
     taken_from,
-    visible_call,
-    visible_calls,
     visible_round,
     visible_rounds,
 )
 from ..models import Call, Round
 from ..presenting.authorization_wait import authorization_wait
-from ..presenting.outcome_badges import expiry_of, listed_calls, outcome_of, with_error_flag
-from ..presenting.policies import comments_of, policy_states
-from ..presenting.rounds import RoundAnswers, person_name, round_views, typed_values
-from ..presenting.server_content import pretty_json, result_view
-from . import refresh, url_consent
+from ..presenting.policies import policy_states
+from ..presenting.rounds import RoundAnswers, person_name, typed_values
+from ..presenting.server_content import server_name
+from . import url_consent
 from .round_approvals import is_quorum, quorum_view, round_comments
 
 # Prefixes of URL-mode requests a person agreed to open, per round: {"<round pk>": [prefix]}.
@@ -208,7 +198,7 @@ def _render_round(
         "call": call,
         "answers": answers,
         "problem": problem,
-        "server_name": _server_name(call.connection),
+        "server_name": server_name(call.connection),
         # The person's deadline: the renewal policy's, when it renews the server's state.
         "deadline_passed": round.answer_by is not None and round.answer_by <= timezone.now(),
         "can_answer": can_answer(request.user, round),
@@ -244,150 +234,13 @@ def _taken(
         "call": call,
         "typed": typed_values(answers) if answers is not None else (),
         "may_see_call": sees_call(request.user, call),
-        "server_name": _server_name(call.connection),
+        "server_name": server_name(call.connection),
     }
     return render(request, "calls/taken.html", context, status=status)
 
 
 def _tz() -> Any:
     return timezone.get_current_timezone()
-
-
-def _server_name(conn: Connection) -> str:
-    return str((conn.server_info().get("info") or {}).get("name", ""))
-
-
-# A list shows none of these, and results can be big: the outcome reads ``result_is_error``.
-LIST_DEFERRED = ("result", "arguments_json", "credentials", "tool")
-
-
-# -- the call page -------------------------------------------------------------------------------
-
-
-@login_required
-@require_safe
-def call_list(request: SignedInRequest) -> HttpResponse:
-    calls = with_error_flag(visible_calls(request.user)).defer(*LIST_DEFERRED)
-    if is_admin(request.user) and request.GET.get("mine"):
-        calls = calls.filter(started_by=request.user)
-    return render(request, "calls/list.html", {"rows": listed_calls(calls[:200])})
-
-
-@login_required
-@require_safe
-def call_page(request: SignedInRequest, pk: int) -> HttpResponse:
-    call = _visible_call_or_404(request.user, pk)
-    rounds = list(
-        call.rounds.select_related(
-            "answered_by", "assigned_user", "assigned_group", "claimed_by"
-        ).order_by("index")
-    )
-    waiting = authorization_wait(call, request.user)
-    # Nothing is on its way while the call waits for an account: the wait says so instead.
-    in_flight = refresh.in_flight(call, rounds) and waiting is None
-    pending = [r for r in rounds if r.status == Round.Status.PENDING]
-    # Each round as this person may read it: whole, their part, or only its status.
-    read = readings(request.user, rounds)
-    context = {
-        "call": call,
-        "crumb": _crumb(request.user, call),
-        "outcome": outcome_of(call, rounds),
-        "expiry": expiry_of(rounds) if call.status == Call.Status.EXPIRED else None,
-        "progress": _progress(call, rounds) if in_flight else None,
-        "rounds": round_views(rounds, read),
-        # Notes answerers left for the requester (kept in the audit trail, never sent).
-        "comments": comments_of(call, request.user, readable=_read_whole(read)),
-        "pending_policy": policy_states(pending[-1:])[pending[-1].pk] if pending else [],
-        "pending": pending[-1] if pending else None,
-        # A waiting round that is not theirs is said to wait, not for whom nor where.
-        "pending_read": bool(pending) and read[pending[-1].pk] is not None,
-        # Whoever cannot answer the waiting round (a requester whose round went to a
-        # group, say) sees where it stands, not an "Answer" button that leads nowhere.
-        "may_answer": bool(pending) and can_answer(request.user, pending[-1]),
-        # The retry view asks can_answer too: show the button exactly where it works.
-        "can_retry": {
-            r.pk for r in rounds if r.status == Round.Status.FAILED and can_answer(request.user, r)
-        },
-        "in_flight": in_flight,
-        "result": result_view(call.method, call.result),
-        "arguments": _pretty_arguments(call.arguments_json),
-        "server_name": _server_name(call.connection),
-        "can_act": can_act_on_call(request.user, call),
-        "restarts": restarts_of(request.user, call),
-        "authorization_wait": waiting,
-    }
-    context["refresh_after"] = refresh.reload_after(request, call, rounds, context)
-    return render(request, "calls/call.html", context)
-
-
-def _read_whole(read: dict[int, Round | None]) -> set[int]:
-    """The rounds of ``read`` (``access.readings``) read whole, not by a part or a status."""
-    return {pk for pk, shown in read.items() if shown is not None and not shown.split}
-
-
-def _visible_call_or_404(user: User, pk: int) -> Call:
-    call = visible_call(user, pk)
-    if call is None:
-        raise Http404("No call matches the given query.")
-    return call
-
-
-def _crumb(user: User, call: Call) -> tuple[str | Promise, str]:
-    """Where the call page's breadcrumb leads: "My calls" for its caller only; an admin's
-    way in is the dashboard, anyone else's their inbox."""
-    if call.started_by_id == user.pk:
-        return _("My calls"), reverse("calls:list") + ("?mine=1" if is_admin(user) else "")
-    if is_admin(user):
-        return _("Dashboard"), reverse("dashboard:rounds")
-    return _("Inbox"), reverse("inbox:index")
-
-
-def _progress(call: Call, rounds: list[Round]) -> SafeString | None:
-    """The server's latest progress on what is in flight now (the same bar live pages get),
-    or None: progress kept from the first request or an earlier round is not shown again."""
-    kept = call.progress
-    if not isinstance(kept, dict):
-        return None
-    since = call.sent_at
-    for r in rounds:
-        if r.status == Round.Status.DELIVERING and r.delivering_since is not None:
-            since = r.delivering_since
-    at = float(kept.get("at") or 0.0)
-    if since is None or at < since.timestamp():
-        return None
-    return frames.progress(
-        call_id=call.pk,
-        at=at,
-        value=float(kept.get("progress") or 0.0),
-        total=kept.get("total"),
-        message=str(kept.get("message") or ""),
-    )
-
-
-def _pretty_arguments(text: str) -> str:
-    try:
-        return pretty_json(json.loads(text))
-    except ValueError:
-        return text
-
-
-@login_required
-@require_POST
-def restart(request: SignedInRequest, pk: int) -> HttpResponse:
-    call = _visible_call_or_404(request.user, pk)
-    if not can_act_on_call(request.user, call):
-        raise Http404("No call matches the given query.")
-    if call.status not in (Call.Status.EXPIRED, Call.Status.FAILED):
-        return render(
-            request, "calls/conflict.html", {"call": call, "problem": "not_restartable"}, status=409
-        )
-    try:
-        new = engine.restart(call, request.user, deliver_within=settings.MRTRWEB_START_WAIT)
-    except engine.NothingStarted:
-        # Nothing was stored: the old call's page says so, and its button starts again.
-        messages.error(request, _("The database was busy, so nothing was started. Start it again."))
-        return SeeOther(reverse("calls:call", args=[call.pk]))
-    return SeeOther(next_page(new))
 
 
 @login_required

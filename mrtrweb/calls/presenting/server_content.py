@@ -17,8 +17,11 @@ import binascii
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    from mrtrweb.servers.models import Connection
 
 ALLOWED_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 ALLOWED_AUDIO_TYPES = frozenset({"audio/mpeg", "audio/wav", "audio/ogg"})
@@ -270,3 +273,8 @@ def structured_fields(structured: Any) -> tuple[Field, ...]:
         else:
             rows.append(Field(label=_label(str(key)), value=pretty_json(value), nested=True))
     return tuple(rows)
+
+
+def server_name(conn: Connection) -> str:
+    """The name the server gave of itself (``serverInfo``), "" when it gave none."""
+    return str((conn.server_info().get("info") or {}).get("name", ""))
